@@ -1,0 +1,1 @@
+"""Shared UI helpers for the Attention Lab pages: resources, figures, URL state."""

@@ -1,0 +1,16 @@
+"""The home page opens in a real browser and lists the shipped models."""
+
+from pathlib import Path
+
+from playwright.sync_api import Page
+
+from tests.browser.conftest import open_page
+
+
+def test_home_lists_pages_and_models(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/", tmp_path / "home.png")
+    body = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Attention Lab" in body
+    for card in ("GPT explorer", "Reversal explorer", "Attention basics", "Positional encodings"):
+        assert card in body
+    assert "Running on" in body

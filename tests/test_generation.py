@@ -1,0 +1,237 @@
+"""Generation (KV cache, sampling filters, greedy decoding) and the trace entry points."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_core.config import POSITION_SCHEMES, InferenceOptions
+from transformer_core.data import encode_source, reversal_tokenizer
+from transformer_core.generation import filter_logits, generate, greedy_decode
+from transformer_core.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID, CharTokenizer
+from transformer_core.trace import trace_gpt, trace_seq2seq
+
+# ------------------------------------------------------------------ KV cache
+
+
+@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+def test_cached_forward_equals_full_forward(make_gpt, positions):
+    model = make_gpt(positions, max_len=16)
+    idx = torch.randint(4, 16, (2, 10))
+    with torch.no_grad():
+        full = model(idx)
+        cache = model.new_cache()
+        pieces = [model(idx[:, :4], cache=cache)]  # a prompt of 4, then one token at a time
+        assert cache.length == 4
+        for t in range(4, 10):
+            pieces.append(model(idx[:, t : t + 1], cache=cache))
+        assert cache.length == 10
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "rope", "alibi", "none"])
+def test_cached_forward_with_sliding_window_option(make_gpt, positions):
+    model = make_gpt(positions)
+    options = InferenceOptions(sliding_window=3)
+    idx = torch.randint(4, 16, (1, 8))
+    with torch.no_grad():
+        full = model(idx, options=options)
+        cache = model.new_cache()
+        steps = [model(idx[:, t : t + 1], options=options, cache=cache) for t in range(8)]
+        unwindowed = model(idx)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    assert (unwindowed[:, 3:] - full[:, 3:]).abs().max() > 1e-4
+
+
+def _tokens(samples) -> list[int]:
+    return [s.token for s in samples]
+
+
+@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+def test_generation_with_and_without_cache_agree(make_gpt, positions):
+    model = make_gpt(positions, max_len=12)
+    prompt = [4, 9, 5, 11]
+    # 20 new tokens from a prompt of 4 passes max_len 12: the window has to slide
+    kwargs = dict(max_new_tokens=20, temperature=0.0)
+    cached = generate(model, prompt, use_cache=True, **kwargs)
+    uncached = generate(model, prompt, use_cache=False, **kwargs)
+    assert len(cached) == 20
+    assert _tokens(cached) == _tokens(uncached)
+    for a, b in zip(cached, uncached):
+        assert a.prob == pytest.approx(b.prob, abs=1e-5)
+    # sampling with a seed is reproducible and also cache-independent
+    sampled = dict(max_new_tokens=16, temperature=1.0, top_k=8, seed=7)
+    s_cached = generate(model, prompt, use_cache=True, **sampled)
+    s_uncached = generate(model, prompt, use_cache=False, **sampled)
+    assert _tokens(s_cached) == _tokens(s_uncached)
+    assert _tokens(generate(model, prompt, use_cache=True, **sampled)) == _tokens(s_cached)
+
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "alibi"])
+def test_greedy_generation_is_argmax_of_the_full_forward(make_gpt, positions):
+    model = make_gpt(positions, max_len=10)
+    ids = [4, 5, 6]
+    out = generate(model, ids, 12, temperature=0.0)
+    with torch.no_grad():
+        for sample in out:
+            window = ids[-10:]  # past max_len the context is the last max_len tokens
+            logits = model(torch.tensor([window]))[0, -1]
+            assert sample.token == int(logits.argmax())
+            assert sample.prob == 1.0
+            assert sample.top[0][0] == sample.token
+            ids.append(sample.token)
+
+
+def test_generation_reports_probabilities_and_alternatives(make_gpt):
+    model = make_gpt("rope")
+    out = generate(model, [4, 5], 5, temperature=0.8, seed=3, n_alternatives=4)
+    for sample in out:
+        assert 0.0 < sample.prob <= 1.0
+        assert len(sample.top) == 4
+        probs = [p for _, p in sample.top]
+        assert probs == sorted(probs, reverse=True)
+        assert sum(probs) <= 1.0 + 1e-6
+        assert 4 <= len({t for t, _ in sample.top})  # distinct tokens
+
+
+def test_different_seeds_can_differ(make_gpt):
+    model = make_gpt("none")
+    runs = {tuple(_tokens(generate(model, [4], 12, temperature=1.5, seed=s))) for s in range(4)}
+    assert len(runs) > 1
+
+
+# ------------------------------------------------------------------ filter_logits
+
+
+def test_temperature_zero_is_one_hot():
+    logits = torch.tensor([0.1, 2.0, -1.0, 1.9])
+    probs = filter_logits(logits, temperature=0.0)
+    assert torch.equal(probs, torch.tensor([0.0, 1.0, 0.0, 0.0]))
+
+
+def test_temperature_scales_logits():
+    logits = torch.tensor([1.0, 2.0, 3.0])
+    torch.testing.assert_close(filter_logits(logits, temperature=1.0), torch.softmax(logits, -1))
+    torch.testing.assert_close(filter_logits(logits, temperature=0.5), torch.softmax(logits * 2, -1))
+    sharper = filter_logits(logits, temperature=0.5)
+    flatter = filter_logits(logits, temperature=2.0)
+    assert sharper[2] > filter_logits(logits)[2] > flatter[2]
+
+
+def test_top_k_keeps_exactly_k_tokens():
+    logits = torch.tensor([0.5, 3.0, -1.0, 2.0, 1.0, 0.0])
+    probs = filter_logits(logits, top_k=3)
+    kept = torch.nonzero(probs).flatten().tolist()
+    assert kept == [1, 3, 4]
+    torch.testing.assert_close(probs[kept], torch.softmax(logits[kept], -1))
+    assert probs.sum().item() == pytest.approx(1.0, abs=1e-6)
+    # top_k at or above the vocabulary keeps everything
+    torch.testing.assert_close(filter_logits(logits, top_k=6), torch.softmax(logits, -1))
+
+
+def test_top_p_keeps_smallest_prefix_reaching_p():
+    base = torch.tensor([0.05, 0.5, 0.15, 0.3])  # sorted: 0.5, 0.3, 0.15, 0.05
+    logits = base.log()
+    # 0.5 < 0.6 so a second token is needed; 0.5 + 0.3 = 0.8 reaches 0.6
+    probs = filter_logits(logits, top_p=0.6)
+    assert torch.nonzero(probs).flatten().tolist() == [1, 3]
+    torch.testing.assert_close(probs[[1, 3]], torch.tensor([0.5, 0.3]) / 0.8)
+    # 0.8 < 0.9 so the third token joins; the last is dropped
+    assert torch.nonzero(filter_logits(logits, top_p=0.9)).flatten().tolist() == [1, 2, 3]
+    # a small p still keeps the most likely token
+    assert torch.nonzero(filter_logits(logits, top_p=0.1)).flatten().tolist() == [1]
+    # batched rows are filtered independently
+    batch = torch.stack([logits, logits.flip(0)])
+    out = filter_logits(batch, top_p=0.6)
+    assert torch.nonzero(out[1]).flatten().tolist() == [0, 2]
+
+
+def test_top_k_and_top_p_combine():
+    logits = torch.tensor([0.4, 0.3, 0.2, 0.1]).log()
+    probs = filter_logits(logits, top_k=3, top_p=0.5)
+    # top-3 renormalised: 0.444, 0.333, 0.222; 0.444 < 0.5 so two are kept
+    assert torch.nonzero(probs).flatten().tolist() == [0, 1]
+
+
+# ------------------------------------------------------------------ seq2seq greedy decoding
+
+
+def test_greedy_decode_matches_step_by_step_argmax(make_seq2seq):
+    model = make_seq2seq("rope", vocab_size=16)
+    src = torch.tensor([[4, 5, 6, EOS_ID], [7, 8, EOS_ID, PAD_ID]])
+    outputs = greedy_decode(model, src, 6)
+    assert len(outputs) == 2
+    with torch.no_grad():
+        for row, out in zip(src, outputs):
+            tgt = [SOS_ID]
+            expected: list[int] = []
+            for _ in range(6):
+                logits = model(row[None], torch.tensor([tgt]))[0, -1]
+                logits[PAD_ID] = logits[SOS_ID] = float("-inf")
+                nxt = int(logits.argmax())
+                if nxt == EOS_ID:
+                    break
+                expected.append(nxt)
+                tgt.append(nxt)
+            assert out == expected
+            assert EOS_ID not in out and SOS_ID not in out and PAD_ID not in out
+
+
+# ------------------------------------------------------------------ trace
+
+
+def test_trace_gpt_shapes_and_rows(make_gpt):
+    tokenizer = CharTokenizer("abcdefghijkl")  # 16 ids with the four specials
+    model = make_gpt("alibi", n_layers=2, n_heads=2)
+    result = trace_gpt(model, tokenizer, "abcé")
+    attention = result.attention["self"]
+    assert isinstance(attention, np.ndarray)
+    assert attention.shape == (2, 2, 4, 4)  # (L, H, T, T)
+    np.testing.assert_allclose(attention.sum(-1), np.ones((2, 2, 4)), atol=1e-5)
+    assert np.all(attention[..., np.triu_indices(4, 1)[0], np.triu_indices(4, 1)[1]] == 0.0)
+    assert result.ids == [4, 5, 6, UNK_ID]
+    assert result.unknown == [(3, "é")]
+    assert result.tokens == ["a", "b", "c", "<unk>"]
+    assert result.next_token_probs.shape == (16,)
+    assert result.next_token_probs.sum() == pytest.approx(1.0, abs=1e-5)
+    with torch.no_grad():
+        logits = model(torch.tensor([result.ids]))[0, -1]
+    np.testing.assert_allclose(result.next_token_probs, torch.softmax(logits, -1).numpy(), atol=1e-5)
+
+
+def test_trace_gpt_options_reach_the_model(make_gpt):
+    tokenizer = CharTokenizer("abcdefghijkl")
+    model = make_gpt("none")
+    free = trace_gpt(model, tokenizer, "abcd", InferenceOptions(causal=False)).attention["self"]
+    assert np.all(free > 0.0)
+
+
+def test_trace_seq2seq_shapes(make_seq2seq):
+    tokenizer = reversal_tokenizer("abcdefghijkl")
+    model = make_seq2seq("sinusoidal", vocab_size=len(tokenizer))
+    result = trace_seq2seq(model, tokenizer, "abc", max_new_tokens=5)
+    Ts = 4  # text + EOS
+    Tt = 1 + len(result.output)  # SOS + output
+    assert result.source_tokens == ["a", "b", "c", "<eos>"]
+    assert result.target_tokens[0] == "<sos>" and len(result.target_tokens) == Tt
+    assert result.attention["encoder_self"].shape == (2, 2, Ts, Ts)
+    assert result.attention["decoder_self"].shape == (2, 2, Tt, Tt)
+    assert result.attention["cross"].shape == (2, 2, Tt, Ts)
+    for weights in result.attention.values():
+        np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+    src = encode_source(tokenizer, ["abc"])
+    expected = greedy_decode(model, src, 5)[0]
+    assert result.output == tokenizer.decode(expected)
+    assert len(result.output) <= 5
+
+
+def test_trace_rejects_bad_text(make_gpt):
+    from transformer_core.errors import InputError
+
+    tokenizer = CharTokenizer("abcdefghijkl")
+    model = make_gpt("learned", max_len=8)
+    with pytest.raises(InputError):
+        trace_gpt(model, tokenizer, "")
+    with pytest.raises(InputError, match="8"):
+        trace_gpt(model, tokenizer, "a" * 9)

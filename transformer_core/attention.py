@@ -1,0 +1,192 @@
+"""Attention: the maths as pure functions, the plumbing as one module.
+
+`scaled_dot_product_attention` is the readable definition. `MultiHeadAttention.forward`
+runs torch's fused kernel when nothing is captured (training, generation) and the explicit
+functions below when a capture object is passed; both paths are tested to agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_core.capture import AttentionCapture, AttentionRecord
+from transformer_core.positional import apply_rope
+
+
+def attention_scores(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    *,
+    scale: float | None = None,
+    bias: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Pre-softmax scores q k^T * scale + bias, shape (..., Tq, Tk).
+
+    scale defaults to 1/sqrt(d_k): it keeps the scores' variance near 1 whatever d_k is.
+    """
+    d_k = q.size(-1)
+    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
+    scores = (q @ k.transpose(-2, -1)) * scale
+    return scores if bias is None else scores + bias
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax over the last axis where masked keys (mask False) get weight exactly 0.
+
+    A row with every key masked gets all zeros instead of NaN.
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    return weights.nan_to_num(0.0)
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+    bias: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T / sqrt(d_k) + bias, masked) v.
+
+    q (..., Tq, d_k), k (..., Tk, d_k), v (..., Tk, d_v); mask boolean, True = may attend,
+    broadcastable to (..., Tq, Tk). Returns (output (..., Tq, d_v), weights (..., Tq, Tk)).
+    """
+    weights = masked_softmax(attention_scores(q, k, scale=scale, bias=bias), mask)
+    return weights @ v, weights
+
+
+@dataclass(frozen=True)
+class AttentionSite:
+    """Per-call facts one attention layer needs: which layer it is and what to apply.
+
+    mask (bool, broadcastable to (B, H, Tq, Tk)) or None; rope = (cos, sin) (Tq, d_head/2)
+    of the new tokens, applied to q and to the new k, or None; bias = ALiBi (H, Tq, Tk).
+    """
+
+    kind: str
+    layer: int
+    mask: torch.Tensor | None = None
+    is_causal: bool = False  # hint: mask is exactly the square causal mask (fused kernel fast path)
+    rope: tuple[torch.Tensor, torch.Tensor] | None = None
+    bias: torch.Tensor | None = None
+    scale_scores: bool = True
+    ablated_heads: tuple[int, ...] = ()
+    capture: AttentionCapture | None = None
+
+
+class LayerCache:
+    """Keys and values of one layer seen so far (B, H, T, d_head); grows per step."""
+
+    def __init__(self) -> None:
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self.k = k if self.k is None else torch.cat((self.k, k), dim=2)
+        self.v = v if self.v is None else torch.cat((self.v, v), dim=2)
+        return self.k, self.v
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention for self- (memory=None) and cross-attention.
+
+    Weights are laid out like torch.nn.MultiheadAttention: in_proj (3*d_model, d_model)
+    holds W_Q, W_K, W_V stacked; out_proj maps the concatenated heads back to d_model.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.dropout = dropout
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        site: AttentionSite,
+        memory: torch.Tensor | None = None,
+        cache: LayerCache | None = None,
+    ) -> torch.Tensor:
+        """x (B, Tq, d_model), memory (B, Tk, d_model) for cross-attention -> (B, Tq, d_model)."""
+        B, Tq, _ = x.shape
+        if memory is None:
+            qkv = self.in_proj(x).view(B, Tq, 3, self.n_heads, self.d_head)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, Tq, d_head)
+        else:
+            d = self.d_model
+            w, b = self.in_proj.weight, self.in_proj.bias
+            q = F.linear(x, w[:d], b[:d]).view(B, Tq, self.n_heads, self.d_head).transpose(1, 2)
+            kv = F.linear(memory, w[d:], b[d:]).view(B, -1, 2, self.n_heads, self.d_head)
+            k, v = kv.permute(2, 0, 3, 1, 4)  # each (B, H, Tk, d_head)
+        q_raw, k_raw = q, k
+        if site.rope is not None:
+            q, k = apply_rope(q, *site.rope), apply_rope(k, *site.rope)
+        if cache is not None:
+            k, v = cache.extend(k, v)  # (B, H, T_past + Tq, d_head)
+
+        scale = 1.0 / math.sqrt(self.d_head) if site.scale_scores else 1.0
+        if site.capture is None:
+            out = self._fused(q, k, v, site, scale)
+        else:
+            scores = attention_scores(q, k, scale=scale, bias=site.bias)  # (B, H, Tq, Tk)
+            weights = masked_softmax(scores, site.mask)
+            out = weights @ v
+            site.capture.add(
+                AttentionRecord(
+                    kind=site.kind, layer=site.layer,
+                    q_raw=q_raw.detach(), k_raw=k_raw.detach(),
+                    q=q.detach(), k=k.detach(), v=v.detach(),
+                    scores=scores.detach(),
+                    mask=None if site.mask is None else site.mask.detach(),
+                    position_bias=None if site.bias is None else site.bias.detach(),
+                    weights=weights.detach(), scale=scale,
+                )
+            )
+        if site.ablated_heads:
+            keep = torch.ones(self.n_heads, device=out.device, dtype=out.dtype)
+            keep[list(site.ablated_heads)] = 0.0
+            out = out * keep[None, :, None, None]
+        out = out.transpose(1, 2).reshape(B, Tq, self.d_model)  # (B, Tq, H*d_head)
+        return self.out_proj(out)
+
+    def _fused(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, site: AttentionSite, scale: float
+    ) -> torch.Tensor:
+        """torch's fused kernel; the bool mask and ALiBi bias merge into one float mask."""
+        if site.is_causal and site.bias is None:
+            return F.scaled_dot_product_attention(
+                q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0,
+                scale=scale,
+            )
+        attn_mask: torch.Tensor | None = site.mask
+        if site.bias is not None:
+            bias = site.bias.to(q.dtype)
+            attn_mask = bias if attn_mask is None else bias.masked_fill(~attn_mask, float("-inf"))
+        return F.scaled_dot_product_attention(
+            q, k, v,
+            attn_mask=attn_mask,
+            dropout_p=self.dropout if self.training else 0.0,
+            scale=scale,
+        )
+
+
+class KVCache:
+    """Keys and values of every layer for incremental decoding; one per generation call."""
+
+    def __init__(self, n_layers: int) -> None:
+        self.layers = [LayerCache() for _ in range(n_layers)]
+
+    @property
+    def length(self) -> int:
+        k = self.layers[0].k
+        return 0 if k is None else k.size(2)

@@ -1,0 +1,163 @@
+"""Checkpoints: a folder with `model.safetensors` (weights) and `checkpoint.json`
+(config, vocabulary, training arguments, metrics, versions, weights checksum).
+
+Nothing is ever unpickled. Shipped checkpoints live in <repo>/checkpoints/<name>/, and a
+name is a plain identifier that cannot leave that folder.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import platform
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+from transformer_core.config import POSITION_SCHEMES, ModelConfig
+from transformer_core.errors import CheckpointError, ConfigError
+from transformer_core.models import GPT, Seq2Seq, build_model
+from transformer_core.tokenizer import CharTokenizer
+
+CHECKPOINTS_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
+WEIGHTS_FILE, META_FILE = "model.safetensors", "checkpoint.json"
+FORMAT = "attention-lab-checkpoint/1"
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+SHIPPED_NAMES = tuple(f"{task}-{s}" for task in ("reverse", "gpt") for s in POSITION_SCHEMES)
+MAX_WEIGHTS_BYTES = 200_000_000
+
+
+@dataclass
+class Checkpoint:
+    """A loaded model with everything needed to use and describe it."""
+
+    name: str
+    model: GPT | Seq2Seq
+    tokenizer: CharTokenizer
+    meta: dict[str, Any]
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.model.config
+
+    @property
+    def task(self) -> str:
+        return "reverse" if self.config.arch == "seq2seq" else "lm"
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.meta.get("metrics", {})
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def save_checkpoint(
+    folder: str | Path,
+    model: GPT | Seq2Seq,
+    tokenizer: CharTokenizer,
+    *,
+    train_args: dict[str, Any] | None = None,
+    metrics: dict[str, Any] | None = None,
+    command: str | None = None,
+) -> Path:
+    """Write weights and metadata into folder (created if needed); returns the folder."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    weights = folder / WEIGHTS_FILE
+    save_model(model, str(weights))
+    meta = {
+        "format": FORMAT,
+        "name": folder.name,
+        "task": "reverse" if model.config.arch == "seq2seq" else "lm",
+        "config": model.config.to_dict(),
+        "vocab": tokenizer.vocab,
+        "train_args": train_args or {},
+        "metrics": metrics or {},
+        "command": command,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "versions": {"torch": torch.__version__, "python": platform.python_version()},
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "weights_sha256": _sha256(weights),
+    }
+    (folder / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return folder
+
+
+def resolve_checkpoint(name_or_path: str | Path) -> Path:
+    """A shipped name ('reverse-rope') or a path to a checkpoint folder."""
+    text = str(name_or_path)
+    if NAME_PATTERN.match(text) and (CHECKPOINTS_DIR / text).is_dir():
+        return CHECKPOINTS_DIR / text
+    path = Path(text)
+    if path.is_dir():
+        return path
+    if "/" not in text and "\\" not in text:
+        available = ", ".join(list_checkpoints()) or "none"
+        raise CheckpointError(f"unknown checkpoint {text!r}; available: {available}")
+    raise CheckpointError(f"checkpoint folder not found: {text}")
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    meta_path = folder / META_FILE
+    if not meta_path.is_file():
+        raise CheckpointError(f"{folder.name}: {META_FILE} is missing")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{folder.name}: {META_FILE} is not valid JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{folder.name}: {META_FILE} is not an Attention Lab checkpoint")
+    return meta
+
+
+def load_checkpoint(name_or_path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
+    """Load weights (safetensors, never pickle) into a freshly built model, in eval mode."""
+    folder = resolve_checkpoint(name_or_path)
+    meta = read_meta(folder)
+    try:
+        config = ModelConfig.from_dict(meta.get("config"))
+        tokenizer = CharTokenizer.from_vocab(meta.get("vocab") or [])
+    except (ConfigError, ValueError, TypeError) as e:
+        raise CheckpointError(f"{folder.name}: bad metadata: {e}") from None
+    if len(tokenizer) != config.vocab_size:
+        raise CheckpointError(
+            f"{folder.name}: vocabulary has {len(tokenizer)} entries but config.vocab_size "
+            f"is {config.vocab_size}"
+        )
+    weights = folder / WEIGHTS_FILE
+    if not weights.is_file():
+        raise CheckpointError(f"{folder.name}: {WEIGHTS_FILE} is missing")
+    if weights.stat().st_size > MAX_WEIGHTS_BYTES:
+        raise CheckpointError(f"{folder.name}: {WEIGHTS_FILE} is larger than {MAX_WEIGHTS_BYTES:,} bytes")
+    expected = meta.get("weights_sha256")
+    if expected and _sha256(weights) != expected:
+        raise CheckpointError(
+            f"{folder.name}: {WEIGHTS_FILE} does not match its recorded checksum "
+            "(truncated or corrupt file)"
+        )
+    model: nn.Module = build_model(config)
+    try:
+        load_model(model, str(weights), strict=True, device="cpu")
+    except SafetensorError as e:
+        raise CheckpointError(f"{folder.name}: {WEIGHTS_FILE} is corrupt ({e})") from None
+    except RuntimeError as e:
+        raise CheckpointError(f"{folder.name}: weights do not match the config ({e})") from None
+    model.to(device).eval()
+    return Checkpoint(folder.name, model, tokenizer, meta)
+
+
+def list_checkpoints(folder: Path = CHECKPOINTS_DIR) -> list[str]:
+    """Names of the checkpoint folders shipped in `folder`, shipped order first."""
+    if not folder.is_dir():
+        return []
+    found = {p.name for p in folder.iterdir() if (p / META_FILE).is_file()}
+    return [n for n in SHIPPED_NAMES if n in found] + sorted(found - set(SHIPPED_NAMES))

@@ -1,0 +1,272 @@
+"""Command line: `python -m transformer_core <command>` (see --help).
+
+Every command accepts --json and then prints exactly one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from typing import Any
+
+import torch
+
+from transformer_core.checkpoint import list_checkpoints, load_checkpoint, read_meta, resolve_checkpoint, save_checkpoint
+from transformer_core.config import ATTENTION_KINDS, POSITION_SCHEMES, InferenceOptions
+from transformer_core.device import DEVICE_CHOICES, resolve_device
+from transformer_core.errors import CheckpointError, ConfigError, InputError
+from transformer_core.evaluation import evaluate_lm, evaluate_reversal
+from transformer_core.generation import generate
+from transformer_core.models import GPT
+from transformer_core.trace import trace_gpt, trace_seq2seq
+from transformer_core.training import DoneEvent, EvalEvent, StepEvent, TrainConfig, Trainer, prepare_run
+
+REPORT_LENGTHS = [3, 5, 7, 10, 12, 15]
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
+    print(json.dumps(payload, ensure_ascii=False) if args.json else text)
+
+
+def parse_ablation(items: list[str], arch: str) -> frozenset[tuple[str, int, int]]:
+    """'L.H' (GPT self-attention, seq2seq cross-attention) or 'kind:L.H'."""
+    result = set()
+    for item in items:
+        kind, _, spec = item.rpartition(":")
+        kind = kind or ("self" if arch == "gpt" else "cross")
+        try:
+            layer, head = (int(x) for x in spec.split("."))
+        except ValueError:
+            raise ConfigError(f"ablate: {item!r} is not L.H (e.g. 0.1) or kind:L.H") from None
+        if kind not in ATTENTION_KINDS:
+            raise ConfigError(f"ablate: kind {kind!r} is not one of {ATTENTION_KINDS}")
+        result.add((kind, layer, head))
+    return frozenset(result)
+
+
+def _check_heads(options: InferenceOptions, n_layers: int, n_heads: int) -> None:
+    for kind, layer, head in options.ablate:
+        if layer >= n_layers or head >= n_heads:
+            raise ConfigError(f"ablate: {kind}:{layer}.{head} is outside {n_layers} layers x {n_heads} heads")
+
+
+def cmd_checkpoints(args: argparse.Namespace) -> None:
+    items = []
+    for name in list_checkpoints():
+        meta = read_meta(resolve_checkpoint(name))
+        items.append({
+            "name": name, "task": meta["task"], "config": meta["config"],
+            "parameters": meta.get("parameters"), "metrics": meta.get("metrics", {}),
+            "command": meta.get("command"),
+        })
+    lines = [f"{'name':<20}{'task':<9}{'params':>9}  metrics"]
+    for it in items:
+        m = it["metrics"]
+        if it["task"] == "lm":
+            summary = f"val_loss {m.get('val_loss', float('nan')):.3f} nats/char"
+        else:
+            em = m.get("exact_match", {})
+            summary = "exact " + " ".join(f"{k}:{v:.2f}" for k, v in em.items())
+        lines.append(f"{it['name']:<20}{it['task']:<9}{it['parameters'] or 0:>9,}  {summary}")
+    _emit(args, {"checkpoints": items}, "\n".join(lines))
+
+
+def cmd_trace(args: argparse.Namespace) -> None:
+    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    options = InferenceOptions(
+        causal=not args.no_causal, padding_mask=not args.no_padding_mask,
+        positions=not args.drop_positions, ablate=parse_ablation(args.ablate, ckpt.config.arch),
+    )
+    _check_heads(options, ckpt.config.n_layers, ckpt.config.n_heads)
+    if isinstance(ckpt.model, GPT):
+        tr = trace_gpt(ckpt.model, ckpt.tokenizer, args.text, options)
+        top = int(tr.next_token_probs.argmax())
+        payload = {
+            "checkpoint": ckpt.name, "input": args.text,
+            "output": ckpt.tokenizer.decode([top]),
+            "tokens": {"source": tr.tokens},
+            "attention": {"self": tr.attention["self"].round(6).tolist()},
+        }
+        shape = tr.attention["self"].shape
+        text = f"{ckpt.name}: next token after {args.text!r}: {payload['output']!r}\nself-attention {shape}"
+    else:
+        tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, args.text, options)
+        payload = {
+            "checkpoint": ckpt.name, "input": args.text, "output": tr.output,
+            "tokens": {"source": tr.source_tokens, "target": tr.target_tokens},
+            "attention": {k: v.round(6).tolist() for k, v in tr.attention.items()},
+        }
+        shapes = ", ".join(f"{k} {v.shape}" for k, v in tr.attention.items())
+        text = f"{ckpt.name}: {args.text!r} -> {tr.output!r}\n{shapes}"
+    if tr.unknown:
+        payload["unknown_characters"] = sorted({c for _, c in tr.unknown})
+        text += f"\nreplaced by <unk>: {payload['unknown_characters']}"
+    _emit(args, payload, text)
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    torch.manual_seed(args.seed)
+    if ckpt.task == "reverse":
+        lengths = [int(x) for x in args.lengths.split(",")]
+        if any(n < 1 or n > ckpt.config.max_len - 2 for n in lengths):
+            raise ConfigError(f"lengths: each must be in 1..{ckpt.config.max_len - 2}")
+        result = evaluate_reversal(ckpt.model, ckpt.tokenizer, lengths, args.samples, args.seed)
+        text = "\n".join(
+            f"length {n:>3}: exact match {result['exact_match'][str(n)]:.3f}  "
+            f"token accuracy {result['token_accuracy'][str(n)]:.3f}" for n in lengths
+        )
+    else:
+        from transformer_core.training import build_task
+
+        task = build_task(TrainConfig(task="lm", block_size=ckpt.config.max_len, corpus=args.corpus))
+        if task.tokenizer.vocab != ckpt.tokenizer.vocab:
+            task.tokenizer = ckpt.tokenizer
+            task.__post_init__()
+        result = evaluate_lm(ckpt.model, task.val_ids, ckpt.config.max_len, batches=max(1, args.samples // 32), seed=args.seed)
+        text = f"val_loss {result['val_loss']:.4f} nats/char, perplexity {result['perplexity']:.3f}"
+    _emit(args, {"checkpoint": ckpt.name, **result}, text)
+
+
+def cmd_generate(args: argparse.Namespace) -> None:
+    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    if not isinstance(ckpt.model, GPT):
+        raise ConfigError(f"generate: {ckpt.name} is a reversal model; use `trace` for it")
+    encoded = ckpt.tokenizer.encode_checked(args.prompt, max_chars=10_000)
+    steps = generate(
+        ckpt.model, encoded.ids, args.max_new_tokens, temperature=args.temperature,
+        top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+    )
+    out = ckpt.tokenizer.decode([s.token for s in steps])
+    payload = {
+        "checkpoint": ckpt.name, "prompt": args.prompt, "text": out,
+        "tokens": [
+            {"token": ckpt.tokenizer.vocab[s.token], "prob": s.prob,
+             "top": [[ckpt.tokenizer.vocab[i], p] for i, p in s.top]} for s in steps
+        ],
+        "unknown_characters": encoded.unknown_chars,
+    }
+    _emit(args, payload, args.prompt + out)
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    train = TrainConfig(
+        task=args.task, steps=args.steps, batch_size=args.batch_size or (64 if args.task == "reverse" else 32),
+        lr=args.lr or (2e-3 if args.task == "reverse" else 3e-3), schedule=args.schedule,
+        warmup=args.warmup, seed=args.seed, device=args.device, corpus=args.corpus,
+        label_smoothing=args.label_smoothing, eval_every=args.eval_every,
+        block_size=args.block_size,
+    )
+    overrides = {k: v for k, v in (("d_model", args.d_model), ("n_layers", args.n_layers), ("n_heads", args.n_heads)) if v}
+    if args.d_model and not args.d_ff:
+        overrides["d_ff"] = 4 * args.d_model
+    if args.d_ff:
+        overrides["d_ff"] = args.d_ff
+    model, task = prepare_run(train, args.positions, **overrides)
+    command = "python -m transformer_core " + shlex.join(sys.argv[1:])
+    bar = tqdm(total=train.steps, desc=f"{args.task}-{args.positions}", file=sys.stderr, disable=args.quiet)
+    history, done = [], None
+    for event in Trainer(model, task, train).run():
+        if isinstance(event, StepEvent):
+            bar.update(1)
+            bar.set_postfix(loss=f"{event.loss:.3f}", tok_s=f"{event.tokens_per_s:,.0f}")
+        elif isinstance(event, EvalEvent):
+            history.append({"step": event.step, **event.metrics})
+            bar.write(f"step {event.step}: {json.dumps(event.metrics)}")
+        elif isinstance(event, DoneEvent):
+            done = event
+    bar.close()
+    metrics = dict(done.metrics)
+    if args.task == "reverse":
+        metrics = evaluate_reversal(model, task.tokenizer, REPORT_LENGTHS, samples=200)
+    metrics["train_seconds"] = round(done.elapsed, 1)
+    metrics["steps"] = done.step
+    save_checkpoint(args.out, model, task.tokenizer, train_args={**train.to_dict(), "positions": args.positions, **overrides},
+                    metrics=metrics, command=command)
+    _emit(args, {"out": str(args.out), "metrics": metrics, "history": history},
+          f"saved {args.out}\n{json.dumps(metrics, indent=2)}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m transformer_core",
+        description="Attention Lab's Transformer library: list, trace, evaluate, sample and train models.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+        return sp
+
+    add("checkpoints", "list shipped checkpoints with their config and metrics")
+
+    sp = add("trace", "every head's attention for one input, as [layer][head][query][key]")
+    sp.add_argument("checkpoint", help="shipped name (e.g. gpt-rope, reverse-sinusoidal) or folder")
+    sp.add_argument("text")
+    sp.add_argument("--no-causal", action="store_true", help="switch the causal mask off")
+    sp.add_argument("--no-padding-mask", action="store_true", help="let padded keys receive weight")
+    sp.add_argument("--drop-positions", action="store_true", help="remove positional information")
+    sp.add_argument("--ablate", nargs="*", default=[], metavar="L.H",
+                    help="zero heads: L.H (GPT self / seq2seq cross) or kind:L.H, kind in " + ", ".join(ATTENTION_KINDS))
+    sp.add_argument("--device", choices=DEVICE_CHOICES, default="cpu")
+
+    sp = add("eval", "reversal: exact match and token accuracy per length; GPT: validation loss")
+    sp.add_argument("checkpoint")
+    sp.add_argument("--lengths", default="3,5,7,10,12,15")
+    sp.add_argument("--samples", type=int, default=200)
+    sp.add_argument("--seed", type=int, default=1234)
+    sp.add_argument("--corpus", default=None, help="GPT: UTF-8 text file (default: bundled Python docs)")
+    sp.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+
+    sp = add("generate", "sample text from a GPT checkpoint")
+    sp.add_argument("checkpoint")
+    sp.add_argument("prompt")
+    sp.add_argument("--max-new-tokens", type=int, default=200)
+    sp.add_argument("--temperature", type=float, default=0.8)
+    sp.add_argument("--top-k", type=int, default=None)
+    sp.add_argument("--top-p", type=float, default=None)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+
+    sp = add("train", "train a reversal (seq2seq) or character language model (GPT) and save it")
+    sp.add_argument("--task", choices=["reverse", "lm"], required=True)
+    sp.add_argument("--positions", choices=POSITION_SCHEMES, default="sinusoidal")
+    sp.add_argument("--steps", type=int, default=3000)
+    sp.add_argument("--batch-size", type=int, default=None)
+    sp.add_argument("--lr", type=float, default=None)
+    sp.add_argument("--schedule", choices=["cosine", "vaswani", "constant"], default="cosine")
+    sp.add_argument("--warmup", type=int, default=200)
+    sp.add_argument("--label-smoothing", type=float, default=0.0)
+    sp.add_argument("--eval-every", type=int, default=1000)
+    sp.add_argument("--block-size", type=int, default=128)
+    sp.add_argument("--d-model", type=int, default=None)
+    sp.add_argument("--d-ff", type=int, default=None)
+    sp.add_argument("--n-layers", type=int, default=None)
+    sp.add_argument("--n-heads", type=int, default=None)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    sp.add_argument("--corpus", default=None, help="UTF-8 text file (default: bundled Python docs)")
+    sp.add_argument("--out", required=True, help="folder to write the checkpoint into")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+COMMANDS = {
+    "checkpoints": cmd_checkpoints, "trace": cmd_trace, "eval": cmd_eval,
+    "generate": cmd_generate, "train": cmd_train,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        COMMANDS[args.command](args)
+    except (CheckpointError, ConfigError, InputError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,129 @@
+"""Tasks: string reversal, and character language modelling on a corpus."""
+
+from __future__ import annotations
+
+import string
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from transformer_core.errors import InputError
+from transformer_core.tokenizer import EOS_ID, PAD_ID, SOS_ID, CharTokenizer
+
+REVERSAL_ALPHABET = string.ascii_lowercase
+MAX_CORPUS_BYTES = 20_000_000
+
+
+# ---------------------------------------------------------------- string reversal
+
+
+def reversal_tokenizer(alphabet: str = REVERSAL_ALPHABET) -> CharTokenizer:
+    return CharTokenizer(alphabet)
+
+
+def random_strings(
+    n: int, min_len: int, max_len: int, generator: torch.Generator, alphabet: str = REVERSAL_ALPHABET
+) -> list[str]:
+    """n random strings with lengths uniform in [min_len, max_len]."""
+    lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator).tolist()
+    letters = torch.randint(0, len(alphabet), (sum(lengths),), generator=generator).tolist()
+    out, start = [], 0
+    for length in lengths:
+        out.append("".join(alphabet[i] for i in letters[start : start + length]))
+        start += length
+    return out
+
+
+@dataclass(frozen=True)
+class ReversalBatch:
+    """src = text + EOS; tgt_in = SOS + reversed; tgt_out = reversed + EOS; PAD-padded."""
+
+    src: torch.Tensor  # (B, Ts)
+    tgt_in: torch.Tensor  # (B, Tt)
+    tgt_out: torch.Tensor  # (B, Tt)
+
+
+def _pad(rows: list[list[int]], device: torch.device | str) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [PAD_ID] * (width - len(r)) for r in rows], device=device)
+
+
+def encode_source(tokenizer: CharTokenizer, texts: list[str], device: torch.device | str = "cpu") -> torch.Tensor:
+    """Source ids (B, Ts): each text then EOS, so relative schemes can see where it ends."""
+    return _pad([tokenizer.encode(t) + [EOS_ID] for t in texts], device)
+
+
+def reversal_batch(
+    tokenizer: CharTokenizer, texts: list[str], device: torch.device | str = "cpu"
+) -> ReversalBatch:
+    targets = [tokenizer.encode(t[::-1]) for t in texts]
+    return ReversalBatch(
+        src=encode_source(tokenizer, texts, device),
+        tgt_in=_pad([[SOS_ID] + t for t in targets], device),
+        tgt_out=_pad([t + [EOS_ID] for t in targets], device),
+    )
+
+
+# ---------------------------------------------------------------- language modelling
+
+
+def default_corpus() -> str:
+    """The Python standard library's bundled documentation topics: always offline."""
+    from pydoc_data.topics import topics
+
+    return "\n\n".join(topics[key] for key in sorted(topics))
+
+
+def load_corpus(path: str | Path | None = None, *, max_bytes: int = MAX_CORPUS_BYTES) -> str:
+    """The default corpus, or a UTF-8 text file (clear errors for empty/binary/huge files)."""
+    if path is None:
+        return default_corpus()
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"corpus file not found: {path}")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise InputError(f"corpus file is {size:,} bytes; the limit is {max_bytes:,}")
+    return corpus_from_bytes(path.read_bytes(), name=path.name)
+
+
+def corpus_from_bytes(raw: bytes, *, name: str = "upload", max_bytes: int = MAX_CORPUS_BYTES) -> str:
+    """Decode an uploaded corpus, refusing binary, empty and oversized data by name."""
+    if len(raw) > max_bytes:
+        raise InputError(f"{name} is {len(raw):,} bytes; the limit is {max_bytes:,}")
+    if b"\x00" in raw[:65536]:
+        raise InputError(f"{name} looks binary (it contains NUL bytes); upload a UTF-8 text file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name} is not UTF-8 text (byte {e.start} cannot be decoded)") from None
+    text = text.removeprefix("\ufeff")
+    if len(text.strip()) < 100:
+        raise InputError(f"{name} has {len(text.strip())} non-blank characters; need at least 100")
+    return text
+
+
+def corpus_tokenizer(text: str, min_count: int = 1, max_vocab: int = 250) -> CharTokenizer:
+    """Characters seen at least min_count times (most frequent max_vocab), sorted."""
+    counts = Counter(text)
+    common = [c for c, n in counts.most_common(max_vocab) if n >= min_count]
+    return CharTokenizer(sorted(common))
+
+
+def split_ids(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Contiguous train/validation split: the last val_fraction of the text is held out."""
+    cut = int(len(ids) * (1 - val_fraction))
+    return ids[:cut], ids[cut:]
+
+
+def lm_batch(
+    ids: torch.Tensor, block_size: int, batch_size: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows: x (B, T) and y = x shifted left by one (B, T)."""
+    starts = torch.randint(0, len(ids) - block_size - 1, (batch_size,), generator=generator)
+    offsets = torch.arange(block_size)
+    x = ids[starts[:, None] + offsets]  # (B, T)
+    y = ids[starts[:, None] + offsets + 1]  # (B, T)
+    return x, y

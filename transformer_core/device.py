@@ -1,0 +1,28 @@
+"""The one place a device is chosen."""
+
+from __future__ import annotations
+
+import torch
+
+from transformer_core.errors import ConfigError
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(choice: str = "auto") -> torch.device:
+    """'auto' = CUDA when available, else CPU; 'cuda' without a GPU is a clear error."""
+    if choice not in DEVICE_CHOICES:
+        raise ConfigError(f"device: {choice!r} is not one of {DEVICE_CHOICES}")
+    if choice == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device: 'cuda' was asked for but no CUDA GPU is available")
+    return torch.device(choice)
+
+
+def describe_device(device: torch.device) -> str:
+    """'CPU (2 threads)' or 'CUDA: NVIDIA H100 (80 GiB)'."""
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return f"CUDA: {props.name} ({props.total_memory / 2**30:.0f} GiB)"
+    return f"CPU ({torch.get_num_threads()} threads)"

@@ -1,0 +1,121 @@
+"""Decoding: sampling from a GPT (with a KV cache) and greedy decoding for Seq2Seq."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
+from transformer_core.models import GPT, Seq2Seq
+from transformer_core.tokenizer import EOS_ID, PAD_ID, SOS_ID
+
+
+@dataclass(frozen=True)
+class SampledToken:
+    """One generated token, its probability and the most likely alternatives."""
+
+    token: int
+    prob: float
+    top: list[tuple[int, float]]
+
+
+def filter_logits(
+    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
+    """Next-token probabilities (..., V) after temperature, top-k and nucleus (top-p) filtering.
+
+    temperature 0 means greedy: all mass on the arg-max.
+    """
+    if temperature <= 0:
+        probs = torch.zeros_like(logits, dtype=torch.float32)
+        return probs.scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
+    logits = logits.float() / temperature
+    if top_k is not None and 0 < top_k < logits.size(-1):
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and 0 < top_p < 1:
+        sorted_logits, order = torch.sort(logits, descending=True, dim=-1)
+        sorted_probs = torch.softmax(sorted_logits, dim=-1)
+        # drop a token when the mass before it already reaches top_p (keeps at least one)
+        drop = (sorted_probs.cumsum(-1) - sorted_probs) >= top_p
+        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return torch.softmax(logits, dim=-1)
+
+
+@torch.no_grad()
+def generate(
+    model: GPT,
+    prompt_ids: list[int],
+    max_new_tokens: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    use_cache: bool = True,
+    n_alternatives: int = 5,
+    options: InferenceOptions = DEFAULT_OPTIONS,
+) -> list[SampledToken]:
+    """Sample max_new_tokens after the prompt. With a cache, each step feeds one token;
+    once the context would pass max_len, the window slides and the cache is rebuilt."""
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device)
+    if seed is not None:
+        generator.manual_seed(seed)
+    max_len = model.config.max_len
+    ids = list(prompt_ids)
+    out: list[SampledToken] = []
+    cache, fed = None, 0  # fed = how many tokens of `ids` the cache already holds
+    for _ in range(max_new_tokens):
+        if use_cache and cache is not None and len(ids) <= max_len:
+            x = torch.tensor([ids[fed:]], device=device)
+        else:
+            window = ids[-max_len:]
+            cache = model.new_cache() if use_cache and len(ids) <= max_len else None
+            x = torch.tensor([window], device=device)
+        logits = model(x, options=options, cache=cache)[0, -1]
+        fed = len(ids)
+        probs = filter_logits(logits, temperature, top_k, top_p)
+        token = int(torch.multinomial(probs, 1, generator=generator)) if temperature > 0 else int(probs.argmax())
+        raw = torch.softmax(logits.float() / max(temperature, 1e-6), dim=-1) if temperature > 0 else probs
+        top = torch.topk(raw, min(n_alternatives, raw.numel()))
+        out.append(
+            SampledToken(token, float(raw[token]), list(zip(top.indices.tolist(), top.values.tolist())))
+        )
+        ids.append(token)
+    return out
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: Seq2Seq,
+    src: torch.Tensor,
+    max_new_tokens: int,
+    *,
+    options: InferenceOptions = DEFAULT_OPTIONS,
+) -> list[list[int]]:
+    """Greedy outputs (without SOS/EOS) for a batch of sources src (B, Ts)."""
+    memory = model.encode(src, options=options)
+    B = src.size(0)
+    tgt = torch.full((B, 1), SOS_ID, device=src.device)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    for _ in range(max_new_tokens):
+        logits = model.decode(tgt, memory, src, options=options)[:, -1]  # (B, V)
+        logits[:, PAD_ID] = float("-inf")
+        logits[:, SOS_ID] = float("-inf")
+        nxt = logits.argmax(-1)
+        nxt = torch.where(done, torch.full_like(nxt, PAD_ID), nxt)
+        tgt = torch.cat((tgt, nxt[:, None]), dim=1)
+        done |= nxt == EOS_ID
+        if bool(done.all()):
+            break
+    outputs = []
+    for row in tgt[:, 1:].tolist():
+        seq = []
+        for t in row:
+            if t in (EOS_ID, PAD_ID):
+                break
+            seq.append(t)
+        outputs.append(seq)
+    return outputs

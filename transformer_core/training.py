@@ -1,0 +1,202 @@
+"""A trainer that knows nothing about the model: it asks a task for batches and losses
+and reports progress as events. Used by the command line and by the app's /train page."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from transformer_core.config import ModelConfig, validate_fields
+from transformer_core.data import corpus_tokenizer, load_corpus, reversal_tokenizer
+from transformer_core.device import resolve_device
+from transformer_core.errors import ConfigError
+from transformer_core.models import build_model
+from transformer_core.schedules import vaswani_lr, warmup_cosine_lr
+from transformer_core.tasks import LanguageModelTask, ReversalTask
+
+Task = ReversalTask | LanguageModelTask
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a run needs besides the model's shape; saved in the checkpoint."""
+
+    task: Literal["reverse", "lm"] = "reverse"
+    steps: int = 3000
+    batch_size: int = 64
+    lr: float = 2e-3
+    schedule: Literal["cosine", "vaswani", "constant"] = "cosine"
+    warmup: int = 200
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.0
+    grad_clip: float = 1.0
+    seed: int = 0
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    eval_every: int = 500
+    snapshot_every: int = 0
+    min_len: int = 3
+    max_len: int = 10
+    block_size: int = 128
+    corpus: str | None = None
+
+    def __post_init__(self) -> None:
+        validate_fields(self, min_int=0)
+        for name in ("steps", "batch_size", "min_len", "block_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.max_len < self.min_len:
+            raise ConfigError(f"max_len: {self.max_len} is below min_len={self.min_len}")
+        if not 0 < self.lr <= 1:
+            raise ConfigError(f"lr: must be in (0, 1], got {self.lr}")
+        if not 0 <= self.label_smoothing < 1:
+            raise ConfigError(f"label_smoothing: must be in [0, 1), got {self.label_smoothing}")
+
+    def lr_at(self, step: int, d_model: int) -> float:
+        if self.schedule == "vaswani":
+            # scaled so the peak (at step == warmup) equals self.lr
+            peak = vaswani_lr(max(self.warmup, 1), d_model, max(self.warmup, 1))
+            return self.lr * vaswani_lr(step + 1, d_model, max(self.warmup, 1)) / peak
+        if self.schedule == "cosine":
+            return warmup_cosine_lr(step, self.lr, self.warmup, self.steps)
+        return self.lr
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def default_model_config(task: str, positions: str, vocab_size: int, **overrides: Any) -> ModelConfig:
+    """The shipped sizes: reversal d_model 64, 2+2 layers; GPT d_model 128, 4 layers."""
+    if task == "reverse":
+        base = dict(arch="seq2seq", d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=32)
+    else:
+        base = dict(arch="gpt", d_model=128, n_heads=4, n_layers=4, d_ff=512, max_len=128)
+    return ModelConfig(vocab_size=vocab_size, positions=positions, **{**base, **overrides})
+
+
+def build_task(train: TrainConfig, text: str | None = None) -> Task:
+    """The task for a run; for the LM, `text` overrides the corpus path."""
+    if train.task == "reverse":
+        return ReversalTask(reversal_tokenizer(), train.min_len, train.max_len)
+    text = load_corpus(train.corpus) if text is None else text
+    return LanguageModelTask(corpus_tokenizer(text), text, train.block_size)
+
+
+# ---------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    step: int  # steps done so far (1-based)
+    total: int
+    loss: float
+    lr: float
+    tokens_per_s: float
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class EvalEvent:
+    step: int
+    metrics: dict
+
+
+@dataclass(frozen=True)
+class SnapshotEvent:
+    """Attention of the task's fixed probe input at this step."""
+
+    step: int
+    attention: dict
+
+
+@dataclass(frozen=True)
+class DoneEvent:
+    step: int
+    metrics: dict
+    cancelled: bool
+    elapsed: float
+
+
+TrainEvent = StepEvent | EvalEvent | SnapshotEvent | DoneEvent
+
+
+class Trainer:
+    """AdamW with a schedule, gradient clipping and optional label smoothing.
+
+    `run()` yields events; setting `stop` (a threading.Event) ends the run after the
+    current step. On CUDA the forward pass runs under bf16 autocast.
+    """
+
+    def __init__(
+        self, model: nn.Module, task: Task, config: TrainConfig, stop: threading.Event | None = None
+    ) -> None:
+        self.model, self.task, self.config = model, task, config
+        self.stop = stop or threading.Event()
+        self.device = next(model.parameters()).device
+        decay = [p for p in model.parameters() if p.dim() >= 2]
+        no_decay = [p for p in model.parameters() if p.dim() < 2]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": config.weight_decay},
+             {"params": no_decay, "weight_decay": 0.0}],
+            lr=config.lr, betas=(0.9, 0.98),
+        )
+        self.d_model = getattr(getattr(model, "config", None), "d_model", 512)
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def run(self) -> Iterator[TrainEvent]:
+        cfg = self.config
+        generator = torch.Generator().manual_seed(cfg.seed)
+        self.model.train()
+        start = time.perf_counter()
+        tokens_seen, step = 0, 0
+        cancelled = False
+        for step in range(1, cfg.steps + 1):
+            if self.stop.is_set():
+                cancelled, step = True, step - 1
+                break
+            lr = cfg.lr_at(step - 1, self.d_model)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            batch = self.task.batch(cfg.batch_size, generator, self.device)
+            with self._autocast():
+                loss, n_tokens = self.task.loss(self.model, batch, cfg.label_smoothing)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip > 0:
+                nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+            self.optimizer.step()
+            tokens_seen += n_tokens
+            elapsed = time.perf_counter() - start
+            yield StepEvent(step, cfg.steps, float(loss.detach()), lr, tokens_seen / max(elapsed, 1e-9), elapsed)
+            if cfg.snapshot_every and (step % cfg.snapshot_every == 0 or step == 1):
+                yield SnapshotEvent(step, self.task.snapshot(self.model))
+            if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
+                yield EvalEvent(step, self.task.evaluate(self.model))
+        metrics = self.task.evaluate(self.model)
+        self.model.eval()
+        yield DoneEvent(step, metrics, cancelled, time.perf_counter() - start)
+
+
+def prepare_run(
+    train: TrainConfig, positions: str, text: str | None = None, **model_overrides: Any
+) -> tuple[nn.Module, Task]:
+    """Seeded model of the default size for the task, on the configured device."""
+    device = resolve_device(train.device)
+    task = build_task(train, text)
+    torch.manual_seed(train.seed)
+    overrides = dict(model_overrides)
+    if train.task == "lm":
+        overrides.setdefault("max_len", train.block_size)
+    config = default_model_config(train.task, positions, len(task.tokenizer), **overrides)
+    return build_model(config).to(device), task
