@@ -31,9 +31,7 @@ def test_four_item_query_key_value_example_unscaled():
     torch.testing.assert_close(scores, torch.tensor([[0.0, 1.5, 3.0, 4.5]]))
 
     context, weights = scaled_dot_product_attention(q, k, v, scale=1.0)
-    torch.testing.assert_close(
-        weights, torch.tensor([[0.0087, 0.0388, 0.1738, 0.7788]]), atol=5e-5, rtol=0
-    )
+    torch.testing.assert_close(weights, torch.tensor([[0.0087, 0.0388, 0.1738, 0.7788]]), atol=5e-5, rtol=0)
     torch.testing.assert_close(context, torch.tensor([[0.5718, 0.6019]]), atol=5e-5, rtol=0)
     assert weights.sum().item() == pytest.approx(1.0, abs=1e-6)
 
@@ -66,8 +64,10 @@ def test_masked_softmax_rows_and_exact_zeros():
     # without the mask the padding steals weight (the reason for masking)
     plain = masked_softmax(scores)
     torch.testing.assert_close(
-        plain, torch.tensor([[0.6103, 0.2245, 0.0826, 0.0826], [0.1770, 0.5317, 0.1602, 0.1311]]),
-        atol=5e-5, rtol=0,
+        plain,
+        torch.tensor([[0.6103, 0.2245, 0.0826, 0.0826], [0.1770, 0.5317, 0.1602, 0.1311]]),
+        atol=5e-5,
+        rtol=0,
     )
 
 
@@ -112,9 +112,7 @@ def test_batched_scaled_dot_product_attention_worked_example():
             [[0.0035, 0.0017, 0.0017, 0.9931], [0.0515, 0.0254, 0.0515, 0.8716]],
         ]
     )
-    expected_out = torch.tensor(
-        [[[5.3534, 4.6466], [3.5475, 6.4525]], [[8.9449, 8.9449], [7.9987, 7.9464]]]
-    )
+    expected_out = torch.tensor([[[5.3534, 4.6466], [3.5475, 6.4525]], [[8.9449, 8.9449], [7.9987, 7.9464]]])
     torch.testing.assert_close(weights, expected_weights, atol=5e-5, rtol=0)
     torch.testing.assert_close(out, expected_out, atol=5e-5, rtol=0)
 
@@ -128,9 +126,7 @@ def test_contract_mask_true_means_may_attend():
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2))
     torch.testing.assert_close(out, weights @ BATCH_V)
     # an all-True mask is the same as no mask
-    full, full_w = scaled_dot_product_attention(
-        BATCH_Q, BATCH_K, BATCH_V, torch.ones(4, dtype=torch.bool)
-    )
+    full, full_w = scaled_dot_product_attention(BATCH_Q, BATCH_K, BATCH_V, torch.ones(4, dtype=torch.bool))
     ref, ref_w = scaled_dot_product_attention(BATCH_Q, BATCH_K, BATCH_V)
     torch.testing.assert_close(full, ref)
     torch.testing.assert_close(full_w, ref_w)
@@ -233,9 +229,7 @@ def test_padding_and_window_masks():
     assert pm.shape == (2, 1, 1, 3)
     assert pm[:, 0, 0].tolist() == [[True, True, False], [True, False, False]]
     window = sliding_window_mask(4, window=2)
-    expected = torch.tensor(
-        [[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]], dtype=torch.bool
-    )
+    expected = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]], dtype=torch.bool)
     assert torch.equal(window, expected)
     both = combine_masks(causal_mask(4), None, window)
     assert torch.equal(both, torch.tril(expected))
@@ -300,8 +294,13 @@ def test_multi_head_attention_matches_torch(kind, lengths, causal, captured):
     with torch.no_grad():
         got = ours(x, site, memory=memory)
         want, want_w = theirs(
-            x, kv, kv, key_padding_mask=key_padding, attn_mask=torch_attn_mask,
-            need_weights=True, average_attn_weights=False,
+            x,
+            kv,
+            kv,
+            key_padding_mask=key_padding,
+            attn_mask=torch_attn_mask,
+            need_weights=True,
+            average_attn_weights=False,
         )
     assert got.shape == (B, Tq, D_MODEL)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)

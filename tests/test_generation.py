@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from transformer_core.capture import AttentionCapture
 from transformer_core.config import POSITION_SCHEMES, InferenceOptions
 from transformer_core.data import encode_source, reversal_tokenizer
+from transformer_core.errors import InputError
 from transformer_core.generation import filter_logits, generate, greedy_decode
 from transformer_core.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID, CharTokenizer
 from transformer_core.trace import trace_gpt, trace_seq2seq
@@ -58,7 +60,7 @@ def test_generation_with_and_without_cache_agree(make_gpt, positions):
     uncached = generate(model, prompt, use_cache=False, **kwargs)
     assert len(cached) == 20
     assert _tokens(cached) == _tokens(uncached)
-    for a, b in zip(cached, uncached):
+    for a, b in zip(cached, uncached, strict=True):
         assert a.prob == pytest.approx(b.prob, abs=1e-5)
     # sampling with a seed is reproducible and also cache-independent
     sampled = dict(max_new_tokens=16, temperature=1.0, top_k=8, seed=7)
@@ -163,7 +165,7 @@ def test_greedy_decode_matches_step_by_step_argmax(make_seq2seq):
     outputs = greedy_decode(model, src, 6)
     assert len(outputs) == 2
     with torch.no_grad():
-        for row, out in zip(src, outputs):
+        for row, out in zip(src, outputs, strict=True):
             tgt = [SOS_ID]
             expected: list[int] = []
             for _ in range(6):
@@ -178,17 +180,49 @@ def test_greedy_decode_matches_step_by_step_argmax(make_seq2seq):
             assert EOS_ID not in out and SOS_ID not in out and PAD_ID not in out
 
 
+class _FavoursSpecials:
+    """A Seq2Seq whose decoder strongly prefers PAD and SOS: greedy decoding must skip them."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def encode(self, src, **kwargs):
+        return self.model.encode(src, **kwargs)
+
+    def decode(self, tgt, memory, src, **kwargs):
+        logits = self.model.decode(tgt, memory, src, **kwargs).clone()
+        logits[..., PAD_ID] += 100.0
+        logits[..., SOS_ID] += 50.0
+        return logits
+
+
+def test_greedy_decode_never_emits_pad_or_sos(make_seq2seq):
+    model = make_seq2seq("none")
+    src = torch.tensor([[4, 5, 6, EOS_ID]])
+    biased = greedy_decode(_FavoursSpecials(model), src, 5)
+    plain = greedy_decode(model, src, 5)
+    assert biased == plain
+
+
 # ------------------------------------------------------------------ trace
 
 
 def test_trace_gpt_shapes_and_rows(make_gpt):
     tokenizer = CharTokenizer("abcdefghijkl")  # 16 ids with the four specials
-    model = make_gpt("alibi", n_layers=2, n_heads=2)
+    model = make_gpt("alibi", n_layers=3, n_heads=2)
     result = trace_gpt(model, tokenizer, "abcé")
     attention = result.attention["self"]
     assert isinstance(attention, np.ndarray)
-    assert attention.shape == (2, 2, 4, 4)  # (L, H, T, T)
-    np.testing.assert_allclose(attention.sum(-1), np.ones((2, 2, 4)), atol=1e-5)
+    assert attention.shape == (3, 2, 4, 4)  # (L, H, T, T)
+    np.testing.assert_allclose(attention.sum(-1), np.ones((3, 2, 4)), atol=1e-5)
+    capture = AttentionCapture()
+    with torch.no_grad():
+        model(torch.tensor([result.ids]), capture=capture)
+    for layer in range(3):
+        for head in range(2):
+            np.testing.assert_allclose(
+                attention[layer, head], capture[f"self.{layer}"].weights[0, head].numpy(), atol=1e-6
+            )
     assert np.all(attention[..., np.triu_indices(4, 1)[0], np.triu_indices(4, 1)[1]] == 0.0)
     assert result.ids == [4, 5, 6, UNK_ID]
     assert result.unknown == [(3, "é")]
@@ -209,26 +243,33 @@ def test_trace_gpt_options_reach_the_model(make_gpt):
 
 def test_trace_seq2seq_shapes(make_seq2seq):
     tokenizer = reversal_tokenizer("abcdefghijkl")
-    model = make_seq2seq("sinusoidal", vocab_size=len(tokenizer))
+    model = make_seq2seq("sinusoidal", vocab_size=len(tokenizer), n_layers=3)
     result = trace_seq2seq(model, tokenizer, "abc", max_new_tokens=5)
     Ts = 4  # text + EOS
     Tt = 1 + len(result.output)  # SOS + output
     assert result.source_tokens == ["a", "b", "c", "<eos>"]
     assert result.target_tokens[0] == "<sos>" and len(result.target_tokens) == Tt
-    assert result.attention["encoder_self"].shape == (2, 2, Ts, Ts)
-    assert result.attention["decoder_self"].shape == (2, 2, Tt, Tt)
-    assert result.attention["cross"].shape == (2, 2, Tt, Ts)
+    assert result.attention["encoder_self"].shape == (3, 2, Ts, Ts)
+    assert result.attention["decoder_self"].shape == (3, 2, Tt, Tt)
+    assert result.attention["cross"].shape == (3, 2, Tt, Ts)
     for weights in result.attention.values():
         np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
     src = encode_source(tokenizer, ["abc"])
     expected = greedy_decode(model, src, 5)[0]
     assert result.output == tokenizer.decode(expected)
     assert len(result.output) <= 5
+    # the arrays are the teacher-forced pass over SOS + output, layer by layer
+    capture = AttentionCapture()
+    with torch.no_grad():
+        model(src, torch.tensor([[SOS_ID, *expected]]), capture=capture)
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        for layer in range(3):
+            np.testing.assert_allclose(
+                result.attention[kind][layer], capture[f"{kind}.{layer}"].weights[0].numpy(), atol=1e-6
+            )
 
 
 def test_trace_rejects_bad_text(make_gpt):
-    from transformer_core.errors import InputError
-
     tokenizer = CharTokenizer("abcdefghijkl")
     model = make_gpt("learned", max_len=8)
     with pytest.raises(InputError):

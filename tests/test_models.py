@@ -8,12 +8,13 @@ import pytest
 import torch
 from torch import nn
 
+from transformer_core.attention import AttentionSite
 from transformer_core.capture import AttentionCapture
-from transformer_core.config import POSITION_SCHEMES, InferenceOptions, ModelConfig
+from transformer_core.config import DEFAULT_OPTIONS, POSITION_SCHEMES, InferenceOptions, ModelConfig
 from transformer_core.errors import ConfigError, InputError
 from transformer_core.layers import EncoderBlock, FeedForward, RMSNorm
 from transformer_core.models import GPT, Seq2Seq, build_model
-from transformer_core.positional import apply_rope
+from transformer_core.positional import apply_rope, rope_angles
 from transformer_core.tokenizer import EOS_ID, PAD_ID, SOS_ID
 
 ATOL = 1e-5
@@ -86,15 +87,15 @@ def test_gpt_fast_and_capture_paths_agree(make_gpt, positions):
         if positions == "rope":
             cos, sin = _rope_for(model, 7)
             torch.testing.assert_close(record.q, apply_rope(record.q_raw, cos, sin))
+            torch.testing.assert_close(record.k, apply_rope(record.k_raw, cos, sin))
             assert not torch.allclose(record.q, record.q_raw)
+            assert not torch.allclose(record.k, record.k_raw)
         else:
             assert torch.equal(record.q, record.q_raw) and torch.equal(record.k, record.k_raw)
     assert capture.weights("self").shape == (2, 2, 7, 7)  # (L, H, T, T)
 
 
 def _rope_for(model: GPT, T: int):
-    from transformer_core.positional import rope_angles
-
     return rope_angles(torch.arange(T), model.config.d_head)
 
 
@@ -203,6 +204,28 @@ def test_padding_mask_option_lets_queries_see_padding(make_seq2seq):
     torch.testing.assert_close(fast[0], masked[0], atol=ATOL, rtol=ATOL)
 
 
+@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+def test_relative_schemes_score_only_offsets(make_gpt, positions):
+    # a run of one repeated token: every q_raw and k_raw of layer 0 is the same vector, so
+    # the scores can differ between (i, j) pairs only through the positional scheme.
+    # Relative schemes (RoPE, ALiBi) make them depend on i - j alone (a Toeplitz matrix);
+    # absolute schemes do not; without positions every score is equal.
+    model = make_gpt(positions)
+    capture = AttentionCapture()
+    with torch.no_grad():
+        model(torch.full((1, 8), 7), options=InferenceOptions(causal=False), capture=capture)
+    scores = capture["self.0"].scores[0]  # (H, T, T)
+    diagonals = [torch.diagonal(scores, offset, dim1=-2, dim2=-1) for offset in range(-7, 8)]
+    spread = max(float((d - d.mean(-1, keepdim=True)).abs().max()) for d in diagonals)
+    if positions in ("rope", "alibi"):
+        assert spread < 1e-4
+        assert (diagonals[7][:, 0] - diagonals[9][:, 0]).abs().max() > 1e-3  # offsets 0, 2 differ
+    elif positions == "none":
+        torch.testing.assert_close(scores, scores[..., :1, :1].expand_as(scores))
+    else:
+        assert spread > 1e-3
+
+
 # ------------------------------------------------------------------ causality
 
 
@@ -214,7 +237,7 @@ def test_gpt_later_tokens_never_change_earlier_logits(make_gpt, positions, captu
     b = a.clone()
     b[0, 4] = 12  # change position 4
 
-    def run(x: torch.Tensor, options: InferenceOptions = InferenceOptions()) -> torch.Tensor:
+    def run(x: torch.Tensor, options: InferenceOptions = DEFAULT_OPTIONS) -> torch.Tensor:
         capture = AttentionCapture() if captured else None
         return model(x, options=options, capture=capture)
 
@@ -412,8 +435,6 @@ def test_post_ln_and_pre_ln_models_run_and_differ(make_gpt):
 def test_block_residual_order(tiny_config, norm_position):
     torch.manual_seed(0)
     block = EncoderBlock(tiny_config(norm_position=norm_position)).eval()
-    from transformer_core.attention import AttentionSite
-
     x = torch.randn(2, 5, 16) * 4 + 3
     with torch.no_grad():
         out = block(x, AttentionSite("self", 0))

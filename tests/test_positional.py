@@ -27,21 +27,21 @@ def test_sinusoidal_table_worked_rows_d16():
     torch.testing.assert_close(
         table[1, :8],
         torch.tensor([0.8415, 0.5403, 0.3110, 0.9504, 0.0998, 0.9950, 0.0316, 0.9995]),
-        atol=5e-5, rtol=0,
+        atol=5e-5,
+        rtol=0,
     )
     torch.testing.assert_close(
         table[3, :8],
         torch.tensor([0.1411, -0.9900, 0.8126, 0.5828, 0.2955, 0.9553, 0.0947, 0.9955]),
-        atol=5e-5, rtol=0,
+        atol=5e-5,
+        rtol=0,
     )
 
 
 def test_sinusoidal_table_worked_row_d64():
     table = sinusoidal_positional_encoding(50, 64)
     assert table.shape == (50, 64)
-    torch.testing.assert_close(
-        table[10, :4], torch.tensor([-0.544, -0.839, 0.938, 0.348]), atol=5e-4, rtol=0
-    )
+    torch.testing.assert_close(table[10, :4], torch.tensor([-0.544, -0.839, 0.938, 0.348]), atol=5e-4, rtol=0)
 
 
 @pytest.mark.parametrize("d_model", [6, 7, 32])

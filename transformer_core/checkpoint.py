@@ -92,8 +92,17 @@ def save_checkpoint(
     return folder
 
 
+def shipped_checkpoint_path(name: str, folder: Path = CHECKPOINTS_DIR) -> Path:
+    """The folder of a shipped checkpoint. Only plain names are accepted, so a name (from
+    a URL, say) can never point outside `folder`."""
+    if not NAME_PATTERN.match(name) or not (folder / name / META_FILE).is_file():
+        available = ", ".join(list_checkpoints(folder)) or "none"
+        raise CheckpointError(f"unknown checkpoint {name!r}; available: {available}")
+    return folder / name
+
+
 def resolve_checkpoint(name_or_path: str | Path) -> Path:
-    """A shipped name ('reverse-rope') or a path to a checkpoint folder."""
+    """A shipped name ('reverse-rope') or, on the command line, a path to a folder."""
     text = str(name_or_path)
     if NAME_PATTERN.match(text) and (CHECKPOINTS_DIR / text).is_dir():
         return CHECKPOINTS_DIR / text

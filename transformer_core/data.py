@@ -122,7 +122,8 @@ def lm_batch(
     ids: torch.Tensor, block_size: int, batch_size: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Random windows: x (B, T) and y = x shifted left by one (B, T)."""
-    starts = torch.randint(0, len(ids) - block_size - 1, (batch_size,), generator=generator)
+    # a window needs block_size + 1 ids, so the last start is len(ids) - block_size - 1
+    starts = torch.randint(0, len(ids) - block_size, (batch_size,), generator=generator)
     offsets = torch.arange(block_size)
     x = ids[starts[:, None] + offsets]  # (B, T)
     y = ids[starts[:, None] + offsets + 1]  # (B, T)

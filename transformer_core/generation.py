@@ -8,7 +8,9 @@ import torch
 
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.models import GPT, Seq2Seq
-from transformer_core.tokenizer import EOS_ID, PAD_ID, SOS_ID
+from transformer_core.tokenizer import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS
+
+N_SPECIAL = len(SPECIAL_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,8 @@ def generate(
             window = ids[-max_len:]
             cache = model.new_cache() if use_cache and len(ids) <= max_len else None
             x = torch.tensor([window], device=device)
-        logits = model(x, options=options, cache=cache)[0, -1]
+        logits = model(x, options=options, cache=cache)[0, -1].clone()
+        logits[:N_SPECIAL] = float("-inf")  # PAD/SOS/EOS/UNK are not characters to write
         fed = len(ids)
         probs = filter_logits(logits, temperature, top_k, top_p)
         token = int(torch.multinomial(probs, 1, generator=generator)) if temperature > 0 else int(probs.argmax())

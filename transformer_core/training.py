@@ -183,7 +183,7 @@ class Trainer:
                 yield SnapshotEvent(step, self.task.snapshot(self.model))
             if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
                 yield EvalEvent(step, self.task.evaluate(self.model))
-        metrics = self.task.evaluate(self.model)
+        metrics = {} if cancelled else self.task.evaluate(self.model)  # a stop returns at once
         self.model.eval()
         yield DoneEvent(step, metrics, cancelled, time.perf_counter() - start)
 

@@ -2,6 +2,10 @@
 
 Widget keys with no value yet are seeded from the URL (else their default); on every
 run the current widget values are written back to the URL.
+
+A page may give a `prefix`: the session_state key is then prefix + name while the URL
+keeps the short name (`/reversal?text=hello`), so two pages never share a widget key.
+List values (multiselect) travel as one comma-separated parameter.
 """
 
 from __future__ import annotations
@@ -19,36 +23,52 @@ def _cast(raw: str, default: Any) -> Any:
         return int(raw)
     if isinstance(default, float):
         return float(raw)
+    if isinstance(default, list):
+        return [item for item in raw.split(",") if item]
     return raw
 
 
-def init_state(defaults: dict[str, Any], valid: dict[str, Callable[[Any], bool]] | None = None) -> None:
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def init_state(
+    defaults: dict[str, Any],
+    valid: dict[str, Callable[[Any], bool]] | None = None,
+    *,
+    prefix: str = "",
+) -> None:
     """Seed each widget key that has no value yet from the URL, else from its default.
 
     Values that do not parse or fail their `valid` check fall back to the default.
     """
     valid = valid or {}
-    for key, default in defaults.items():
+    for name, default in defaults.items():
+        key = prefix + name
         if key in st.session_state:
             continue
         value = default
-        if key in st.query_params:
+        if name in st.query_params:
             try:
-                value = _cast(st.query_params[key], default)
-                if key in valid and not valid[key](value):
+                value = _cast(st.query_params[name], default)
+                if name in valid and not valid[name](value):
                     value = default
-            except ValueError:
+            except (ValueError, TypeError):
                 value = default
         st.session_state[key] = value
 
 
-def write_state(keys: list[str]) -> None:
-    """Mirror the given session_state keys into the URL."""
+def write_state(keys: list[str], *, prefix: str = "") -> None:
+    """Mirror the given session_state keys (names without prefix) into the URL."""
     params = {}
-    for key in keys:
-        value = st.session_state.get(key)
+    for name in keys:
+        value = st.session_state.get(prefix + name)
         if value is None:
             continue
-        params[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        params[name] = _format(value)
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)

@@ -12,7 +12,13 @@ import os
 import streamlit as st
 import torch
 
-from transformer_core.checkpoint import Checkpoint, list_checkpoints, load_checkpoint, read_meta, resolve_checkpoint
+from transformer_core.checkpoint import (
+    Checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    read_meta,
+    shipped_checkpoint_path,
+)
 from transformer_core.device import describe_device, resolve_device
 from transformer_core.errors import CheckpointError
 
@@ -38,7 +44,7 @@ def device_picker() -> None:
 
 @st.cache_resource(max_entries=24, show_spinner="Loading model…")
 def _load_shipped(name: str, device: str) -> Checkpoint:
-    return load_checkpoint(name, torch.device(device))
+    return load_checkpoint(shipped_checkpoint_path(name), torch.device(device))
 
 
 def load_model(name: str) -> Checkpoint:
@@ -55,7 +61,7 @@ def shipped_checkpoints() -> dict[str, dict]:
     out = {}
     for name in list_checkpoints():
         try:
-            out[name] = read_meta(resolve_checkpoint(name))
+            out[name] = read_meta(shipped_checkpoint_path(name))
         except CheckpointError:
             continue
     return out

@@ -46,6 +46,6 @@ for name, meta in shipped_checkpoints().items():
         "parameters": meta.get("parameters"), "quality": quality,
     })
 if rows:
-    st.dataframe(rows, hide_index=True, use_container_width=True)
+    st.dataframe(rows, hide_index=True, width="stretch")
 else:
     st.warning("No shipped checkpoints found in checkpoints/: run `bash checkpoints/train_all.sh`.")

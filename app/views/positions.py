@@ -1,4 +1,304 @@
-import streamlit as st
+"""Positional encodings (/positions): sinusoidal, the linear-shift property, RoPE, ALiBi,
+and the learned tables of the shipped checkpoints."""
 
-st.title("positions")
-st.info("This page is being built.")
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from lab import lesson_plots as lp
+from lab.params import init_state, write_state
+from lab.plots import PNG_CONFIG, attention_grid
+from lab.resources import load_model, model_choices, shipped_checkpoints
+
+from transformer_core import lessons as L
+from transformer_core.errors import CheckpointError
+
+ROPE_D_HEAD = 16
+ROPE_STARTS = (0, 5, 20, 50, 100)
+LEARNED_EXPECTED = ("reverse-learned", "gpt-learned")
+
+
+def _in(lo: float, hi: float):
+    return lambda v: lo <= v <= hi
+
+
+P = "positions_"  # session_state prefix; the URL keeps the short names
+DEFAULTS = {
+    "length": 50, "d_model": 64, "dims": ["0", "8", "14", "20"], "offset": 5,
+    "rope_pair": 0, "rope_n": 8, "rope_x": 1.0, "rope_y": 0.0, "rope_offset": 3,
+    "alibi_heads": 8, "alibi_len": 6, "alibi_head": 0, "alibi_content": True,
+    "learned_model": "",
+}
+VALID = {
+    "length": _in(2, 256), "d_model": lambda v: 2 <= v <= 256 and v % 2 == 0, "offset": _in(-25, 25),
+    "rope_pair": _in(0, ROPE_D_HEAD // 2 - 1), "rope_n": _in(1, 24), "rope_x": _in(-2.0, 2.0),
+    "rope_y": _in(-2.0, 2.0), "rope_offset": _in(-20, 20), "alibi_heads": _in(1, 16), "alibi_len": _in(2, 24),
+    "alibi_head": _in(0, 15),
+}
+init_state(DEFAULTS, VALID, prefix=P)
+
+
+def chart(fig, key: str) -> None:
+    st.plotly_chart(fig, key=P + key, config=PNG_CONFIG)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def sinusoids(length: int, d_model: int) -> dict[str, np.ndarray]:
+    table = L.sinusoidal_table(length, d_model)
+    return {"table": table, "cos": L.cosine_similarity_matrix(table),
+            "adjacent": L.adjacent_similarity(table)}
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def shift(length: int, d_model: int, offset: int) -> tuple[L.ShiftCheck, np.ndarray]:
+    p = min(10, length - 1)
+    return L.shift_check(length, d_model, offset), L.sinusoid_table([p, p + offset], d_model)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def rope_path(x: float, y: float, n: int, pair: int) -> np.ndarray:
+    return L.rope_pair_path([x, y], np.arange(n + 1), ROPE_D_HEAD, pair)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def rope_qk() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    return rng.standard_normal(ROPE_D_HEAD), rng.standard_normal(ROPE_D_HEAD)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def rope_table(offset: int) -> pd.DataFrame:
+    q, k = rope_qk()
+    pairs = [(n + offset, n) for n in ROPE_STARTS if n + offset >= 0]
+    return pd.DataFrame({
+        "query position m": [m for m, _ in pairs], "key position n": [n for _, n in pairs],
+        "offset m − n": [m - n for m, n in pairs],
+        "RoPE score": L.rope_scores(q, k, pairs),
+        "added sinusoid score": L.absolute_scores(q, k, pairs),
+    })
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def alibi(n_heads: int, length: int, content: bool) -> L.AlibiDemo:
+    return L.alibi_demo(n_heads, length, content=1.0 if content else 0.0)
+
+
+def learned_choices() -> list[str]:
+    """Shipped and own models whose positions are a learned table."""
+    shipped = shipped_checkpoints()
+    out = []
+    for task in ("reverse", "lm"):
+        for name in model_choices(task):
+            meta = shipped.get(name)
+            try:
+                scheme = meta["config"]["positions"] if meta else load_model(name).config.positions
+            except (KeyError, TypeError, CheckpointError):
+                continue
+            if scheme == "learned":
+                out.append(name)
+    return out
+
+
+st.title("Positional encodings")
+st.markdown(
+    "Attention treats its input as a set: shuffle the tokens and the outputs shuffle along "
+    "(see *Attention basics*). Position has to be put in from outside. Absolute schemes add a "
+    "code to each token's embedding; relative schemes act inside attention, on q and k (RoPE) "
+    "or on the scores (ALiBi)."
+)
+
+# ---------------------------------------------------------------------------------------
+st.header("1 · Sinusoidal codes")
+st.markdown(
+    "Each pair of dimensions (2i, 2i+1) holds the sine and cosine of position × ωᵢ, with "
+    "ωᵢ = 10000^(−2i/d_model). The first pairs turn fast, the last ones very slowly, so every "
+    "position gets its own fingerprint and nearby positions get similar ones."
+)
+c1, c2 = st.columns(2)
+c1.slider("number of positions", 2, 256, key=P + "length")
+c2.slider("d_model", 2, 256, step=2, key=P + "d_model")
+length, d_model = int(st.session_state[P + "length"]), int(st.session_state[P + "d_model"])
+sin = sinusoids(length, d_model)
+chart(lp.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
+
+dim_options = [str(i) for i in range(d_model)]
+chosen = [d for d in st.session_state.get(P + "dims", []) if d in dim_options][:6] or ["0"]
+st.session_state[P + "dims"] = chosen
+st.multiselect("dimensions to draw as waves", dim_options, key=P + "dims", max_selections=6)
+chart(lp.waves_figure(sin["table"], [int(d) for d in st.session_state[P + "dims"]]), "pe_waves")
+
+c1, c2 = st.columns(2)
+with c1:
+    chart(lp.similarity_heatmap(sin["cos"], "cosine similarity of every pair of positions"), "pe_cos")
+with c2:
+    adjacent = {f"sinusoidal, d_model = {d_model}": sin["adjacent"]}
+    learned_tables: dict[str, tuple[np.ndarray, dict]] = {}
+    for name in learned_choices():
+        try:
+            ckpt = load_model(name)
+        except CheckpointError as e:
+            st.warning(f"{name}: {e}")
+            continue
+        table = L.learned_position_table(ckpt.model)
+        learned_tables[name] = (table, ckpt.meta)
+        adjacent[f"{name} (learned, d_model = {table.shape[1]})"] = L.adjacent_similarity(table[:length])
+    chart(lp.lines_figure(adjacent, "adjacent positions: cos(PE(p), PE(p+1))", y_title="cosine similarity",
+                          y_range=[-0.5, 1.05], height=420), "pe_adjacent")
+    if len(adjacent) == 1:
+        st.caption("No learned checkpoint is available yet to compare with.")
+st.caption(
+    "The diagonal band says neighbours look alike, far-apart positions less so. A learned table "
+    "starts as random noise (neighbours unrelated, cosine near 0) and only gets smooth where "
+    "training made it so."
+)
+
+# ---------------------------------------------------------------------------------------
+st.header("2 · The linear-shift property")
+st.markdown(
+    "Moving every position by the same offset Δ turns each (sin, cos) pair by the angle Δ·ωᵢ, "
+    "whatever the starting position. So one fixed matrix M(Δ), block-diagonal with 2×2 rotations, "
+    "maps PE(p) to PE(p+Δ) for **every** p: a linear layer can learn \"look Δ tokens back\" "
+    "without knowing absolute positions."
+)
+st.slider("offset Δ", -25, 25, key=P + "offset")
+offset = int(st.session_state[P + "offset"])
+check, pair = shift(length, d_model, offset)
+p = min(10, length - 1)
+c1, c2 = st.columns([1, 2])
+with c1:
+    st.metric(f"max |M·PE(p) − PE(p+Δ)| over p = 0..{length - 1}", f"{check.max_abs_error:.1e}")
+    st.caption("Computed in double precision: zero up to rounding.")
+    n_show = min(d_model, 6)
+    st.dataframe(
+        pd.DataFrame({
+            f"PE({p})": np.round(pair[0, :n_show], 4),
+            f"M·PE({p})": np.round((check.rotation @ pair[0])[:n_show], 4),
+            f"PE({p + offset})": np.round(pair[1, :n_show], 4),
+        }, index=[f"dim {i}" for i in range(n_show)]),
+        key=P + "shift_table",
+    )
+with c2:
+    n_mat = min(d_model, 12)
+    chart(lp.value_heatmap(check.rotation[:n_mat, :n_mat], [str(i) for i in range(n_mat)],
+                           [str(i) for i in range(n_mat)],
+                           f"M(Δ = {offset}), first {n_mat} of {d_model} dimensions", x_title="input dim",
+                           y_title="output dim", value_name="entry", colorscale="RdBu", zmin=-1, zmax=1,
+                           digits=2, show_values=n_mat <= 8, height=420), "shift_fig")
+
+# ---------------------------------------------------------------------------------------
+st.header("3 · RoPE: rotate q and k")
+st.markdown(
+    "RoPE adds nothing to the embeddings. It turns each pair of coordinates of q and k by an "
+    "angle proportional to the token's position. A dot product of two rotated vectors depends "
+    "only on the **difference** of their angles, so q·k sees m − n, never m or n on their own."
+)
+c1, c2 = st.columns([1, 2])
+with c1:
+    st.slider("which pair (0 turns fastest)", 0, ROPE_D_HEAD // 2 - 1, key=P + "rope_pair")
+    st.slider("positions to draw (0..n)", 1, 24, key=P + "rope_n")
+    x1, x2 = st.columns(2)
+    x1.number_input("vector x", -2.0, 2.0, step=0.1, key=P + "rope_x")
+    x2.number_input("vector y", -2.0, 2.0, step=0.1, key=P + "rope_y")
+pair_idx, n_pos = int(st.session_state[P + "rope_pair"]), int(st.session_state[P + "rope_n"])
+vx, vy = float(st.session_state[P + "rope_x"]), float(st.session_state[P + "rope_y"])
+with c2:
+    if vx == 0 and vy == 0:
+        st.info("The zero vector has no direction to rotate: set x or y.")
+    else:
+        path = rope_path(vx, vy, n_pos, pair_idx)
+        chart(lp.rope_path_figure(path, list(range(n_pos + 1)), L.rope_frequency(ROPE_D_HEAD, pair_idx)),
+              "rope_fig")
+st.markdown(
+    f"Now a random q and k (d_head = {ROPE_D_HEAD}) placed at different absolute positions with the "
+    "**same offset**. The RoPE score stays put; with sinusoids *added* to q and k instead, it drifts."
+)
+st.slider("offset m − n", -20, 20, key=P + "rope_offset")
+table = rope_table(int(st.session_state[P + "rope_offset"]))
+c1, c2 = st.columns([3, 1])
+c1.dataframe(table.round(6), hide_index=True, key=P + "rope_table")
+spread = float(table["RoPE score"].max() - table["RoPE score"].min())
+c2.metric("spread of the RoPE scores", f"{spread:.1e}")
+c2.metric("spread with added sinusoids", f"{float(np.ptp(table['added sinusoid score'])):.3f}")
+
+# ---------------------------------------------------------------------------------------
+st.header("4 · ALiBi: a distance penalty on the scores")
+st.markdown(
+    "ALiBi leaves q and k alone and subtracts m_h·(i − j) from the score of query i and key j. "
+    "Each head h gets its own slope m_h from a geometric sequence, so some heads look only at "
+    "the last few tokens and others far back. Nothing here is learned."
+)
+c1, c2, c3, c4 = st.columns(4)
+c1.slider("heads", 1, 16, key=P + "alibi_heads")
+c2.slider("sequence length", 2, 24, key=P + "alibi_len")
+n_heads, a_len = int(st.session_state[P + "alibi_heads"]), int(st.session_state[P + "alibi_len"])
+if int(st.session_state[P + "alibi_head"]) >= n_heads:
+    st.session_state[P + "alibi_head"] = 0
+c3.selectbox("head to inspect", list(range(n_heads)), key=P + "alibi_head")
+c4.toggle("content scores", key=P + "alibi_content",
+          help="Off: every content score is 0, so only the distance bias shapes the weights.")
+demo = alibi(n_heads, a_len, bool(st.session_state[P + "alibi_content"]))
+head = int(st.session_state[P + "alibi_head"])
+c1, c2, c3 = st.columns([2, 3, 3])
+with c1:
+    chart(lp.slopes_figure(demo.slopes), "alibi_slopes")
+labels = [str(i) for i in range(a_len)]
+small = a_len <= 6
+with c2:
+    bias = np.where(demo.mask, demo.bias[head], np.nan)
+    chart(lp.value_heatmap(bias, labels, labels, f"head {head}: bias −{demo.slopes[head]:.4g}·(i − j)",
+                           value_name="bias", colorscale="Reds_r", zmin=None, zmax=0.0, digits=1,
+                           show_values=small, height=380), "alibi_bias")
+with c3:
+    biased = np.where(demo.mask, demo.scores + demo.bias[head], np.nan)
+    chart(lp.value_heatmap(biased, labels, labels, "scores + bias (future masked)", value_name="score",
+                           colorscale="RdBu", zmin=None, zmax=None, digits=1, show_values=small,
+                           height=380), "alibi_scores")
+per_row = 8 if n_heads > 8 and n_heads % 8 == 0 else n_heads
+grid = demo.weights.reshape(n_heads // per_row, per_row, a_len, a_len)
+titles = [[f"h{r * per_row + c} m={demo.slopes[r * per_row + c]:.3g}" for c in range(per_row)]
+          for r in range(n_heads // per_row)]
+chart(attention_grid(grid, labels, labels, title="weights = softmax(scores + bias), causal mask",
+                     cell_titles=titles, cell_px=150), "alibi_grid")
+st.caption("Steep heads keep their weight on the diagonal (the newest tokens); gentle heads spread it out.")
+
+# ---------------------------------------------------------------------------------------
+st.header("5 · Learned tables and their edge")
+st.markdown(
+    "A learned scheme is just a table with one trainable row per position, up to max_len. "
+    "Rows for positions that training never filled keep their random start, and beyond "
+    "max_len there is no row at all: such inputs are refused."
+)
+names = list(learned_tables)
+if not names:
+    st.info("No checkpoint with learned positions is available yet (expected: "
+            + ", ".join(LEARNED_EXPECTED) + ").")
+else:
+    if st.session_state.get(P + "learned_model") not in names:
+        st.session_state[P + "learned_model"] = names[0]
+    st.selectbox("checkpoint", names, key=P + "learned_model")
+    table, meta = learned_tables[st.session_state[P + "learned_model"]]
+    seen = L.positions_seen_in_training(meta)
+    max_len = table.shape[0]
+    c1, c2, c3 = st.columns(3)
+    c1.metric("rows in the table (max_len)", max_len)
+    c2.metric("positions seen in training", seen if seen is not None else "unknown")
+    c3.metric("positions with no row", f"{max_len} and up")
+    chart(lp.pe_heatmap(table, f"{st.session_state[P + 'learned_model']}: the trained position table",
+                        seen=seen, zabs=float(np.abs(table).max())), "learned_heat")
+    norms = np.linalg.norm(table, axis=1)
+    c1, c2 = st.columns(2)
+    with c1:
+        chart(lp.lines_figure({"row norm": norms}, "size of each row", y_title="‖row‖", marker_x=seen,
+                              marker_text="end of training lengths" if seen else ""), "learned_norm")
+    with c2:
+        reference = L.sinusoidal_table(max_len, table.shape[1])
+        chart(lp.lines_figure({"learned": L.adjacent_similarity(table),
+                               "sinusoidal": L.adjacent_similarity(reference)},
+                              "adjacent-position similarity", y_title="cosine", y_range=[-0.5, 1.05],
+                              marker_x=seen, marker_text=""), "learned_adjacent")
+    if seen is not None and seen < max_len:
+        st.caption(f"Positions {seen}..{max_len - 1} were never used in training: their rows are "
+                   "still noise, and a model that meets them has nothing sensible to read.")
+
+write_state([k for k in DEFAULTS if st.session_state.get(P + k) not in (None, "")], prefix=P)

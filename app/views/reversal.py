@@ -1,4 +1,196 @@
-import streamlit as st
+"""Reversal explorer: an encoder-decoder that writes its input backwards, head by head."""
 
-st.title("reversal")
-st.info("This page is being built.")
+import html
+
+import numpy as np
+import streamlit as st
+from lab import explorer as ex
+from lab import params, plots
+from lab.resources import load_model, model_choices
+
+from transformer_core.errors import CheckpointError, ConfigError, InputError
+
+P = "rev_"  # session_state prefix; the URL uses the bare names
+MAX_CHARS = 30
+URL_KEYS = ["checkpoint", "text", "layer", "head", "nopos", "nocausal", "nopad", "second"]
+
+st.title("Reversal explorer")
+st.caption(
+    "A small encoder–decoder Transformer trained to write a word backwards. The encoder reads the "
+    "letters, the decoder writes one letter at a time, and cross-attention is how each written letter "
+    "looks back at the input. Type a word and watch where every head looks."
+)
+
+choices = model_choices("reverse")
+if not choices:
+    st.warning("No reversal checkpoints found in checkpoints/. Train them with "
+               "`bash checkpoints/train_all.sh`, or train one on the Train page.")
+    st.stop()
+
+default_ckpt = "reverse-sinusoidal" if "reverse-sinusoidal" in choices else choices[0]
+params.init_state(
+    {"checkpoint": default_ckpt, "text": "attention", "layer": 0, "head": 0, "nopos": False,
+     "nocausal": False, "nopad": False, "second": "abc"},
+    valid={"checkpoint": lambda v: v in choices, "layer": lambda v: v >= 0, "head": lambda v: v >= 0},
+    prefix=P,
+)
+ex.clamp_state(P + "checkpoint", choices, default_ckpt)
+
+
+def correctness_html(output: str, expected: str) -> str:
+    """Each output letter in a box: green where it matches the true reverse, red where not."""
+    cells = []
+    for i in range(max(len(output), len(expected))):
+        got = output[i] if i < len(output) else "·"
+        ok = i < len(output) and i < len(expected) and output[i] == expected[i]
+        colour = "#dcfce7" if ok else "#fee2e2"
+        border = "#16a34a" if ok else "#dc2626"
+        cells.append(f'<span style="display:inline-block;min-width:1.4em;text-align:center;margin:1px;'
+                     f'padding:2px 4px;background:{colour};border:1px solid {border};border-radius:4px;'
+                     f'font-family:monospace;font-size:1.3rem">{html.escape(got)}</span>')
+    return "".join(cells)
+
+
+top_left, top_right = st.columns([1, 2])
+name = top_left.selectbox(
+    "Checkpoint", choices, key=P + "checkpoint",
+    help="Same model and training, one per positional scheme. `none` has no way to know letter order.",
+)
+raw = top_right.text_input(f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text")
+s1, s2, s3 = st.columns(3)
+nopos = s1.toggle("Drop positional information", key=P + "nopos",
+                  help="Run the same weights without any position signal (no added codes, no RoPE, no ALiBi).")
+nocausal = s2.toggle("Decoder causal mask off", key=P + "nocausal",
+                     help="Let each output position also see the positions after it (red outlines below).")
+nopad = s3.toggle("Padding mask off", key=P + "nopad",
+                  help="Let padded positions of a batch receive attention; see section 4.")
+params.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
+
+try:
+    ckpt = load_model(name)
+except (CheckpointError, ConfigError, OSError) as e:
+    st.error(f"Could not load {name}: {e}")
+    st.stop()
+cfg = ckpt.config
+st.caption(ex.checkpoint_note(ckpt))
+
+checked = ex.check_input(raw, ckpt.tokenizer, MAX_CHARS, lowercase=True)
+if checked.problem:
+    (st.warning if not raw else st.error)(checked.problem, icon=":material/error:")
+    st.stop()
+ex.show_input_notes(checked)
+text = checked.text
+opts = ex.options_key(causal=not nocausal, padding_mask=not nopad, positions=not nopos)
+try:
+    view = ex.reversal_view(name, text, opts)
+except (InputError, ConfigError) as e:
+    st.error(str(e))
+    st.stop()
+
+# ------------------------------------------------------------ the answer
+expected = text[::-1]
+st.markdown(f"**Input** `{text}` → **output**", help="Greedy decoding: the most likely letter at each step.")
+st.html(correctness_html(view.output, expected))
+if view.output == expected:
+    st.success(f"Correct: **{view.output}** is the input reversed.", icon=":material/check_circle:")
+else:
+    extra = " Characters replaced by `<unk>` cannot come back." if checked.unknown else ""
+    st.warning(f"Not the reverse: the true reverse is **{expected}**, the model wrote "
+               f"**{view.output or '(nothing)'}**.{extra}", icon=":material/cancel:")
+
+n = len(text)
+scores = ex.anti_diagonal_scores(view.attention["cross"], n)
+best = np.unravel_index(int(scores.argmax()), scores.shape)
+src, tgt = view.source_tokens, view.target_tokens
+
+st.divider()
+st.markdown("**Head shown large** (or click any head in a grid)")
+sel_col, note_col = st.columns([1, 1.3])
+with sel_col:
+    layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads)
+note_col.metric(
+    "Most anti-diagonal cross-attention head", f"L{best[0]} H{best[1]} · {scores[best]:.2f}",
+    help="Mean cross-attention weight on the mirrored input letter (section 3).",
+)
+
+# ------------------------------------------------------------ 1 encoder
+st.subheader("1 · Encoder self-attention")
+st.caption("Rows are input positions asking, columns are input positions answering. The encoder "
+           "has no mask: every letter may look both ways. `<eos>` marks where the word ends, which "
+           "is how position-free schemes can still count from the end.")
+ex.grid_and_head(view.attention["encoder_self"], src, src, prefix=P, name="enc", layer=layer, head=head,
+                 grid_title="", head_title=f"Encoder layer {layer} head {head}")
+
+# ------------------------------------------------------------ 2 decoder
+st.subheader("2 · Decoder masked self-attention")
+dec = view.attention["decoder_self"]
+highlight = ex.future_cells(dec[layer, head]) if nocausal else None
+if nocausal:
+    st.caption("The causal mask is **off**: cells above the diagonal are letters not yet written "
+               "at that step. Red outlines mark future positions that now get more than 1% of the weight.")
+else:
+    st.caption("Rows are output steps (starting at `<sos>`). The causal mask blanks everything "
+               "above the diagonal, so a step only sees what was already written.")
+ex.grid_and_head(dec, tgt, tgt, prefix=P, name="dec", layer=layer, head=head, grid_title="",
+                 head_title=f"Decoder layer {layer} head {head}", highlight=highlight)
+
+# ------------------------------------------------------------ 3 cross
+st.subheader("3 · Cross-attention: where each output step reads the input")
+st.caption(f"Row t writes output letter t; to reverse {n} letters it should read input position "
+           f"{n}−1−t, the anti-diagonal. Each grid title gives that head's anti-diagonal score: the "
+           "mean weight on the mirrored letter (1.00 = perfect, near 0 = looking elsewhere).")
+titles = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
+ex.grid_and_head(view.attention["cross"], tgt, src, prefix=P, name="cross", layer=layer, head=head,
+                 grid_title="", head_title=f"Cross-attention layer {layer} head {head} · "
+                 f"anti-diagonal {scores[layer, head]:.2f}", cell_titles=titles)
+
+# ------------------------------------------------------------ 4 padding
+st.subheader("4 · Padding: two inputs of different lengths in one batch")
+st.caption("Batches need equal lengths, so the shorter input is filled up with `<pad>`. The padding "
+           "mask stops every position from attending to those fillers: with it on, `<pad>` columns get "
+           "exactly 0. Switch **Padding mask off** above to see them soak up weight.")
+raw2 = st.text_input("Second input for the batch", key=P + "second")
+checked2 = ex.check_input(raw2, ckpt.tokenizer, MAX_CHARS, lowercase=True)
+if checked2.problem:
+    st.warning(f"Second input: {checked2.problem}", icon=":material/error:")
+elif checked2.text == text:
+    st.info("Give the second input a different length to see padding.", icon=":material/info:")
+else:
+    if checked2.unknown:
+        st.caption("Second input: not in the vocabulary, replaced by `<unk>`: "
+                   + ", ".join(ex.char_name(c) for c in checked2.unknown))
+    pv = ex.padding_view(name, (text, checked2.text), opts)
+    cols = st.columns(2)
+    for b, col in enumerate(cols):
+        w = pv.attention[b, layer, head]
+        real = ~pv.is_pad[b]
+        pad_share = float(w[real][:, pv.is_pad[b]].sum(-1).max()) if pv.is_pad[b].any() else 0.0
+        with col:
+            mark = pv.is_pad[b][None, :] & (w > 0.001)
+            fig = plots.head_heatmap(w, pv.tokens[b], pv.tokens[b],
+                                        f"Row {b + 1}: encoder layer {layer} head {head}",
+                                        highlight=mark, highlight_name="weight on <pad>", height=380)
+            st.plotly_chart(fig, key=f"{P}pad{b}", config=plots.PNG_CONFIG)
+            if pv.is_pad[b].any():
+                st.caption(f"Row {b + 1} has {int(pv.is_pad[b].sum())} `<pad>`; the most weight any real "
+                           f"letter puts on them: **{pad_share:.3f}**. Output: `{pv.outputs[b] or '(nothing)'}` "
+                           f"(true reverse `{pv.texts[b][::-1]}`).")
+            else:
+                st.caption(f"Row {b + 1} is the longer input: no padding. Output: "
+                           f"`{pv.outputs[b] or '(nothing)'}` (true reverse `{pv.texts[b][::-1]}`).")
+
+# ------------------------------------------------------------ downloads
+st.subheader("Take the numbers with you")
+st.caption("PNG: the camera icon above each figure. The files hold every head's weights as "
+           "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`.")
+ex.download_buttons(
+    P, f"{name}-{text}",
+    lambda: {"checkpoint": name, "input": text, "output": view.output,
+             "tokens": {"source": src, "target": tgt}, "attention": view.attention,
+             "options": {"causal": not nocausal, "padding_mask": not nopad, "positions": not nopos},
+             "unknown_characters": checked.unknown},
+    view.attention,
+    {"encoder_self": src, "decoder_self": tgt, "cross": tgt},
+    {"encoder_self": src, "decoder_self": tgt, "cross": src},
+)
+params.write_state(URL_KEYS, prefix=P)

@@ -1,4 +1,249 @@
-import streamlit as st
+"""Why divide by sqrt(d_k) (/variance): score variance, softmax saturation, a trained model
+without the scaling, and the training signals (learning-rate schedules, label smoothing)."""
 
-st.title("variance")
-st.info("This page is being built.")
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from lab import lesson_plots as lp
+from lab.params import init_state, write_state
+from lab.plots import PNG_CONFIG, attention_grid
+from lab.resources import current_device, load_model, model_choices, shipped_checkpoints
+
+from transformer_core import lessons as L
+from transformer_core.checkpoint import Checkpoint
+from transformer_core.errors import CheckpointError, InputError
+
+TABLE_DIMS = (4, 16, 64, 256)
+SATURATION_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+KIND_LABELS = {"self": "self-attention", "encoder_self": "encoder self-attention",
+               "decoder_self": "decoder self-attention (masked)", "cross": "cross-attention"}
+SHORT_KIND = {"self": "self", "encoder_self": "encoder self", "decoder_self": "decoder self",
+              "cross": "cross"}
+
+
+def _in(lo: float, hi: float):
+    return lambda v: lo <= v <= hi
+
+
+P = "variance_"  # session_state prefix; the URL keeps the short names
+DEFAULTS = {
+    "d_k": 16, "samples": 5000, "keys": 16,
+    "scale_model": "", "scale_text": "attention", "no_scaling": False, "scale_kind": "",
+    "lr_d_model": 512, "warmup": 4000, "total": 20000, "classes": 10, "eps": 0.1,
+}
+VALID = {
+    "d_k": _in(1, 512), "samples": _in(500, 10000), "keys": _in(2, 64),
+    "scale_text": lambda v: len(v) <= 200,
+    "lr_d_model": _in(16, 1024), "warmup": _in(100, 8000), "total": _in(2000, 50000),
+    "classes": _in(2, 30), "eps": _in(0.0, 0.5),
+}
+init_state(DEFAULTS, VALID, prefix=P)
+
+
+def chart(fig, key: str) -> None:
+    st.plotly_chart(fig, key=P + key, config=PNG_CONFIG)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def samples(d_k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    return L.score_samples(d_k, n)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def variance_table(dims: tuple[int, ...], n: int) -> L.VarianceTable:
+    return L.score_variance_table(dims, n)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def saturation(n_keys: int) -> L.Saturation:
+    return L.softmax_saturation(SATURATION_DIMS, n_keys, n_rows=128)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def row(d_k: int, n_keys: int) -> L.SoftmaxRow:
+    return L.softmax_row(d_k, n_keys, seed=1)
+
+
+@st.cache_data(max_entries=32, show_spinner="Running the model twice…")
+def shipped_comparison(name: str, device: str, text: str, _ckpt: Checkpoint) -> L.ScalingComparison:
+    """Shipped models never change, so (name, device, text) identifies the result."""
+    return L.compare_scaling(_ckpt.model, _ckpt.tokenizer, text)
+
+
+def comparison(name: str, ckpt: Checkpoint, text: str) -> L.ScalingComparison:
+    if name in shipped_checkpoints():
+        return shipped_comparison(name, str(current_device()), text, ckpt)
+    return L.compare_scaling(ckpt.model, ckpt.tokenizer, text)  # a user's own model: not shared
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def schedules(d_model: int, warmup: int, total: int) -> L.Schedules:
+    return L.lr_schedules(d_model, warmup, total)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def smoothing(classes: int, eps: float) -> L.SmoothedTarget:
+    return L.smoothed_target(classes, smoothing_class(classes), eps)
+
+
+def smoothing_class(classes: int) -> int:
+    return min(2, classes - 1)
+
+
+st.title("Why divide by √d_k")
+st.markdown(
+    "Scaled dot-product attention divides every score by √d_k before the softmax. This page "
+    "shows what goes wrong without it: dot products of longer vectors spread out, the softmax "
+    "turns nearly one-hot, and almost no gradient gets through."
+)
+
+# ---------------------------------------------------------------------------------------
+st.header("1 · Dot products grow with d_k")
+st.markdown(
+    "Take q and k with independent entries of mean 0 and variance 1. Then q·k is a sum of d_k "
+    "products that each have variance 1, so its variance is about **d_k**; divided by √d_k it "
+    "is about **1**, whatever d_k is."
+)
+c1, c2 = st.columns(2)
+c1.slider("d_k", 1, 512, key=P + "d_k")
+c2.slider("random (q, k) pairs", 500, 10000, step=500, key=P + "samples")
+d_k, n = int(st.session_state[P + "d_k"]), int(st.session_state[P + "samples"])
+raw, scaled = samples(d_k, n)
+chart(lp.score_histograms(raw, scaled, d_k), "var_hist")
+dims = tuple(sorted(set(TABLE_DIMS) | {d_k}))
+vt = variance_table(dims, n)
+st.markdown(f"**Measured variance** ({n} pairs per row, computed now)")
+st.dataframe(
+    pd.DataFrame({"d_k": vt.dims, "variance of q·k": np.round(vt.raw, 3),
+                  "variance ÷ d_k": np.round(vt.raw / vt.dims, 3),
+                  "variance of q·k / √d_k": np.round(vt.scaled, 3)}),
+    hide_index=True, key=P + "var_table",
+)
+
+# ---------------------------------------------------------------------------------------
+st.header("2 · Wide scores saturate the softmax")
+st.markdown(
+    "Softmax exaggerates gaps between scores. When the scores spread over tens of units, the "
+    "largest one takes nearly all the weight. The entropy of the row collapses, and the "
+    "derivative of the softmax, diag(p) − ppᵀ, goes to zero: the model stops learning through "
+    "that head. Dividing by √d_k keeps every curve flat."
+)
+st.slider("keys per query", 2, 64, key=P + "keys")
+n_keys = int(st.session_state[P + "keys"])
+chart(lp.saturation_figure(saturation(n_keys), d_k, n_keys), "sat_fig")
+r = row(d_k, n_keys)
+c1, c2 = st.columns([3, 2])
+with c1:
+    chart(lp.row_bars(r.raw_weights, r.scaled_weights, d_k), "row_fig")
+with c2:
+    st.dataframe(
+        pd.DataFrame({
+            "unscaled": [r.raw_weights.max(), L.entropy(r.raw_weights),
+                         L.softmax_jacobian_norm(r.raw_weights)],
+            "scaled": [r.scaled_weights.max(), L.entropy(r.scaled_weights),
+                       L.softmax_jacobian_norm(r.scaled_weights)],
+        }, index=["largest weight", "entropy (nats)", "gradient norm"]).astype(float).round(4),
+        key=P + "row_table",
+    )
+    st.caption(f"A uniform row over {n_keys} keys has entropy ln {n_keys} = {np.log(n_keys):.3f} nats; "
+               "a one-hot row has 0. The d_k slider above moves this row too.")
+
+# ---------------------------------------------------------------------------------------
+st.header("3 · Switch the scaling off in a trained model")
+st.markdown(
+    "The same weights, run once as trained and once with the 1/√d_k removed from every head "
+    "(inference only; nothing is changed in the model). The heads sharpen towards one-hot."
+)
+choices = model_choices("reverse") + model_choices("lm")
+if not choices:
+    st.info("No trained model is available yet: the shipped checkpoints appear here once trained.")
+else:
+    if st.session_state.get(P + "scale_model") not in choices:
+        reversal = [c for c in choices if c.startswith("reverse-")]
+        st.session_state[P + "scale_model"] = (reversal or choices)[0]
+    c1, c2, c3 = st.columns([1, 2, 1], vertical_alignment="bottom")
+    c1.selectbox("model", choices, key=P + "scale_model")
+    try:
+        ckpt = load_model(st.session_state[P + "scale_model"])
+    except CheckpointError as e:
+        ckpt = None
+        st.error(f"Could not load {st.session_state[P + 'scale_model']}: {e}")
+    if ckpt is not None:
+        c2.text_input("input text", key=P + "scale_text", max_chars=200)
+        c3.toggle("no scaling", key=P + "no_scaling", help="Score = q·k instead of q·k / √d_k in every head.")
+        try:
+            cmp = comparison(st.session_state[P + "scale_model"], ckpt, st.session_state[P + "scale_text"])
+        except InputError as e:
+            cmp = None
+            st.error(f"That input cannot be used: {e}")
+        if cmp is not None:
+            if cmp.unknown:
+                chars = "".join(sorted({c for _, c in cmp.unknown}))
+                st.warning(f"Not in this model's alphabet, read as <unk>: {chars!r}")
+            kinds = list(cmp.scaled)
+            if st.session_state.get(P + "scale_kind") not in kinds:
+                st.session_state[P + "scale_kind"] = "cross" if "cross" in kinds else kinds[0]
+            stats = pd.DataFrame(
+                {SHORT_KIND.get(kind, kind): [
+                    cmp.stats["scaled"][kind].mean_max_weight, cmp.stats["unscaled"][kind].mean_max_weight,
+                    cmp.stats["scaled"][kind].mean_entropy, cmp.stats["unscaled"][kind].mean_entropy,
+                ] for kind in kinds},
+                index=["mean max weight, scaled", "mean max weight, no scaling",
+                       "mean entropy (nats), scaled", "mean entropy (nats), no scaling"],
+            ).round(4)
+            st.dataframe(stats, key=P + "scale_stats")
+            if ckpt.task == "reverse":
+                st.caption(f"Output as trained: **{cmp.output['scaled']}** · without scaling: "
+                           f"**{cmp.output['unscaled']}**")
+            tag = "unscaled" if st.session_state[P + "no_scaling"] else "scaled"
+            if len(kinds) > 1:
+                st.segmented_control("attention", kinds, key=P + "scale_kind", required=True,
+                                     format_func=lambda k: KIND_LABELS.get(k, k))
+            kind = st.session_state[P + "scale_kind"] or kinds[0]
+            att = (cmp.unscaled if tag == "unscaled" else cmp.scaled)[kind]
+            setting = "no scaling" if tag == "unscaled" else "scaled as trained"
+            title = f"{KIND_LABELS.get(kind, kind)}, {setting}"
+            chart(attention_grid(att, cmp.query_tokens[tag][kind], cmp.key_tokens[tag][kind], title=title,
+                                 cell_px=190 if att.shape[0] <= 2 else 150), "scale_grid")
+
+# ---------------------------------------------------------------------------------------
+st.header("4 · Training signals: warm-up and label smoothing")
+st.markdown(
+    "Two more knobs from the original recipe that keep early training gentle. The learning "
+    "rate **warms up** linearly (large steps on random weights can wreck the network), then "
+    "decays. Vaswani et al. decay it as 1/√step and tie its size to d_model^−0.5; most models "
+    "today decay it along a cosine instead."
+)
+c1, c2, c3 = st.columns(3)
+c1.slider("d_model", 16, 1024, step=16, key=P + "lr_d_model")
+c2.slider("warm-up steps", 100, 8000, step=100, key=P + "warmup")
+c3.slider("total steps", 2000, 50000, step=1000, key=P + "total")
+warmup = int(st.session_state[P + "warmup"])
+total = max(int(st.session_state[P + "total"]), warmup + 1)
+sch = schedules(int(st.session_state[P + "lr_d_model"]), warmup, total)
+chart(lp.lr_figure(sch, warmup), "lr_fig")
+st.caption(f"Peak learning rate {sch.vaswani.max():.2e} at step {int(sch.steps[np.argmax(sch.vaswani)])}; "
+           f"at the last step: 1/√step {sch.vaswani[-1]:.2e}, cosine {sch.cosine[-1]:.2e}.")
+
+st.markdown(
+    "**Label smoothing** trains against a softened target: a share ε of the probability is "
+    "spread over all classes, so the model is never asked to be 100% sure. The cross-entropy "
+    "can then not fall below the entropy of that target."
+)
+c1, c2 = st.columns(2)
+c1.slider("number of classes", 2, 30, key=P + "classes")
+c2.slider("smoothing ε", 0.0, 0.5, step=0.01, key=P + "eps")
+sm = smoothing(int(st.session_state[P + "classes"]), float(st.session_state[P + "eps"]))
+c1, c2 = st.columns([3, 1])
+with c1:
+    chart(lp.smoothing_figure(sm.distribution, smoothing_class(len(sm.distribution))), "ls_fig")
+with c2:
+    st.metric("probability on the true class", f"{sm.target_mass:.4f}")
+    st.metric("each other class", f"{sm.distribution.min():.4f}")
+    st.metric("lowest reachable loss (nats)", f"{sm.loss_floor:.4f}")
+st.caption("This follows PyTorch's cross_entropy(label_smoothing=ε): ε/V on every class plus 1 − ε on the "
+           "true one. Some write-ups spread ε over the V − 1 other classes instead; the idea is the same.")
+
+write_state([k for k in DEFAULTS if st.session_state.get(P + k) not in (None, "")], prefix=P)

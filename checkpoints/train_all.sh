@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Reproduce every shipped checkpoint (CPU, about 35 minutes on 2 cores).
+# Each checkpoint's checkpoint.json records its own command under "command".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for scheme in sinusoidal learned rope alibi none; do
+  python -m transformer_core train --task reverse --positions "$scheme" --steps 3000 \
+    --device cpu --quiet --out "checkpoints/reverse-$scheme"
+done
+for scheme in sinusoidal learned rope alibi none; do
+  python -m transformer_core train --task lm --positions "$scheme" --steps 1500 \
+    --device cpu --quiet --out "checkpoints/gpt-$scheme"
+done

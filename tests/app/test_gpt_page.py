@@ -1,0 +1,244 @@
+"""The /gpt page through Streamlit's AppTest, plus the pure helpers behind its panels."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+for path in (ROOT, ROOT / "app"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from lab import explorer as ex  # noqa: E402
+
+from transformer_core.checkpoint import load_checkpoint  # noqa: E402
+from transformer_core.config import InferenceOptions  # noqa: E402
+from transformer_core.trace import trace_gpt  # noqa: E402
+
+TIMEOUT = 60
+PROMPT = "The for statement"
+
+
+def _array(value: object) -> np.ndarray:
+    """A plotly JSON array: plain list or {"dtype", "bdata", "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(s) for s in str(value.get("shape", len(arr))).split(",")]
+        return arr.reshape(shape)
+    return np.asarray(value, dtype=float)
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def heatmaps(fig: dict) -> list[np.ndarray]:
+    return [_array(t["z"]) for t in fig["data"] if t["type"] == "heatmap"]
+
+
+def texts(at: AppTest, kind: str) -> list[str]:
+    return [e.value for e in at.get(kind)]
+
+
+def html_blocks(at: AppTest) -> str:
+    return " ".join(str(h.proto.body) for h in at.get("html"))
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_gpt(query_params: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("views/gpt.py")
+    at.query_params = {"text": PROMPT, "max_new": "20", **(query_params or {})}
+    return ok(at.run())
+
+
+@pytest.fixture(scope="module")
+def at() -> AppTest:
+    return open_gpt()
+
+
+def set_prompt(at: AppTest, text: str) -> AppTest:
+    return ok(at.text_area(key="gpt_text").set_value(text).run())
+
+
+# ---------------------------------------------------------------- page behaviour
+
+
+def test_model_view_has_every_layer_and_head_on_the_prompt(at: AppTest) -> None:
+    set_prompt(at, PROMPT)
+    figs = charts(at)
+    grid = heatmaps(figs["gpt_self_grid"])
+    T = len(PROMPT)
+    assert len(grid) == 4 * 4 and all(m.shape == (T, T) for m in grid)
+    assert all(np.allclose(np.triu(m, 1), 0) for m in grid)  # causal
+    assert all(np.allclose(m.sum(-1), 1, atol=1e-3) for m in grid)
+    assert figs["gpt_self_grid"]["layout"]["coloraxis"]["cmax"] == 1.0  # one colour scale
+    head = heatmaps(figs["gpt_self_head"])[0]
+    assert np.allclose(head, grid[0], atol=1e-6)
+    labels = figs["gpt_self_head"]["layout"]["xaxis"]["ticktext"]
+    assert labels[:3] == ["T", "h", "e"] and labels[3] == "␣"
+
+
+def test_sampling_shows_tokens_with_probabilities_and_follows_the_seed(at: AppTest) -> None:
+    set_prompt(at, PROMPT)
+    at.slider(key="gpt_temperature").set_value(0.0).run()
+    greedy = html_blocks(ok(at))
+    assert "p = " in greedy and "most likely" in greedy
+    at.number_input(key="gpt_seed").set_value(7).run()
+    assert html_blocks(ok(at)) == greedy  # temperature 0 ignores the seed
+    at.slider(key="gpt_temperature").set_value(1.5).run()
+    hot7 = html_blocks(ok(at))
+    at.number_input(key="gpt_seed").set_value(8).run()
+    hot8 = html_blocks(ok(at))
+    assert hot7 != greedy and hot8 != hot7
+    at.number_input(key="gpt_seed").set_value(7).run()
+    assert html_blocks(ok(at)) == hot7  # same seed, same sample
+    at.slider(key="gpt_temperature").set_value(0.8)
+    at.number_input(key="gpt_seed").set_value(0).run()
+
+
+def test_causal_mask_off_puts_weight_on_future_characters(at: AppTest) -> None:
+    set_prompt(at, PROMPT)
+    at.toggle(key="gpt_nocausal").set_value(True).run()
+    figs = charts(ok(at))
+    grid = heatmaps(figs["gpt_self_grid"])
+    assert any(np.triu(m, 1).max() > 0.01 for m in grid)
+    assert any(t.get("name") == "future position" for t in figs["gpt_self_head"]["data"])
+    at.toggle(key="gpt_nocausal").set_value(False).run()
+
+
+def test_dropping_positions_changes_the_attention(at: AppTest) -> None:
+    set_prompt(at, PROMPT)
+    before = heatmaps(charts(at)["gpt_self_grid"])
+    at.toggle(key="gpt_nopos").set_value(True).run()
+    after = heatmaps(charts(ok(at))["gpt_self_grid"])
+    assert any(not np.allclose(a, b, atol=1e-4) for a, b in zip(before, after, strict=True))
+    at.toggle(key="gpt_nopos").set_value(False).run()
+
+
+def test_ablating_a_head_reports_the_change_in_the_next_character(at: AppTest) -> None:
+    set_prompt(at, PROMPT)
+    assert not at.get("metric")
+    at.multiselect(key="gpt_ablate").set_value(["0.0", "1.1"]).run()
+    metrics = {m.label: m.value for m in ok(at).get("metric")}
+    tv = float(metrics["Total variation"])
+    assert 0 < tv <= 1
+    assert float(metrics["KL(before ‖ after)"].split()[0]) > 0
+    bars = charts(at)["gpt_next"]["data"]
+    assert [b["name"] for b in bars] == ["all heads", "with ablation"]
+    titles = [a["text"] for a in charts(at)["gpt_self_grid"]["layout"]["annotations"]]
+    assert "L0 H0 (ablated)" in titles and "L1 H1 (ablated)" in titles
+    assert at.query_params["ablate"] in ("0.0,1.1", ["0.0,1.1"])
+    at.multiselect(key="gpt_ablate").set_value([]).run()
+
+
+def test_step_by_step_panel_matches_the_head_view(at: AppTest) -> None:
+    set_prompt(at, PROMPT)
+    at.selectbox(key="gpt_layer").set_value(2)
+    at.selectbox(key="gpt_head").set_value(1)
+    at.selectbox(key="gpt_query").set_value(5).run()
+    figs = charts(ok(at))
+    row = heatmaps(figs["gpt_self_head"])[0][5]
+    table = at.dataframe[-1].value
+    assert np.allclose(table["weight w"].to_numpy(), row, atol=1e-5)
+    assert (table["mask"].iloc[6:] == "masked").all() and (table["weight w"].iloc[6:] == 0).all()
+    assert table["weight w"].sum() == pytest.approx(1.0, abs=1e-4)
+    d_k = 128 // 4
+    assert np.allclose(table[f"× 1/√{d_k}"], table["q·k"] / np.sqrt(d_k), atol=1e-4)
+    assert len(_array(figs["gpt_out"]["data"][0]["y"])) == d_k
+
+
+def test_checkpoints_show_their_own_positional_steps(at: AppTest) -> None:
+    set_prompt(at, PROMPT)
+    at.selectbox(key="gpt_checkpoint").set_value("gpt-rope").run()
+    qvec = charts(ok(at))["gpt_qvec"]["data"]
+    assert [t["name"] for t in qvec] == ["q (before RoPE)", "q (after RoPE)"]
+    at.selectbox(key="gpt_checkpoint").set_value("gpt-alibi").run()
+    assert "+ ALiBi bias" in at.dataframe[-1].value.columns
+    at.selectbox(key="gpt_checkpoint").set_value("gpt-sinusoidal").run()
+    assert [t["name"] for t in charts(ok(at))["gpt_qvec"]["data"]] == ["q"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "needle"),
+    [("", "warning", "empty"), ("x" * 129, "error", "at most 128")],
+)
+def test_unusable_prompts_give_a_message_not_a_traceback(at: AppTest, text: str, kind: str, needle: str) -> None:
+    set_prompt(at, text)
+    assert any(needle in s for s in texts(at, kind))
+    assert not at.get("plotly_chart")
+    set_prompt(at, PROMPT)
+
+
+def test_emoji_in_the_prompt_are_replaced_and_listed(at: AppTest) -> None:
+    set_prompt(at, "print(\U0001F600)")
+    assert any("U+1F600" in s for s in texts(at, "warning"))
+    labels = charts(at)["gpt_self_head"]["layout"]["xaxis"]["ticktext"]
+    assert "<unk>" in labels
+    set_prompt(at, PROMPT)
+
+
+def test_a_deep_link_restores_the_view() -> None:
+    at = open_gpt({"checkpoint": "gpt-learned", "layer": "3", "head": "2", "query": "4",
+                   "nocausal": "true", "ablate": "1.3", "temperature": "0.5", "seed": "42"})
+    assert at.selectbox(key="gpt_checkpoint").value == "gpt-learned"
+    assert at.text_area(key="gpt_text").value == PROMPT
+    assert (at.selectbox(key="gpt_layer").value, at.selectbox(key="gpt_head").value) == (3, 2)
+    assert at.selectbox(key="gpt_query").value == 4
+    assert at.toggle(key="gpt_nocausal").value is True
+    assert at.multiselect(key="gpt_ablate").value == ["1.3"]
+    assert at.slider(key="gpt_temperature").value == 0.5 and at.number_input(key="gpt_seed").value == 42
+    assert "Layer 3 head 2" in charts(at)["gpt_self_head"]["layout"]["title"]["text"]
+    assert at.query_params["checkpoint"] in ("gpt-learned", ["gpt-learned"])
+
+
+def test_downloads_are_offered(at: AppTest) -> None:
+    labels = [b.label for b in at.get("download_button")]
+    assert "Attention as JSON" in labels and "Attention as CSV" in labels
+
+
+# ---------------------------------------------------------------- pure helpers
+
+
+@pytest.fixture(scope="module")
+def alibi():
+    return load_checkpoint("gpt-alibi")
+
+
+def test_query_steps_reproduce_the_models_arithmetic(alibi) -> None:
+    tr = trace_gpt(alibi.model, alibi.tokenizer, "def f(x):", InferenceOptions())
+    rec = ex.record_arrays(tr.capture["self.1"])
+    s = ex.query_steps(rec, head=2, query=6)
+    assert s.bias is not None  # ALiBi
+    assert np.allclose(s.scaled, s.dot / np.sqrt(s.q.shape[0]), atol=1e-5)
+    assert np.allclose(s.scaled + s.bias, s.scores, atol=1e-4)  # score = q.k/sqrt(d) + bias
+    assert np.allclose(ex.softmax_allowed(s.scores, s.allowed), s.weights, atol=1e-5)
+    assert not s.allowed[7:].any() and np.all(s.weights[7:] == 0)
+    assert np.allclose(s.weights, tr.attention["self"][1, 2, 6])
+    assert np.allclose(s.output, s.weights @ s.v)
+    assert not s.rotated
+
+
+def test_distribution_shift() -> None:
+    p = np.array([0.5, 0.5, 0.0])
+    assert ex.distribution_shift(p, p) == (0.0, 0.0)
+    tv, kl = ex.distribution_shift(p, np.array([0.25, 0.25, 0.5]))
+    assert tv == pytest.approx(0.5) and kl == pytest.approx(np.log(2))
+
+
+def test_options_key_is_order_independent() -> None:
+    a = ex.options_key(ablate=(("self", 1, 2), ("self", 0, 3)))
+    b = ex.options_key(ablate=(("self", 0, 3), ("self", 1, 2)))
+    assert a == b and ex.make_options(a).ablate == frozenset({("self", 1, 2), ("self", 0, 3)})

@@ -1,0 +1,195 @@
+"""The three lesson pages run headless (AppTest) with the worked numbers on screen.
+
+Each test opens the real router (app/Home.py), switches to the page, and reads the numbers
+the page shows; widgets are driven the way a user would, and deep links through the URL.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+HOME = str(ROOT / "app" / "Home.py")
+
+
+@pytest.fixture(autouse=True)
+def _cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTENTION_LAB_DEVICE", "cpu")
+
+
+def open_view(page: str, **params: object) -> AppTest:
+    at = AppTest.from_file(HOME, default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = str(value)
+    at.run()
+    at.switch_page(f"views/{page}.py").run()
+    assert_ok(at)
+    return at
+
+
+def assert_ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def table(at: AppTest, *columns: str) -> pd.DataFrame:
+    """The first dataframe on the page that has all these columns."""
+    for df in at.dataframe:
+        if set(columns) <= set(df.value.columns):
+            return df.value
+    raise AssertionError(f"no table with columns {columns}")
+
+
+def metric(at: AppTest, label_start: str) -> str:
+    for m in at.metric:
+        if m.label.startswith(label_start):
+            return m.value
+    raise AssertionError(f"no metric starting {label_start!r}: {[m.label for m in at.metric]}")
+
+
+def figure_titles(at: AppTest) -> list[str]:
+    """Layout titles of every plotly figure on the page."""
+    out = []
+    for chart in at.get("plotly_chart"):
+        layout = json.loads(chart.proto.spec).get("layout", {})
+        title = layout.get("title", {})
+        out.append(title.get("text", "") if isinstance(title, dict) else str(title))
+    return out
+
+
+def test_basics_shows_the_worked_numbers() -> None:
+    at = open_view("basics")
+    qkv = table(at, "token", "weight")
+    assert qkv["weight"].round(4).tolist() == [0.0087, 0.0388, 0.1738, 0.7788]
+    assert any("(0.5718, 0.6019)" in m.value for m in at.markdown)
+    masked = table(at, "k0", "k3")
+    assert masked.round(4).values.tolist() == [[0.7311, 0.2689, 0.0, 0.0], [0.2037, 0.612, 0.1843, 0.0]]
+    assert metric(at, "Gaussian prediction") == "103.753"
+    assert metric(at, "Boxcar prediction") == "120.000"
+    kernel = table(at, "Gaussian weight", "boxcar weight")
+    assert kernel["boxcar weight"].tolist() == [0, 1, 0, 0, 0, 0]
+    outputs = [df.value for df in at.dataframe if list(df.value.columns) == ["x", "y"]][-1]
+    assert outputs.round(4).values.tolist() == [[5.3535, 4.6465], [3.5475, 6.4525]]
+    concat = table(at, "out0", "out3")
+    assert concat.round(4).iloc[0].tolist() == [1.6477, 0.1786, 0.75, 0.25]
+    assert float(metric(at, "largest difference")) < 1e-9
+    assert at.success and "order is invisible" in at.success[0].value
+
+
+def test_basics_widgets_change_the_numbers() -> None:
+    at = open_view("basics")
+    at.number_input(key="basics_q").set_value(0.0).run()
+    assert_ok(at)
+    assert table(at, "token", "weight")["weight"].tolist() == [0.25] * 4  # all scores 0
+    at.slider(key="basics_len1").set_value(4).run()
+    assert table(at, "k0", "k3").round(4).iloc[0].tolist() == [0.6103, 0.2245, 0.0826, 0.0826]
+    at.slider(key="basics_house").set_value(7.5).run()
+    assert metric(at, "Boxcar prediction") == "none"  # no house within 1 of 7.5
+    at.slider(key="basics_sigma").set_value(5.0).run()
+    assert abs(float(metric(at, "Gaussian prediction")) - 103.753) > 1
+    at.segmented_control(key="basics_batch").set_value(2).run()
+    outputs = [df.value for df in at.dataframe if list(df.value.columns) == ["x", "y"]][-1]
+    assert outputs.round(4).values.tolist() == [[8.9449, 8.9449], [7.9987, 7.9464]]
+    at.radio(key="basics_heads").set_value(4).run()
+    assert len([t for t in figure_titles(at) if t.startswith("head ")]) == 4
+    at.toggle(key="basics_positions").set_value(True).run()
+    assert_ok(at)
+    assert float(metric(at, "largest difference")) > 1e-3 and not at.success
+    at.button[0].click().run()  # shuffle: another order
+    assert_ok(at)
+    assert at.selectbox(key="basics_perm").value != "0,3,2,1"
+    assert at.query_params["q"] == "0.0" and at.query_params["positions"] == "true"
+
+
+def test_basics_deep_link_and_bad_links() -> None:
+    at = open_view("basics", q="2.5", k4="-1", house="3", heads="1")
+    assert at.number_input(key="basics_q").value == 2.5
+    weights = table(at, "token", "weight")["weight"]
+    assert weights.idxmax() == 2  # key 2.0 now gives the largest score
+    assert at.slider(key="basics_house").value == 3.0
+    bad = open_view("basics", q="abc", sigma="99", perm="junk", heads="3", len1="nan", batch="7")
+    assert bad.number_input(key="basics_q").value == 1.5
+    assert bad.slider(key="basics_sigma").value == 1.0
+    assert bad.selectbox(key="basics_perm").value == "0,3,2,1"
+    assert metric(bad, "Gaussian prediction") == "103.753"
+
+
+def test_positions_shift_rope_and_alibi() -> None:
+    at = open_view("positions", d_model=64, length=50, dims="3,5")
+    assert at.multiselect(key="positions_dims").value == ["3", "5"]
+    assert at.slider(key="positions_d_model").value == 64 and at.slider(key="positions_length").value == 50
+    assert float(metric(at, "max |M·PE(p) − PE(p+Δ)|")) < 1e-6
+    rope = table(at, "RoPE score", "added sinusoid score")
+    assert (rope["offset m − n"] == 3).all()
+    assert rope["RoPE score"].max() - rope["RoPE score"].min() < 1e-5
+    assert rope["added sinusoid score"].max() - rope["added sinusoid score"].min() > 0.1
+    for offset in (-25, 1, 17):
+        at.slider(key="positions_offset").set_value(offset).run()
+        assert_ok(at)
+        assert float(metric(at, "max |M·PE(p) − PE(p+Δ)|")) < 1e-6
+    shift = table(at, "PE(10)", "PE(27)")
+    assert (shift["M·PE(10)"] - shift["PE(27)"]).abs().max() < 1e-3
+    at.slider(key="positions_rope_offset").set_value(-4).run()
+    rope = table(at, "RoPE score")
+    assert (rope["offset m − n"] == -4).all() and rope["RoPE score"].max() - rope["RoPE score"].min() < 1e-5
+    at.slider(key="positions_alibi_heads").set_value(6).run()  # not a power of two
+    assert_ok(at)
+    assert at.selectbox(key="positions_alibi_head").options == [str(h) for h in range(6)]
+    at.slider(key="positions_d_model").set_value(4).run()
+    assert_ok(at)
+    assert at.multiselect(key="positions_dims").value == ["3"]  # dimension 5 no longer exists
+    assert at.query_params["d_model"] == "4" and at.query_params["offset"] == "17"
+    assert at.query_params["dims"] == "3"
+
+
+def test_positions_bad_link_and_learned_table() -> None:
+    at = open_view("positions", d_model=33, length=9999, alibi_head=15, alibi_heads=4, rope_x=0, rope_y=0)
+    assert at.slider(key="positions_d_model").value == 64 and at.slider(key="positions_length").value == 50
+    assert at.selectbox(key="positions_alibi_head").value == 0
+    assert any("zero vector" in i.value for i in at.info)
+    assert at.selectbox(key="positions_learned_model").options[0] == "reverse-learned"
+    assert metric(at, "rows in the table") == "32"
+    assert metric(at, "positions seen in training") == "11"
+
+
+def test_variance_table_and_sliders() -> None:
+    at = open_view("variance")
+    var = table(at, "d_k", "variance of q·k")
+    assert var["d_k"].tolist() == [4, 16, 64, 256]
+    for _, row in var.iterrows():
+        assert abs(row["variance of q·k"] / row["d_k"] - 1) < 0.1
+        assert abs(row["variance of q·k / √d_k"] - 1) < 0.1
+    at.slider(key="variance_d_k").set_value(128).run()
+    assert_ok(at)
+    assert 128 in table(at, "d_k")["d_k"].tolist()
+    assert any(t.startswith("d_k = 128") for t in figure_titles(at))
+    row = table(at, "unscaled", "scaled")
+    assert row.loc["largest weight", "unscaled"] > row.loc["largest weight", "scaled"]
+    assert row.loc["entropy (nats)", "unscaled"] < row.loc["entropy (nats)", "scaled"]
+    at.slider(key="variance_eps").set_value(0.2).run()
+    assert metric(at, "probability on the true class") == "0.8200"
+    assert at.query_params["d_k"] == "128" and at.query_params["eps"] == "0.2"
+
+
+def test_variance_no_scaling_on_a_shipped_model() -> None:
+    at = open_view("variance", scale_model="reverse-sinusoidal")
+    stats = table(at, "encoder self", "decoder self", "cross")
+    assert stats.shape == (4, 3)
+    for kind in stats.columns:  # every kind of attention sharpens without the scaling
+        column = stats[kind]
+        assert column["mean max weight, no scaling"] > column["mean max weight, scaled"]
+        assert column["mean entropy (nats), no scaling"] < column["mean entropy (nats), scaled"]
+    assert any(t.endswith("scaled as trained") for t in figure_titles(at))
+    at.toggle(key="variance_no_scaling").set_value(True).run()
+    assert_ok(at)
+    assert any(t.endswith("no scaling") for t in figure_titles(at))
+    at.text_input(key="variance_scale_text").set_value("").run()
+    assert_ok(at)
+    assert at.error and "empty" in at.error[0].value
+    at.text_input(key="variance_scale_text").set_value("héllo").run()
+    assert_ok(at)
+    assert at.warning and "é" in at.warning[0].value

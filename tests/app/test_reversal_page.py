@@ -1,0 +1,273 @@
+"""The /reversal page through Streamlit's AppTest, plus the pure helpers it shows."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+for path in (ROOT, ROOT / "app"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from lab import explorer as ex  # noqa: E402
+from lab import plots  # noqa: E402
+
+TIMEOUT = 60
+
+
+def _array(value: object) -> np.ndarray:
+    """A plotly JSON array: plain list or {"dtype", "bdata", "shape"}."""
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(s) for s in str(value.get("shape", len(arr))).split(",")]
+        return arr.reshape(shape)
+    return np.asarray(value, dtype=float)
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """Every plotly chart on the page by its key, as the figure JSON sent to the browser."""
+    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def heatmaps(fig: dict) -> list[np.ndarray]:
+    return [_array(t["z"]) for t in fig["data"] if t["type"] == "heatmap"]
+
+
+def texts(at: AppTest, kind: str) -> list[str]:
+    return [e.value for e in at.get(kind)]
+
+
+def open_reversal(query_params: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("views/reversal.py")
+    if query_params:
+        at.query_params = dict(query_params)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def set_text(at: AppTest, text: str) -> AppTest:
+    at.text_input(key="rev_text").set_value(text).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture(scope="module")
+def at() -> AppTest:
+    return open_reversal()
+
+
+# ---------------------------------------------------------------- page behaviour
+
+
+def test_hello_is_reversed_by_the_sinusoidal_model(at: AppTest) -> None:
+    assert at.selectbox(key="rev_checkpoint").value == "reverse-sinusoidal"
+    set_text(at, "hello")
+    assert any("olleh" in s and "Correct" in s for s in texts(at, "success"))
+    assert at.query_params["text"] == ["hello"] or at.query_params["text"] == "hello"
+
+
+def test_every_grid_has_layers_x_heads_maps_of_the_right_shape(at: AppTest) -> None:
+    set_text(at, "hello")
+    figs = charts(at)
+    n = len("hello")
+    expected = {"rev_enc_grid": (n + 1, n + 1), "rev_dec_grid": (n + 1, n + 1), "rev_cross_grid": (n + 1, n + 1)}
+    for key, shape in expected.items():
+        maps = heatmaps(figs[key])
+        assert len(maps) == 2 * 4, key  # 2 layers x 4 heads
+        assert all(m.shape == shape for m in maps), key
+        assert all(np.allclose(m.sum(-1), 1, atol=1e-3) for m in maps), key  # rows are softmaxes
+    # the large head is the selected one from the grid
+    enc_grid = heatmaps(figs["rev_enc_grid"])
+    assert np.allclose(heatmaps(figs["rev_enc_head"])[0], enc_grid[0], atol=1e-6)
+
+
+def test_cross_attention_titles_carry_the_anti_diagonal_score(at: AppTest) -> None:
+    set_text(at, "attention")
+    fig = charts(at)["rev_cross_grid"]
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    assert len(titles) == 8 and all(" · " in t for t in titles)
+    scores = [float(t.rsplit(" ", 1)[1]) for t in titles]
+    # a trained reversal model has at least one head that reads the mirrored letter
+    assert max(scores) > 0.5
+
+
+def test_selectors_pick_the_head_drawn_large(at: AppTest) -> None:
+    set_text(at, "hello")
+    at.selectbox(key="rev_layer").set_value(1)
+    at.selectbox(key="rev_head").set_value(2).run()
+    figs = charts(at)
+    grid = heatmaps(figs["rev_cross_grid"])
+    assert np.allclose(heatmaps(figs["rev_cross_head"])[0], grid[1 * 4 + 2], atol=1e-6)
+    assert "layer 1 head 2" in figs["rev_cross_head"]["layout"]["title"]["text"]
+    assert at.query_params["layer"] in ("1", ["1"]) and at.query_params["head"] in ("2", ["2"])
+    at.selectbox(key="rev_layer").set_value(0)
+    at.selectbox(key="rev_head").set_value(0).run()
+
+
+def test_causal_mask_off_lets_the_decoder_see_the_future(at: AppTest) -> None:
+    set_text(at, "hello")
+    dec = heatmaps(charts(at)["rev_dec_grid"])
+    assert all(np.allclose(np.triu(m, 1), 0) for m in dec)
+    at.toggle(key="rev_nocausal").set_value(True).run()
+    assert not at.exception
+    figs = charts(at)
+    dec = heatmaps(figs["rev_dec_grid"])
+    assert any(np.triu(m, 1).max() > 0.01 for m in dec)
+    # the future cells are outlined in the large head view
+    assert any(t["type"] == "scatter" and t.get("name") == "future position" for t in figs["rev_dec_head"]["data"])
+    at.toggle(key="rev_nocausal").set_value(False).run()
+
+
+def test_padding_mask_keeps_pad_columns_at_exactly_zero(at: AppTest) -> None:
+    set_text(at, "attention")
+    at.text_input(key="rev_second").set_value("abc").run()
+    row2 = heatmaps(charts(at)["rev_pad1"])[0]
+    assert row2.shape == (10, 10)  # "attention" + EOS sets the batch width
+    pad_cols = slice(4, 10)  # "abc" + EOS, then six <pad>
+    assert np.all(row2[:4, pad_cols] == 0.0)
+    at.toggle(key="rev_nopad").set_value(True).run()
+    assert not at.exception
+    row2 = heatmaps(charts(at)["rev_pad1"])[0]
+    assert row2[:4, pad_cols].sum(-1).max() > 0.01
+    at.toggle(key="rev_nopad").set_value(False).run()
+
+
+def test_dropping_positions_changes_the_attention(at: AppTest) -> None:
+    set_text(at, "hello")
+    before = heatmaps(charts(at)["rev_cross_grid"])
+    at.toggle(key="rev_nopos").set_value(True).run()
+    assert not at.exception
+    after = heatmaps(charts(at)["rev_cross_grid"])
+    assert not all(a.shape == b.shape and np.allclose(a, b) for a, b in zip(before, after, strict=True))
+    at.toggle(key="rev_nopos").set_value(False).run()
+
+
+def test_capitals_are_lowercased_with_a_note(at: AppTest) -> None:
+    set_text(at, "HeLLo")
+    assert any("lowercased" in s and "hello" in s for s in texts(at, "info"))
+    assert any("olleh" in s for s in texts(at, "success"))
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "needle"),
+    [
+        ("", "warning", "empty"),
+        ("a" * 31, "error", "at most 30"),
+    ],
+)
+def test_unusable_input_gives_a_message_not_a_traceback(at: AppTest, text: str, kind: str, needle: str) -> None:
+    set_text(at, text)
+    assert any(needle in s for s in texts(at, kind))
+    assert not at.get("plotly_chart")
+    if text:  # the link still says what was typed, so it can be shared and fixed
+        assert at.query_params["text"] in (text, [text])
+    set_text(at, "hello")
+
+
+def test_emoji_and_unknown_characters_are_listed(at: AppTest) -> None:
+    set_text(at, "ab1 \U0001F600")
+    warning = " ".join(texts(at, "warning"))
+    assert "U+1F600" in warning and "'1'" in warning and "space" in warning
+    assert charts(at)["rev_cross_grid"]  # the page still runs with <unk> in place
+    set_text(at, "hello")
+
+
+def test_a_deep_link_restores_the_view() -> None:
+    at = open_reversal({"checkpoint": "reverse-rope", "text": "world", "layer": "1", "head": "3",
+                        "nocausal": "true", "second": "ab"})
+    assert at.selectbox(key="rev_checkpoint").value == "reverse-rope"
+    assert at.text_input(key="rev_text").value == "world"
+    assert at.selectbox(key="rev_layer").value == 1 and at.selectbox(key="rev_head").value == 3
+    assert at.toggle(key="rev_nocausal").value is True
+    assert at.text_input(key="rev_second").value == "ab"
+    assert "layer 1 head 3" in charts(at)["rev_enc_head"]["layout"]["title"]["text"]
+
+
+def test_a_bad_deep_link_falls_back_to_defaults() -> None:
+    at = open_reversal({"checkpoint": "no-such-model", "layer": "x", "head": "99", "text": "ok"})
+    assert at.selectbox(key="rev_checkpoint").value == "reverse-sinusoidal"
+    assert at.selectbox(key="rev_layer").value == 0 and at.selectbox(key="rev_head").value == 0
+
+
+def test_downloads_are_offered(at: AppTest) -> None:
+    labels = [b.label for b in at.get("download_button")]
+    assert "Attention as JSON" in labels and "Attention as CSV" in labels
+
+
+def test_a_users_own_model_never_touches_the_shared_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformer_core.checkpoint import load_checkpoint
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a user's model went through the global cache")
+
+    monkeypatch.setattr(ex, "_reversal_cached", forbidden)
+    monkeypatch.setattr(ex, "_padding_cached", forbidden)
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
+    mine = load_checkpoint("reverse-rope")
+    at.session_state["my_models"] = {"my reversal": mine}
+    at.run()
+    at.switch_page("views/reversal.py")
+    at.query_params = {"checkpoint": "my reversal", "text": "hello"}
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="rev_checkpoint").value == "my reversal"
+    assert any("olleh" in s for s in texts(at, "success"))
+
+
+# ---------------------------------------------------------------- pure helpers
+
+
+def test_anti_diagonal_score_is_one_for_a_perfect_mirror_and_small_when_flat() -> None:
+    n = 5
+    Tt, Ts = n + 1, n + 1  # SOS + output, text + EOS
+    perfect = np.zeros((1, 2, Tt, Ts))
+    for t in range(n):
+        perfect[0, 0, t, n - 1 - t] = 1.0
+    perfect[0, 0, n, n] = 1.0  # the EOS step looks at EOS
+    perfect[0, 1] = 1.0 / Ts  # head 1 is flat
+    scores = ex.anti_diagonal_scores(perfect, n)
+    assert scores.shape == (1, 2)
+    assert scores[0, 0] == pytest.approx(1.0)
+    assert scores[0, 1] == pytest.approx(1.0 / Ts)
+
+
+def test_anti_diagonal_score_counts_only_decoded_rows_and_ignores_the_main_diagonal() -> None:
+    diagonal = np.eye(4)[None, None]  # copying, not reversing
+    assert ex.anti_diagonal_scores(diagonal, 3)[0, 0] == pytest.approx(1 / 3)  # only the middle letter
+    short = np.full((1, 1, 2, 6), 1 / 6)  # output shorter than the input: 2 rows only
+    assert ex.anti_diagonal_scores(short, 5)[0, 0] == pytest.approx(1 / 6)
+    assert ex.anti_diagonal_scores(np.zeros((2, 3, 1, 1)), 0).shape == (2, 3)
+
+
+def test_check_input_reports_lowercasing_unknowns_and_limits() -> None:
+    from transformer_core.data import reversal_tokenizer
+
+    tok = reversal_tokenizer()
+    c = ex.check_input("HeLLo!", tok, 30, lowercase=True)
+    assert (c.text, c.lowered, c.unknown, c.problem) == ("hello!", True, ["!"], None)
+    assert "empty" in ex.check_input("", tok, 30).problem
+    assert "31 characters" in ex.check_input("a" * 31, tok, 30).problem
+    assert ex.char_name("\U0001F600") == "U+1F600" and ex.char_name(" ") == "space"
+
+
+def test_selected_head_reads_the_clicked_subplot() -> None:
+    fig = plots.attention_grid(np.random.rand(2, 3, 4, 4), list("abcd"), list("abcd"), clickable=True)
+    clickable = [t for t in fig.data if t.type == "scatter"]
+    assert len(clickable) == 6 and tuple(clickable[5].customdata[0]) == (1, 2)
+
+    class Event:
+        selection = {"points": [{"curve_number": 11, "customdata": [1, 2]}]}
+
+    assert plots.selected_head(Event()) == (1, 2)
+    assert plots.selected_head(None) is None
+    assert plots.selected_head({"selection": {"points": []}}) is None

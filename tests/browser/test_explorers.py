@@ -1,0 +1,155 @@
+"""The two explorer pages in a real browser: type, toggle, click a head, reopen a deep link."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+from playwright.sync_api import Page
+
+from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+
+URL_HAS = """(expected) => {
+    const p = new URLSearchParams(window.location.search);
+    return Object.entries(expected).every(([k, v]) => p.get(k) === v);
+}"""
+
+
+def params(page: Page) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def main_text(page: Page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+def settle(page: Page, expect: dict[str, str], shot: Path | None = None) -> None:
+    """Wait for the rerun an action started: the page mirrors its state into the URL early
+    in each run, so wait for the expected parameters, then for the run to finish; fail on
+    any exception on the page."""
+    page.wait_for_function(URL_HAS, arg=expect, timeout=30_000)
+    wait_for_app(page)
+    assert_no_exception(page)
+    if shot is not None:
+        page.screenshot(path=str(shot), full_page=True)
+
+
+def flip(page: Page, label: str, key: str, value: str, shot: Path) -> None:
+    """Click a switch by its label and wait until the rerun has mirrored it into the URL."""
+    page.get_by_text(label, exact=True).first.click()  # the switch, not a caption naming it
+    settle(page, {key: value}, shot)
+
+
+def click_head(page: Page, chart_key: str, layer: int, head: int, n_heads: int) -> None:
+    """Click the middle of one subplot of a clickable attention grid."""
+    chart = page.locator(f".st-key-{chart_key} .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    subplot = layer * n_heads + head + 1
+    cell = chart.locator(f'.nsewdrag[data-subplot="x{subplot}y{subplot}"]')
+    box = cell.bounding_box()
+    assert box is not None
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.wait_for_timeout(300)  # plotly needs a hover before a click selects a point
+    page.mouse.click(x, y)
+    settle(page, {"layer": str(layer), "head": str(head)})
+
+
+def plot_title(page: Page, chart_key: str) -> str:
+    """The figure title of a chart (SVG text has no innerText, so read textContent)."""
+    return " ".join(page.locator(f".st-key-{chart_key} .gtitle").evaluate_all("els => els.map(e => e.textContent)"))
+
+
+def type_into(page: Page, label: str, text: str, key: str, shot: Path, submit: str = "Enter") -> None:
+    box = page.get_by_label(label)
+    box.fill(text)
+    box.press(submit)
+    settle(page, {key: text}, shot)
+
+
+REVERSAL_INPUT = "Text to reverse (letters a–z, at most 30)"
+
+
+def test_reversal_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/reversal", tmp_path / "reversal-open.png")
+    assert "Reversal explorer" in main_text(page)
+
+    type_into(page, REVERSAL_INPUT, "Hello", "text", tmp_path / "reversal-hello.png")
+    body = main_text(page)
+    assert "Correct" in body and "olleh" in body and "lowercased" in body
+
+    for label, key in [("Drop positional information", "nopos"), ("Decoder causal mask off", "nocausal"),
+                       ("Padding mask off", "nopad")]:
+        flip(page, label, key, "true", tmp_path / f"reversal-{key}.png")
+        assert page.get_by_role("switch", name=label).is_checked()
+    assert "future position" in page.locator(".st-key-rev_dec_head").inner_text()  # red outlines' legend
+
+    # a click on the encoder grid's layer 1 / head 2 map opens that head everywhere
+    click_head(page, "rev_enc_grid", layer=1, head=2, n_heads=4)
+    assert "Encoder layer 1 head 2" in plot_title(page, "rev_enc_head")
+    assert "Cross-attention layer 1 head 2" in plot_title(page, "rev_cross_head")
+    page.screenshot(path=str(tmp_path / "reversal-clicked.png"), full_page=True)
+
+    # bad input: a message, never a traceback
+    type_into(page, REVERSAL_INPUT, "x" * 31, "text", tmp_path / "reversal-too-long.png")
+    assert "at most 30" in main_text(page)
+    type_into(page, REVERSAL_INPUT, "emoji \U0001F600", "text", tmp_path / "reversal-emoji.png")
+    assert "U+1F600" in main_text(page)
+
+
+def test_reversal_deep_link_and_download(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/reversal?checkpoint=reverse-sinusoidal&text=world&layer=1&head=3"
+              "&nocausal=true&second=ab", tmp_path / "reversal-deep-link.png")
+    assert page.get_by_label(REVERSAL_INPUT).input_value() == "world"
+    assert page.get_by_label("Second input for the batch").input_value() == "ab"
+    assert page.get_by_role("switch", name="Decoder causal mask off").is_checked()
+    assert not page.get_by_role("switch", name="Padding mask off").is_checked()
+    assert "Decoder layer 1 head 3" in plot_title(page, "rev_dec_head")
+    assert "dlrow" in main_text(page)
+
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Attention as JSON").click()
+    data = json.loads(Path(info.value.path()).read_text())
+    assert data["checkpoint"] == "reverse-sinusoidal" and data["input"] == "world"
+    assert data["tokens"]["source"] == list("world") + ["<eos>"]
+    cross = data["attention"]["cross"]  # [layer][head][query][key]
+    assert (len(cross), len(cross[0]), len(cross[0][0][0])) == (2, 4, 6)
+    assert len(cross[0][0]) == len(data["tokens"]["target"])
+    assert_no_exception(page)
+
+
+def test_gpt_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/gpt?max_new=30", tmp_path / "gpt-open.png")
+    assert "GPT explorer" in main_text(page)
+
+    type_into(page, "Prompt", "def main():", "text", tmp_path / "gpt-prompt.png", submit="Control+Enter")
+    assert "position 10: :" in main_text(page)  # the step-by-step panel starts at the last character
+
+    for label, key in [("Drop positional information", "nopos"), ("Causal mask off", "nocausal")]:
+        flip(page, label, key, "true", tmp_path / f"gpt-{key}.png")
+    assert "future position" in page.locator(".st-key-gpt_self_head").inner_text()
+
+    page.get_by_label("Ablate heads").click()  # open the multiselect
+    page.get_by_role("option", name="L1 H2").click()
+    page.keyboard.press("Escape")
+    settle(page, {"ablate": "1.2"}, tmp_path / "gpt-ablate.png")
+    assert "Total variation" in main_text(page)
+
+    click_head(page, "gpt_self_grid", layer=2, head=3, n_heads=4)
+    assert "Layer 2 head 3" in plot_title(page, "gpt_self_head")
+    page.screenshot(path=str(tmp_path / "gpt-clicked.png"), full_page=True)
+
+    type_into(page, "Prompt", "", "text", tmp_path / "gpt-empty.png", submit="Control+Enter")
+    assert "empty" in main_text(page)
+
+
+def test_gpt_deep_link(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/gpt?checkpoint=gpt-rope&text=import%20os&layer=3&head=1&query=4"
+              "&nocausal=true&temperature=0.5&seed=3&max_new=20", tmp_path / "gpt-deep-link.png")
+    assert page.get_by_label("Prompt").input_value() == "import os"
+    assert page.get_by_role("switch", name="Causal mask off").is_checked()
+    assert "Layer 3 head 1" in plot_title(page, "gpt_self_head")
+    assert "q (after RoPE)" in page.locator(".st-key-gpt_qvec").inner_text()
+    p = params(page)
+    assert (p["checkpoint"], p["query"], p["temperature"], p["seed"]) == ("gpt-rope", "4", "0.5", "3")

@@ -1,0 +1,101 @@
+"""The lesson pages in a real browser: deep links, sliders moved from the keyboard,
+redrawn figures, no exception anywhere. Screenshots land in the test's tmp_path."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import Locator, Page, expect
+
+from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+
+RENDERED = """() => {
+    if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+    const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+    return charts.length > 0 && Array.from(charts).every(c => c.querySelector('.main-svg'));
+}"""
+
+
+def settle(page: Page) -> None:
+    """Script run finished and every element drawn (figures load lazily)."""
+    wait_for_app(page)
+    page.wait_for_function(RENDERED, timeout=60_000)
+    assert_no_exception(page)
+
+
+def thumb_of(page: Page, label: str) -> Locator:
+    """The focusable range input inside the slider labelled `label`."""
+    return page.locator(f'[data-testid="stSlider"] input[type="range"][aria-label="{label}"]')
+
+
+def move_slider(page: Page, label: str, key: str, times: int) -> None:
+    thumb = thumb_of(page, label)
+    thumb.focus()
+    for _ in range(times):
+        thumb.press(key)
+    settle(page)
+
+
+def slider_value(page: Page, label: str) -> str:
+    return thumb_of(page, label).get_attribute("aria-valuetext") or ""
+
+
+def main_text(page: Page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+def metric_value(page: Page, label_start: str) -> str:
+    metric = page.locator('[data-testid="stMetric"]').filter(has_text=label_start).first
+    return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def test_basics_page(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/basics?heads=4&positions=true&k4=3")  # a prepared link
+    settle(page)
+    page.screenshot(path=str(tmp_path / "basics.png"), full_page=True)
+    text = main_text(page)
+    assert "(0.5718, 0.6019)" in text
+    assert "head 3" in text  # four heads from the link
+    assert "With positions added" in text
+    assert metric_value(page, "Gaussian prediction") == "103.753"
+    assert metric_value(page, "Boxcar prediction") == "120.000"
+    move_slider(page, "query location", "ArrowRight", 2)  # 2.0 -> 3.0
+    assert slider_value(page, "query location") == "3.00"
+    assert metric_value(page, "Gaussian prediction") != "103.753"
+    assert metric_value(page, "Boxcar prediction") == "90.000"  # only the house at 3 is within 1
+    expect(page).to_have_url(re.compile(r"house=3\.0.*heads=4"))
+    page.screenshot(path=str(tmp_path / "basics_moved.png"))
+
+
+def test_positions_page(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/positions?d_model=32&length=20&offset=4")
+    settle(page)
+    assert slider_value(page, "d_model") == "32" and slider_value(page, "number of positions") == "20"
+    assert "20 positions × 32 dimensions" in main_text(page)
+    assert float(metric_value(page, "max |M·PE(p)")) < 1e-6
+    page.screenshot(path=str(tmp_path / "positions.png"), full_page=True)
+    move_slider(page, "d_model", "ArrowLeft", 3)  # 32 -> 26
+    assert "20 positions × 26 dimensions" in main_text(page)
+    expect(page).to_have_url(re.compile(r"d_model=26"))
+    move_slider(page, "offset Δ", "ArrowRight", 1)
+    assert float(metric_value(page, "max |M·PE(p)")) < 1e-6
+    assert float(metric_value(page, "spread of the RoPE scores")) < 1e-5
+    page.screenshot(path=str(tmp_path / "positions_moved.png"))
+
+
+def test_variance_page(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/variance?d_k=4")
+    settle(page)
+    assert "d_k = 4: 5000 random" in main_text(page)
+    move_slider(page, "d_k", "ArrowRight", 3)  # 4 -> 7
+    assert slider_value(page, "d_k") == "7"
+    assert "d_k = 7: 5000 random" in main_text(page)
+    expect(page).to_have_url(re.compile(r"d_k=7"))
+    assert "scaled as trained" in main_text(page)
+    page.get_by_text("no scaling", exact=True).click()
+    settle(page)
+    assert "cross-attention, no scaling" in main_text(page)
+    page.screenshot(path=str(tmp_path / "variance.png"), full_page=True)
+    move_slider(page, "smoothing ε", "ArrowRight", 1)  # 0.10 -> 0.11
+    assert metric_value(page, "probability on the true class") == "0.9010"
