@@ -8,7 +8,6 @@ if str(ROOT) not in sys.path:  # so pages can import transformer_core from the r
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
-
 from lab.resources import device_picker  # noqa: E402
 
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
@@ -19,15 +18,34 @@ navigation = st.navigation(
         "": [st.Page(PAGES / "home.py", title="Home", icon=":material/home:", default=True)],
         "Explore trained models": [
             st.Page(PAGES / "gpt.py", title="GPT explorer", icon=":material/edit_note:", url_path="gpt"),
-            st.Page(PAGES / "reversal.py", title="Reversal explorer", icon=":material/swap_horiz:", url_path="reversal"),
+            st.Page(
+                PAGES / "reversal.py",
+                title="Reversal explorer",
+                icon=":material/swap_horiz:",
+                url_path="reversal",
+            ),
         ],
         "Lessons": [
-            st.Page(PAGES / "basics.py", title="Attention basics", icon=":material/calculate:", url_path="basics"),
-            st.Page(PAGES / "positions.py", title="Positional encodings", icon=":material/place:", url_path="positions"),
-            st.Page(PAGES / "variance.py", title="Why divide by √d_k", icon=":material/functions:", url_path="variance"),
+            st.Page(
+                PAGES / "basics.py", title="Attention basics", icon=":material/calculate:", url_path="basics"
+            ),
+            st.Page(
+                PAGES / "positions.py",
+                title="Positional encodings",
+                icon=":material/place:",
+                url_path="positions",
+            ),
+            st.Page(
+                PAGES / "variance.py",
+                title="Why divide by √d_k",
+                icon=":material/functions:",
+                url_path="variance",
+            ),
         ],
         "Train": [
-            st.Page(PAGES / "train.py", title="Train a model", icon=":material/model_training:", url_path="train"),
+            st.Page(
+                PAGES / "train.py", title="Train a model", icon=":material/model_training:", url_path="train"
+            ),
         ],
     }
 )

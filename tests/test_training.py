@@ -149,3 +149,35 @@ def test_label_smoothing_target_matches_torch_loss() -> None:
 def test_bad_train_config_names_the_field(field: str, value: object) -> None:
     with pytest.raises(ConfigError, match=f"^{field}"):
         TrainConfig(**{field: value})
+
+
+def test_random_positions_are_increasing_distinct_and_in_range() -> None:
+    from transformer_core.data import random_positions
+
+    g = torch.Generator().manual_seed(0)
+    draws = [random_positions(11, 32, g) for _ in range(50)]
+    for p in draws:
+        assert p.shape == (11,) and bool((p[1:] > p[:-1]).all()) and 0 <= int(p[0]) and int(p[-1]) < 32
+    assert max(int(p[-1]) for p in draws) > 20  # positions past the training lengths get used
+
+
+def test_randomized_positions_reach_the_model() -> None:
+    config = TrainConfig(
+        task="reverse", steps=3, batch_size=8, device="cpu", eval_every=0, random_positions=True
+    )
+    model, task = prepare_run(config, "learned", d_model=16, n_layers=1, n_heads=2, d_ff=32)
+    assert task.random_positions == model.config.max_len == 32
+    batch, src_pos, tgt_pos = task.batch(8, torch.Generator().manual_seed(1), torch.device("cpu"))
+    plain = model(batch.src, batch.tgt_in)
+    shifted = model(batch.src, batch.tgt_in, src_positions=src_pos, tgt_positions=tgt_pos)
+    same = model(
+        batch.src,
+        batch.tgt_in,
+        src_positions=torch.arange(batch.src.size(1)),
+        tgt_positions=torch.arange(batch.tgt_in.size(1)),
+    )
+    assert torch.equal(plain, same) and not torch.allclose(plain, shifted)
+    task.eval_lengths, task.eval_samples = [3], 4
+    assert list(Trainer(model, task, config).run())[-1].step == 3
+    with pytest.raises(ConfigError, match="random_positions"):
+        prepare_run(TrainConfig(task="lm", random_positions=True, block_size=32), "learned")

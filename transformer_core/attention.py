@@ -143,13 +143,18 @@ class MultiHeadAttention(nn.Module):
             out = weights @ v
             site.capture.add(
                 AttentionRecord(
-                    kind=site.kind, layer=site.layer,
-                    q_raw=q_raw.detach(), k_raw=k_raw.detach(),
-                    q=q.detach(), k=k.detach(), v=v.detach(),
+                    kind=site.kind,
+                    layer=site.layer,
+                    q_raw=q_raw.detach(),
+                    k_raw=k_raw.detach(),
+                    q=q.detach(),
+                    k=k.detach(),
+                    v=v.detach(),
                     scores=scores.detach(),
                     mask=None if site.mask is None else site.mask.detach(),
                     position_bias=None if site.bias is None else site.bias.detach(),
-                    weights=weights.detach(), scale=scale,
+                    weights=weights.detach(),
+                    scale=scale,
                 )
             )
         if site.ablated_heads:
@@ -165,7 +170,11 @@ class MultiHeadAttention(nn.Module):
         """torch's fused kernel; the bool mask and ALiBi bias merge into one float mask."""
         if site.is_causal and site.bias is None:
             return F.scaled_dot_product_attention(
-                q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0,
+                q,
+                k,
+                v,
+                is_causal=True,
+                dropout_p=self.dropout if self.training else 0.0,
                 scale=scale,
             )
         attn_mask: torch.Tensor | None = site.mask
@@ -173,7 +182,9 @@ class MultiHeadAttention(nn.Module):
             bias = site.bias.to(q.dtype)
             attn_mask = bias if attn_mask is None else bias.masked_fill(~attn_mask, float("-inf"))
         return F.scaled_dot_product_attention(
-            q, k, v,
+            q,
+            k,
+            v,
             attn_mask=attn_mask,
             dropout_p=self.dropout if self.training else 0.0,
             scale=scale,

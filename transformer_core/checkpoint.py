@@ -150,8 +150,7 @@ def load_checkpoint(name_or_path: str | Path, device: torch.device | str = "cpu"
     expected = meta.get("weights_sha256")
     if expected and _sha256(weights) != expected:
         raise CheckpointError(
-            f"{folder.name}: {WEIGHTS_FILE} does not match its recorded checksum "
-            "(truncated or corrupt file)"
+            f"{folder.name}: {WEIGHTS_FILE} does not match its recorded checksum (truncated or corrupt file)"
         )
     model: nn.Module = build_model(config)
     try:

@@ -13,7 +13,13 @@ from typing import Any
 
 import torch
 
-from transformer_core.checkpoint import list_checkpoints, load_checkpoint, read_meta, resolve_checkpoint, save_checkpoint
+from transformer_core.checkpoint import (
+    list_checkpoints,
+    load_checkpoint,
+    read_meta,
+    resolve_checkpoint,
+    save_checkpoint,
+)
 from transformer_core.config import ATTENTION_KINDS, POSITION_SCHEMES, InferenceOptions
 from transformer_core.device import DEVICE_CHOICES, resolve_device
 from transformer_core.errors import CheckpointError, ConfigError, InputError
@@ -56,11 +62,16 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
     items = []
     for name in list_checkpoints():
         meta = read_meta(resolve_checkpoint(name))
-        items.append({
-            "name": name, "task": meta["task"], "config": meta["config"],
-            "parameters": meta.get("parameters"), "metrics": meta.get("metrics", {}),
-            "command": meta.get("command"),
-        })
+        items.append(
+            {
+                "name": name,
+                "task": meta["task"],
+                "config": meta["config"],
+                "parameters": meta.get("parameters"),
+                "metrics": meta.get("metrics", {}),
+                "command": meta.get("command"),
+            }
+        )
     lines = [f"{'name':<20}{'task':<9}{'params':>9}  metrics"]
     for it in items:
         m = it["metrics"]
@@ -76,15 +87,18 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
 def cmd_trace(args: argparse.Namespace) -> None:
     ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     options = InferenceOptions(
-        causal=not args.no_causal, padding_mask=not args.no_padding_mask,
-        positions=not args.drop_positions, ablate=parse_ablation(args.ablate, ckpt.config.arch),
+        causal=not args.no_causal,
+        padding_mask=not args.no_padding_mask,
+        positions=not args.drop_positions,
+        ablate=parse_ablation(args.ablate, ckpt.config.arch),
     )
     _check_heads(options, ckpt.config.n_layers, ckpt.config.n_heads)
     if isinstance(ckpt.model, GPT):
         tr = trace_gpt(ckpt.model, ckpt.tokenizer, args.text, options)
         top = int(tr.next_token_probs.argmax())
         payload = {
-            "checkpoint": ckpt.name, "input": args.text,
+            "checkpoint": ckpt.name,
+            "input": args.text,
             "output": ckpt.tokenizer.decode([top]),
             "tokens": {"source": tr.tokens},
             "attention": {"self": tr.attention["self"].round(6).tolist()},
@@ -94,7 +108,9 @@ def cmd_trace(args: argparse.Namespace) -> None:
     else:
         tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, args.text, options)
         payload = {
-            "checkpoint": ckpt.name, "input": args.text, "output": tr.output,
+            "checkpoint": ckpt.name,
+            "input": args.text,
+            "output": tr.output,
             "tokens": {"source": tr.source_tokens, "target": tr.target_tokens},
             "attention": {k: v.round(6).tolist() for k, v in tr.attention.items()},
         }
@@ -116,7 +132,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
         result = evaluate_reversal(ckpt.model, ckpt.tokenizer, lengths, args.samples, args.seed)
         text = "\n".join(
             f"length {n:>3}: exact match {result['exact_match'][str(n)]:.3f}  "
-            f"token accuracy {result['token_accuracy'][str(n)]:.3f}" for n in lengths
+            f"token accuracy {result['token_accuracy'][str(n)]:.3f}"
+            for n in lengths
         )
     else:
         from transformer_core.training import build_task
@@ -125,7 +142,9 @@ def cmd_eval(args: argparse.Namespace) -> None:
         if task.tokenizer.vocab != ckpt.tokenizer.vocab:
             task.tokenizer = ckpt.tokenizer
             task.__post_init__()
-        result = evaluate_lm(ckpt.model, task.val_ids, ckpt.config.max_len, batches=max(1, args.samples // 32), seed=args.seed)
+        result = evaluate_lm(
+            ckpt.model, task.val_ids, ckpt.config.max_len, batches=max(1, args.samples // 32), seed=args.seed
+        )
         text = f"val_loss {result['val_loss']:.4f} nats/char, perplexity {result['perplexity']:.3f}"
     _emit(args, {"checkpoint": ckpt.name, **result}, text)
 
@@ -136,15 +155,26 @@ def cmd_generate(args: argparse.Namespace) -> None:
         raise ConfigError(f"generate: {ckpt.name} is a reversal model; use `trace` for it")
     encoded = ckpt.tokenizer.encode_checked(args.prompt, max_chars=10_000)
     steps = generate(
-        ckpt.model, encoded.ids, args.max_new_tokens, temperature=args.temperature,
-        top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+        ckpt.model,
+        encoded.ids,
+        args.max_new_tokens,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
     )
     out = ckpt.tokenizer.decode([s.token for s in steps])
     payload = {
-        "checkpoint": ckpt.name, "prompt": args.prompt, "text": out,
+        "checkpoint": ckpt.name,
+        "prompt": args.prompt,
+        "text": out,
         "tokens": [
-            {"token": ckpt.tokenizer.vocab[s.token], "prob": s.prob,
-             "top": [[ckpt.tokenizer.vocab[i], p] for i, p in s.top]} for s in steps
+            {
+                "token": ckpt.tokenizer.vocab[s.token],
+                "prob": s.prob,
+                "top": [[ckpt.tokenizer.vocab[i], p] for i, p in s.top],
+            }
+            for s in steps
         ],
         "unknown_characters": encoded.unknown_chars,
     }
@@ -155,13 +185,25 @@ def cmd_train(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
     train = TrainConfig(
-        task=args.task, steps=args.steps, batch_size=args.batch_size or (64 if args.task == "reverse" else 32),
-        lr=args.lr or (2e-3 if args.task == "reverse" else 3e-3), schedule=args.schedule,
-        warmup=args.warmup, seed=args.seed, device=args.device, corpus=args.corpus,
-        label_smoothing=args.label_smoothing, eval_every=args.eval_every,
+        task=args.task,
+        steps=args.steps,
+        batch_size=args.batch_size or (64 if args.task == "reverse" else 32),
+        lr=args.lr or (2e-3 if args.task == "reverse" else 3e-3),
+        schedule=args.schedule,
+        warmup=args.warmup,
+        seed=args.seed,
+        device=args.device,
+        corpus=args.corpus,
+        label_smoothing=args.label_smoothing,
+        eval_every=args.eval_every,
         block_size=args.block_size,
+        random_positions=args.random_positions,
     )
-    overrides = {k: v for k, v in (("d_model", args.d_model), ("n_layers", args.n_layers), ("n_heads", args.n_heads)) if v}
+    overrides = {
+        k: v
+        for k, v in (("d_model", args.d_model), ("n_layers", args.n_layers), ("n_heads", args.n_heads))
+        if v
+    }
     if args.d_model and not args.d_ff:
         overrides["d_ff"] = 4 * args.d_model
     if args.d_ff:
@@ -185,10 +227,19 @@ def cmd_train(args: argparse.Namespace) -> None:
         metrics = evaluate_reversal(model, task.tokenizer, REPORT_LENGTHS, samples=200)
     metrics["train_seconds"] = round(done.elapsed, 1)
     metrics["steps"] = done.step
-    save_checkpoint(args.out, model, task.tokenizer, train_args={**train.to_dict(), "positions": args.positions, **overrides},
-                    metrics=metrics, command=command)
-    _emit(args, {"out": str(args.out), "metrics": metrics, "history": history},
-          f"saved {args.out}\n{json.dumps(metrics, indent=2)}")
+    save_checkpoint(
+        args.out,
+        model,
+        task.tokenizer,
+        train_args={**train.to_dict(), "positions": args.positions, **overrides},
+        metrics=metrics,
+        command=command,
+    )
+    _emit(
+        args,
+        {"out": str(args.out), "metrics": metrics, "history": history},
+        f"saved {args.out}\n{json.dumps(metrics, indent=2)}",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -211,8 +262,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-causal", action="store_true", help="switch the causal mask off")
     sp.add_argument("--no-padding-mask", action="store_true", help="let padded keys receive weight")
     sp.add_argument("--drop-positions", action="store_true", help="remove positional information")
-    sp.add_argument("--ablate", nargs="*", default=[], metavar="L.H",
-                    help="zero heads: L.H (GPT self / seq2seq cross) or kind:L.H, kind in " + ", ".join(ATTENTION_KINDS))
+    sp.add_argument(
+        "--ablate",
+        nargs="*",
+        default=[],
+        metavar="L.H",
+        help="zero heads: L.H (GPT self / seq2seq cross) or kind:L.H, kind in " + ", ".join(ATTENTION_KINDS),
+    )
     sp.add_argument("--device", choices=DEVICE_CHOICES, default="cpu")
 
     sp = add("eval", "reversal: exact match and token accuracy per length; GPT: validation loss")
@@ -244,6 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--label-smoothing", type=float, default=0.0)
     sp.add_argument("--eval-every", type=int, default=1000)
     sp.add_argument("--block-size", type=int, default=128)
+    sp.add_argument(
+        "--random-positions",
+        action="store_true",
+        help="reversal: train on random increasing positions up to max_len (Ruoss et al. 2023)",
+    )
     sp.add_argument("--d-model", type=int, default=None)
     sp.add_argument("--d-ff", type=int, default=None)
     sp.add_argument("--n-layers", type=int, default=None)
@@ -257,8 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 COMMANDS = {
-    "checkpoints": cmd_checkpoints, "trace": cmd_trace, "eval": cmd_eval,
-    "generate": cmd_generate, "train": cmd_train,
+    "checkpoints": cmd_checkpoints,
+    "trace": cmd_trace,
+    "eval": cmd_eval,
+    "generate": cmd_generate,
+    "train": cmd_train,
 }
 
 

@@ -52,9 +52,7 @@ class ModelConfig:
     def __post_init__(self) -> None:
         validate_fields(self)
         if self.d_model % self.n_heads:
-            raise ConfigError(
-                f"d_model: {self.d_model} is not divisible by n_heads={self.n_heads}"
-            )
+            raise ConfigError(f"d_model: {self.d_model} is not divisible by n_heads={self.n_heads}")
         if self.positions == "rope" and self.d_head % 2:
             raise ConfigError(
                 f"positions: 'rope' rotates pairs of dimensions, so d_model/n_heads "
@@ -110,8 +108,7 @@ class InferenceOptions:
                 or not all(isinstance(i, int) and i >= 0 for i in item[1:])
             ):
                 raise ConfigError(
-                    f"ablate: {item!r} is not a (kind, layer, head) triple with kind in "
-                    f"{ATTENTION_KINDS}"
+                    f"ablate: {item!r} is not a (kind, layer, head) triple with kind in {ATTENTION_KINDS}"
                 )
 
     def ablated_heads(self, kind: str, layer: int) -> list[int]:
@@ -138,9 +135,7 @@ def validate_fields(obj: Any, min_int: int = 1) -> None:
                 raise ConfigError(f"{f.name}: expected a number, got {value!r}")
         elif typing.get_origin(hint) in (typing.Union, types.UnionType):
             allowed = tuple(a for a in get_args(hint) if a is not type(None))
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, allowed)
-            ):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, allowed)):
                 raise ConfigError(f"{f.name}: expected {allowed[0].__name__} or null, got {value!r}")
 
 

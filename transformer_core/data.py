@@ -36,6 +36,14 @@ def random_strings(
     return out
 
 
+def random_positions(length: int, range_size: int, generator: torch.Generator) -> torch.Tensor:
+    """An increasing random subset of [0, range_size) of size `length` (Ruoss et al., 2023):
+    the order survives, and positions beyond the training lengths get trained too."""
+    if length > range_size:
+        raise InputError(f"cannot draw {length} distinct positions from a range of {range_size}")
+    return torch.randperm(range_size, generator=generator)[:length].sort().values
+
+
 @dataclass(frozen=True)
 class ReversalBatch:
     """src = text + EOS; tgt_in = SOS + reversed; tgt_out = reversed + EOS; PAD-padded."""
@@ -50,7 +58,9 @@ def _pad(rows: list[list[int]], device: torch.device | str) -> torch.Tensor:
     return torch.tensor([r + [PAD_ID] * (width - len(r)) for r in rows], device=device)
 
 
-def encode_source(tokenizer: CharTokenizer, texts: list[str], device: torch.device | str = "cpu") -> torch.Tensor:
+def encode_source(
+    tokenizer: CharTokenizer, texts: list[str], device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """Source ids (B, Ts): each text then EOS, so relative schemes can see where it ends."""
     return _pad([tokenizer.encode(t) + [EOS_ID] for t in texts], device)
 

@@ -36,7 +36,7 @@ def evaluate_reversal(
             chunk = strings[start : start + batch_size]
             batch = reversal_batch(tokenizer, chunk, device)
             outputs = greedy_decode(model, batch.src, length + 2)
-            n_exact += sum(tokenizer.decode(o) == s[::-1] for o, s in zip(outputs, chunk))
+            n_exact += sum(tokenizer.decode(o) == s[::-1] for o, s in zip(outputs, chunk, strict=True))
             logits = model(batch.src, batch.tgt_in)
             keep = batch.tgt_out != PAD_ID
             n_correct += int(((logits.argmax(-1) == batch.tgt_out) & keep).sum())

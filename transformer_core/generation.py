@@ -80,11 +80,15 @@ def generate(
         logits[:N_SPECIAL] = float("-inf")  # PAD/SOS/EOS/UNK are not characters to write
         fed = len(ids)
         probs = filter_logits(logits, temperature, top_k, top_p)
-        token = int(torch.multinomial(probs, 1, generator=generator)) if temperature > 0 else int(probs.argmax())
+        token = (
+            int(torch.multinomial(probs, 1, generator=generator)) if temperature > 0 else int(probs.argmax())
+        )
         raw = torch.softmax(logits.float() / max(temperature, 1e-6), dim=-1) if temperature > 0 else probs
         top = torch.topk(raw, min(n_alternatives, raw.numel()))
         out.append(
-            SampledToken(token, float(raw[token]), list(zip(top.indices.tolist(), top.values.tolist())))
+            SampledToken(
+                token, float(raw[token]), list(zip(top.indices.tolist(), top.values.tolist(), strict=True))
+            )
         )
         ids.append(token)
     return out

@@ -77,9 +77,7 @@ class EncoderBlock(nn.Module):
             return x + self.drop(sublayer(norm(x)))
         return norm(x + self.drop(sublayer(x)))
 
-    def forward(
-        self, x: torch.Tensor, site: AttentionSite, cache: LayerCache | None = None
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, site: AttentionSite, cache: LayerCache | None = None) -> torch.Tensor:
         """x (B, T, d_model) -> (B, T, d_model)."""
         x = self.residual(x, lambda h: self.self_attn(h, site, cache=cache), self.norm_self)
         return self.residual(x, self.ffn, self.norm_ffn)

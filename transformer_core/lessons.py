@@ -321,9 +321,7 @@ def softmax_row(d_k: int, n_keys: int, seed: int = 0) -> SoftmaxRow:
     q = torch.randn(1, d_k, generator=gen, dtype=torch.float64)
     k = torch.randn(n_keys, d_k, generator=gen, dtype=torch.float64)
     raw = attention_scores(q, k, scale=1.0)[0]
-    return SoftmaxRow(
-        raw.numpy(), masked_softmax(raw).numpy(), masked_softmax(raw / math.sqrt(d_k)).numpy()
-    )
+    return SoftmaxRow(raw.numpy(), masked_softmax(raw).numpy(), masked_softmax(raw / math.sqrt(d_k)).numpy())
 
 
 @dataclass(frozen=True)

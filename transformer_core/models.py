@@ -147,9 +147,15 @@ class GPT(nn.Module):
         square_causal = options.causal and not options.sliding_window and past == 0
         for i, block in enumerate(self.blocks):
             site = AttentionSite(
-                "self", i, mask=mask, is_causal=square_causal, rope=rope,
-                bias=bias, scale_scores=options.scale_scores,
-                ablated_heads=tuple(options.ablated_heads("self", i)), capture=capture,
+                "self",
+                i,
+                mask=mask,
+                is_causal=square_causal,
+                rope=rope,
+                bias=bias,
+                scale_scores=options.scale_scores,
+                ablated_heads=tuple(options.ablated_heads("self", i)),
+                capture=capture,
             )
             x = block(x, site, cache=None if cache is None else cache.layers[i])
         return self.lm_head(self.final_norm(x))
@@ -187,11 +193,15 @@ class Seq2Seq(nn.Module):
         *,
         options: InferenceOptions = DEFAULT_OPTIONS,
         capture: AttentionCapture | None = None,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """src (B, Ts) ids, PAD-padded on the right -> memory (B, Ts, d_model)."""
+        """src (B, Ts) ids, PAD-padded on the right -> memory (B, Ts, d_model).
+
+        positions (Ts,) replaces 0..Ts-1: randomized positional encodings train with an
+        increasing random subset of a larger range (Ruoss et al., 2023)."""
         _check_ids(src, self.config.vocab_size, "source")
         Ts = src.size(1)
-        pos = torch.arange(Ts, device=src.device)
+        pos = torch.arange(Ts, device=src.device) if positions is None else positions
         x = self.drop(self.src_positions.embed(self.src_emb(src), pos, options.positions))
         rope, bias = self.src_positions.relative(pos, pos, options.positions)
         mask = combine_masks(
@@ -200,9 +210,14 @@ class Seq2Seq(nn.Module):
         )
         for i, block in enumerate(self.encoder):
             site = AttentionSite(
-                "encoder_self", i, mask=mask, rope=rope, bias=bias,
+                "encoder_self",
+                i,
+                mask=mask,
+                rope=rope,
+                bias=bias,
                 scale_scores=options.scale_scores,
-                ablated_heads=tuple(options.ablated_heads("encoder_self", i)), capture=capture,
+                ablated_heads=tuple(options.ablated_heads("encoder_self", i)),
+                capture=capture,
             )
             x = block(x, site)
         return self.encoder_norm(x)
@@ -215,12 +230,13 @@ class Seq2Seq(nn.Module):
         *,
         options: InferenceOptions = DEFAULT_OPTIONS,
         capture: AttentionCapture | None = None,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """tgt (B, Tt) ids starting with SOS, memory (B, Ts, d_model), src (B, Ts) for its
-        padding -> logits (B, Tt, vocab_size)."""
+        padding -> logits (B, Tt, vocab_size). positions (Tt,) as in `encode`."""
         _check_ids(tgt, self.config.vocab_size, "target")
         Tt = tgt.size(1)
-        pos = torch.arange(Tt, device=tgt.device)
+        pos = torch.arange(Tt, device=tgt.device) if positions is None else positions
         x = self.drop(self.tgt_positions.embed(self.tgt_emb(tgt), pos, options.positions))
         rope, bias = self.tgt_positions.relative(pos, pos, options.positions)
         self_mask = combine_masks(
@@ -230,13 +246,22 @@ class Seq2Seq(nn.Module):
         cross_mask = padding_mask(src, PAD_ID) if options.padding_mask else None
         for i, block in enumerate(self.decoder):
             site = AttentionSite(
-                "decoder_self", i, mask=self_mask, rope=rope, bias=bias,
+                "decoder_self",
+                i,
+                mask=self_mask,
+                rope=rope,
+                bias=bias,
                 scale_scores=options.scale_scores,
-                ablated_heads=tuple(options.ablated_heads("decoder_self", i)), capture=capture,
+                ablated_heads=tuple(options.ablated_heads("decoder_self", i)),
+                capture=capture,
             )
             cross = AttentionSite(
-                "cross", i, mask=cross_mask, scale_scores=options.scale_scores,
-                ablated_heads=tuple(options.ablated_heads("cross", i)), capture=capture,
+                "cross",
+                i,
+                mask=cross_mask,
+                scale_scores=options.scale_scores,
+                ablated_heads=tuple(options.ablated_heads("cross", i)),
+                capture=capture,
             )
             x = block(x, site, memory, cross)
         return self.lm_head(self.decoder_norm(x))
@@ -248,10 +273,12 @@ class Seq2Seq(nn.Module):
         *,
         options: InferenceOptions = DEFAULT_OPTIONS,
         capture: AttentionCapture | None = None,
+        src_positions: torch.Tensor | None = None,
+        tgt_positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Teacher-forced logits (B, Tt, vocab_size) for target inputs tgt given src."""
-        memory = self.encode(src, options=options, capture=capture)
-        return self.decode(tgt, memory, src, options=options, capture=capture)
+        memory = self.encode(src, options=options, capture=capture, positions=src_positions)
+        return self.decode(tgt, memory, src, options=options, capture=capture, positions=tgt_positions)
 
 
 def build_model(config: ModelConfig) -> GPT | Seq2Seq:

@@ -38,8 +38,7 @@ def shift_rotation(offset: int, d_model: int) -> torch.Tensor:
     """
     if d_model % 2:
         raise ValueError(
-            f"d_model: the shift rotation needs (sin, cos) pairs, so d_model must be even "
-            f"(got {d_model})"
+            f"d_model: the shift rotation needs (sin, cos) pairs, so d_model must be even (got {d_model})"
         )
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
     omega = 1.0 / torch.pow(10000.0, two_i / d_model)
@@ -95,9 +94,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     return torch.tensor(slopes, dtype=torch.float32)
 
 
-def alibi_bias(
-    slopes: torch.Tensor, q_positions: torch.Tensor, k_positions: torch.Tensor
-) -> torch.Tensor:
+def alibi_bias(slopes: torch.Tensor, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
     """Score bias (H, Tq, Tk) = -slope_h * |i - j|: farther keys are penalised linearly.
 
     Under a causal mask only j <= i survive, where this is the paper's -slope * (i - j).

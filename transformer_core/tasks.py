@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_core.data import lm_batch, random_strings, reversal_batch, split_ids
+from transformer_core.data import lm_batch, random_positions, random_strings, reversal_batch, split_ids
 from transformer_core.evaluation import evaluate_lm, evaluate_reversal
 from transformer_core.tokenizer import PAD_ID, CharTokenizer
 from transformer_core.trace import trace_gpt, trace_seq2seq
@@ -30,16 +30,30 @@ class ReversalTask:
     eval_samples: int = 200
     probe: str = REVERSAL_PROBE
     name: str = "reverse"
+    random_positions: int = 0  # > 0: train on random increasing positions from [0, this)
 
     def batch(self, batch_size: int, generator: torch.Generator, device: torch.device):
         strings = random_strings(batch_size, self.min_len, self.max_len, generator)
-        return reversal_batch(self.tokenizer, strings, device)
+        batch = reversal_batch(self.tokenizer, strings, device)
+        if not self.random_positions:
+            return batch
+        src_pos, tgt_pos = (
+            random_positions(n, self.random_positions, generator).to(device)
+            for n in (batch.src.size(1), batch.tgt_in.size(1))
+        )
+        return batch, src_pos, tgt_pos
 
     def loss(self, model: nn.Module, batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, int]:
-        logits = model(batch.src, batch.tgt_in)  # (B, Tt, V)
+        positions = {}
+        if isinstance(batch, tuple):
+            batch, src_pos, tgt_pos = batch
+            positions = {"src_positions": src_pos, "tgt_positions": tgt_pos}
+        logits = model(batch.src, batch.tgt_in, **positions)  # (B, Tt, V)
         loss = F.cross_entropy(
-            logits.flatten(0, 1).float(), batch.tgt_out.flatten(),
-            ignore_index=PAD_ID, label_smoothing=label_smoothing,
+            logits.flatten(0, 1).float(),
+            batch.tgt_out.flatten(),
+            ignore_index=PAD_ID,
+            label_smoothing=label_smoothing,
         )
         return loss, int(batch.src.numel() + batch.tgt_in.numel())
 
@@ -51,8 +65,12 @@ class ReversalTask:
         model.eval()
         result = trace_seq2seq(model, self.tokenizer, self.probe, max_new_tokens=len(self.probe) + 1)
         model.train(was_training)
-        return {**result.attention, "source_tokens": result.source_tokens,
-                "target_tokens": result.target_tokens, "output": result.output}
+        return {
+            **result.attention,
+            "source_tokens": result.source_tokens,
+            "target_tokens": result.target_tokens,
+            "output": result.output,
+        }
 
 
 @dataclass
@@ -78,9 +96,7 @@ class LanguageModelTask:
     def loss(self, model: nn.Module, batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, int]:
         x, y = batch
         logits = model(x)  # (B, T, V)
-        loss = F.cross_entropy(
-            logits.flatten(0, 1).float(), y.flatten(), label_smoothing=label_smoothing
-        )
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), label_smoothing=label_smoothing)
         return loss, int(x.numel())
 
     def evaluate(self, model: nn.Module) -> dict:

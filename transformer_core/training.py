@@ -46,6 +46,7 @@ class TrainConfig:
     max_len: int = 10
     block_size: int = 128
     corpus: str | None = None
+    random_positions: bool = False  # reversal: randomized positional encodings (Ruoss et al.)
 
     def __post_init__(self) -> None:
         validate_fields(self, min_int=0)
@@ -85,6 +86,8 @@ def build_task(train: TrainConfig, text: str | None = None) -> Task:
     """The task for a run; for the LM, `text` overrides the corpus path."""
     if train.task == "reverse":
         return ReversalTask(reversal_tokenizer(), train.min_len, train.max_len)
+    if train.random_positions:
+        raise ConfigError("random_positions: only the reversal task supports it")
     text = load_corpus(train.corpus) if text is None else text
     return LanguageModelTask(corpus_tokenizer(text), text, train.block_size)
 
@@ -143,9 +146,12 @@ class Trainer:
         decay = [p for p in model.parameters() if p.dim() >= 2]
         no_decay = [p for p in model.parameters() if p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": config.weight_decay},
-             {"params": no_decay, "weight_decay": 0.0}],
-            lr=config.lr, betas=(0.9, 0.98),
+            [
+                {"params": decay, "weight_decay": config.weight_decay},
+                {"params": no_decay, "weight_decay": 0.0},
+            ],
+            lr=config.lr,
+            betas=(0.9, 0.98),
         )
         self.d_model = getattr(getattr(model, "config", None), "d_model", 512)
 
@@ -178,7 +184,9 @@ class Trainer:
             self.optimizer.step()
             tokens_seen += n_tokens
             elapsed = time.perf_counter() - start
-            yield StepEvent(step, cfg.steps, float(loss.detach()), lr, tokens_seen / max(elapsed, 1e-9), elapsed)
+            yield StepEvent(
+                step, cfg.steps, float(loss.detach()), lr, tokens_seen / max(elapsed, 1e-9), elapsed
+            )
             if cfg.snapshot_every and (step % cfg.snapshot_every == 0 or step == 1):
                 yield SnapshotEvent(step, self.task.snapshot(self.model))
             if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
@@ -199,4 +207,6 @@ def prepare_run(
     if train.task == "lm":
         overrides.setdefault("max_len", train.block_size)
     config = default_model_config(train.task, positions, len(task.tokenizer), **overrides)
+    if train.random_positions:
+        task.random_positions = config.max_len
     return build_model(config).to(device), task

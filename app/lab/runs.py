@@ -50,7 +50,8 @@ def as_checkpoint(run: BackgroundRun, positions: str) -> Checkpoint:
     """Wrap a finished run's model like a loaded checkpoint (for the explorers)."""
     task = run.task
     meta = {
-        "task": task.name, "metrics": run.metrics,
+        "task": task.name,
+        "metrics": run.metrics,
         "train_args": {**run.config.to_dict(), "positions": positions},
         "config": run.model.config.to_dict(),
     }
@@ -69,8 +70,11 @@ def checkpoint_zip(ckpt: Checkpoint) -> bytes:
     """The checkpoint folder (model.safetensors + checkpoint.json) as a zip archive."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = save_checkpoint(
-            Path(tmp) / ckpt.name, ckpt.model, ckpt.tokenizer,
-            train_args=ckpt.meta.get("train_args"), metrics=ckpt.meta.get("metrics"),
+            Path(tmp) / ckpt.name,
+            ckpt.model,
+            ckpt.tokenizer,
+            train_args=ckpt.meta.get("train_args"),
+            metrics=ckpt.meta.get("metrics"),
             command="trained in the Attention Lab /train page",
         )
         buf = io.BytesIO()

@@ -14,12 +14,24 @@ st.markdown(
 st.caption(f"Running on **{describe_device(current_device())}**")
 
 CARDS = [  # (page, title, what it shows)
-    ("gpt", "GPT explorer", "A character-level GPT: generate text, see every self-attention head, "
-     "walk one query through q·k → scale → mask → softmax → Σv, ablate heads."),
-    ("reversal", "Reversal explorer", "An encoder-decoder that reverses strings: encoder, masked decoder "
-     "and cross-attention grids, and the anti-diagonal that does the work."),
-    ("basics", "Attention basics", "Queries, keys and values by hand: the seeds' worked numbers, "
-     "masked softmax, kernel regression, multi-head."),
+    (
+        "gpt",
+        "GPT explorer",
+        "A character-level GPT: generate text, see every self-attention head, "
+        "walk one query through q·k → scale → mask → softmax → Σv, ablate heads.",
+    ),
+    (
+        "reversal",
+        "Reversal explorer",
+        "An encoder-decoder that reverses strings: encoder, masked decoder "
+        "and cross-attention grids, and the anti-diagonal that does the work.",
+    ),
+    (
+        "basics",
+        "Attention basics",
+        "Queries, keys and values by hand: the seeds' worked numbers, "
+        "masked softmax, kernel regression, multi-head.",
+    ),
     ("positions", "Positional encodings", "Sinusoidal, learned, RoPE and ALiBi: tables, rotations, biases."),
     ("variance", "Why divide by √d_k", "Score variance grows with d_k; watch softmax saturate."),
     ("train", "Train a model", "Train reversal or a character LM in the browser and watch the heads form."),
@@ -40,11 +52,15 @@ for name, meta in shipped_checkpoints().items():
     else:
         em = m.get("exact_match", {})
         quality = "exact match " + ", ".join(f"len {k}: {v:.2f}" for k, v in em.items())
-    rows.append({
-        "checkpoint": name, "positions": cfg.get("positions"),
-        "size": f"d={cfg.get('d_model')} · {cfg.get('n_layers')} layers · {cfg.get('n_heads')} heads",
-        "parameters": meta.get("parameters"), "quality": quality,
-    })
+    rows.append(
+        {
+            "checkpoint": name,
+            "positions": cfg.get("positions"),
+            "size": f"d={cfg.get('d_model')} · {cfg.get('n_layers')} layers · {cfg.get('n_heads')} heads",
+            "parameters": meta.get("parameters"),
+            "quality": quality,
+        }
+    )
 if rows:
     st.dataframe(rows, hide_index=True, width="stretch")
 else:

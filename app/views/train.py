@@ -62,14 +62,21 @@ with st.container(border=True):
         b1, b2, b3, b4 = st.columns(4)
         steps = b1.number_input("Steps", 10, 10_000, 3000 if task == "reverse" else 1000, step=100)
         batch_size = b2.number_input("Batch size", 1, 256, 64 if task == "reverse" else 32)
-        lr = b3.number_input("Peak learning rate", 1e-5, 1e-1, 2e-3 if task == "reverse" else 3e-3,
-                             format="%.4f")
-        schedule = b4.selectbox("Schedule", ["cosine", "vaswani", "constant"],
-                                help="cosine: warm-up then cosine decay; vaswani: warm-up then 1/sqrt(step)")
+        lr = b3.number_input(
+            "Peak learning rate", 1e-5, 1e-1, 2e-3 if task == "reverse" else 3e-3, format="%.4f"
+        )
+        schedule = b4.selectbox(
+            "Schedule",
+            ["cosine", "vaswani", "constant"],
+            help="cosine: warm-up then cosine decay; vaswani: warm-up then 1/sqrt(step)",
+        )
     text = None
     if task == "lm":
-        upload = st.file_uploader("Corpus (optional): a UTF-8 .txt file up to 5 MB, e.g. TinyShakespeare",
-                                  type=["txt"], key="train_corpus")
+        upload = st.file_uploader(
+            "Corpus (optional): a UTF-8 .txt file up to 5 MB, e.g. TinyShakespeare",
+            type=["txt"],
+            key="train_corpus",
+        )
         if upload is not None:
             try:
                 text = corpus_from_bytes(upload.getvalue(), name=upload.name, max_bytes=MAX_UPLOAD_BYTES)
@@ -86,8 +93,14 @@ active = run is not None and not run.finished
 if start_col.button("Start", type="primary", icon=":material/play_arrow:", disabled=active):
     try:
         config = TrainConfig(
-            task=task, steps=int(steps), batch_size=int(batch_size), lr=float(lr), schedule=schedule,
-            warmup=min(200, int(steps) // 10), device=device, eval_every=max(1, int(steps) // 5),
+            task=task,
+            steps=int(steps),
+            batch_size=int(batch_size),
+            lr=float(lr),
+            schedule=schedule,
+            warmup=min(200, int(steps) // 10),
+            device=device,
+            eval_every=max(1, int(steps) // 5),
             snapshot_every=max(1, int(steps) // 40),
         )
         model, task_obj = prepare_run(config, positions, text=text, **size)
@@ -120,17 +133,25 @@ def show_progress(run: BackgroundRun) -> None:
     done = run.step
     rate = done / run.elapsed if run.elapsed else 0.0
     eta = (total - done) / rate if rate else float("nan")
-    st.progress(done / total, text=(
-        f"**{run.label}** · {run.status} · step {done:,} / {total:,} · {run.tokens_per_s:,.0f} tokens/s"
-        + (f" · ETA {eta:,.0f} s" if run.status == "running" and eta == eta else f" · {run.elapsed:,.1f} s")
-    ))
+    st.progress(
+        done / total,
+        text=(
+            f"**{run.label}** · {run.status} · step {done:,} / {total:,} · {run.tokens_per_s:,.0f} tokens/s"
+            + (
+                f" · ETA {eta:,.0f} s"
+                if run.status == "running" and eta == eta
+                else f" · {run.elapsed:,.1f} s"
+            )
+        ),
+    )
     if run.error:
         st.error(f"The run stopped: {run.error}")
     if not run.steps:
         return
     stride = max(1, len(run.steps) // 400)  # keep the charts light
-    curve = pd.DataFrame({"step": run.steps[::stride], "loss": run.losses[::stride],
-                          "learning rate": run.lrs[::stride]}).set_index("step")
+    curve = pd.DataFrame(
+        {"step": run.steps[::stride], "loss": run.losses[::stride], "learning rate": run.lrs[::stride]}
+    ).set_index("step")
     left, right = st.columns(2)
     left.markdown("**Training loss**")
     left.line_chart(curve[["loss"]], height=220)
@@ -139,8 +160,15 @@ def show_progress(run: BackgroundRun) -> None:
     if run.evals:
         evals = pd.DataFrame(run.evals).set_index("step")
         metric = [c for c in evals.columns if c.startswith("exact_match@") or c == "val_loss"]
-        st.markdown("**Evaluation** (" + ("greedy exact match per length" if run.task.name == "reverse"
-                                        else "validation loss, nats per character") + ")")
+        st.markdown(
+            "**Evaluation** ("
+            + (
+                "greedy exact match per length"
+                if run.task.name == "reverse"
+                else "validation loss, nats per character"
+            )
+            + ")"
+        )
         st.line_chart(evals[metric], height=220)
     show_snapshots(run)
 
@@ -151,8 +179,13 @@ def show_snapshots(run: BackgroundRun) -> None:
     st.markdown(f"**Attention of the probe input “{run.task.probe}” during training**")
     kinds = [k for k in ("cross", "encoder_self", "decoder_self", "self") if k in run.snapshots[0][1]]
     c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
-    index = c1.slider("Snapshot", 0, len(run.snapshots) - 1, len(run.snapshots) - 1, key="snap_index",
-                      format="%d") if len(run.snapshots) > 1 else 0
+    index = (
+        c1.slider(
+            "Snapshot", 0, len(run.snapshots) - 1, len(run.snapshots) - 1, key="snap_index", format="%d"
+        )
+        if len(run.snapshots) > 1
+        else 0
+    )
     kind = c2.selectbox("Attention", kinds, key="snap_kind")
     step, snap = run.snapshots[index]
     L, H = snap[kind].shape[:2]
@@ -163,8 +196,11 @@ def show_snapshots(run: BackgroundRun) -> None:
     title = f"step {step}: {kind} layer {layer} head {head}"
     if "output" in snap:
         title += f" — output “{snap['output']}”"
-    st.plotly_chart(head_heatmap(snap[kind][layer, head], queries, keys, title, height=380),
-                    config=PNG_CONFIG, key="snap_fig")
+    st.plotly_chart(
+        head_heatmap(snap[kind][layer, head], queries, keys, title, height=380),
+        config=PNG_CONFIG,
+        key="snap_fig",
+    )
 
 
 def live_panel(run: BackgroundRun) -> None:
@@ -180,8 +216,13 @@ def show_results(run: BackgroundRun) -> None:
         st.info("The run was stopped before its final evaluation; the model is still yours to explore.")
     if run.task.name == "reverse" and run.metrics:
         em, tok = run.metrics["exact_match"], run.metrics["token_accuracy"]
-        table = pd.DataFrame({"length": [int(n) for n in em], "greedy exact match": list(em.values()),
-                              "token accuracy (teacher-forced)": list(tok.values())})
+        table = pd.DataFrame(
+            {
+                "length": [int(n) for n in em],
+                "greedy exact match": list(em.values()),
+                "token accuracy (teacher-forced)": list(tok.values()),
+            }
+        )
         table["in training range"] = table["length"].between(run.config.min_len, run.config.max_len)
         st.dataframe(table, hide_index=True)
     elif run.metrics:
@@ -197,14 +238,20 @@ def show_results(run: BackgroundRun) -> None:
         st.markdown("**Sample** (temperature 0.8)")
         st.code(prompt + run.task.tokenizer.decode([s.token for s in sample]), language=None, wrap_lines=True)
     label = publish(run, st.session_state.get("train_run_positions", "?"))
-    st.success(f"**{label}** is now a choice in the {'Reversal' if run.task.name == 'reverse' else 'GPT'} "
-               "explorer for the rest of this session.")
+    st.success(
+        f"**{label}** is now a choice in the {'Reversal' if run.task.name == 'reverse' else 'GPT'} "
+        "explorer for the rest of this session."
+    )
     from lab.resources import MY_MODELS_KEY
 
     ckpt = st.session_state[MY_MODELS_KEY][label]
-    st.download_button("Download checkpoint (.zip: safetensors + JSON)", checkpoint_zip(ckpt),
-                       file_name=f"{label.split(' ')[0]}.zip", mime="application/zip",
-                       icon=":material/download:")
+    st.download_button(
+        "Download checkpoint (.zip: safetensors + JSON)",
+        checkpoint_zip(ckpt),
+        file_name=f"{label.split(' ')[0]}.zip",
+        mime="application/zip",
+        icon=":material/download:",
+    )
 
 
 if run is not None:
@@ -228,8 +275,9 @@ SEED_ROWS = {  # teacher-forced per-token accuracy, from the seed chapter (stati
     "Transformer (seed)": {"3": 1.0, "5": 1.0, "7": 1.0, "10": 1.0, "15": 0.08},
 }
 results = length_table()
-metric = st.radio("Metric", ["greedy exact match", "token accuracy (teacher-forced)"], horizontal=True,
-                  key="length_metric")
+metric = st.radio(
+    "Metric", ["greedy exact match", "token accuracy (teacher-forced)"], horizontal=True, key="length_metric"
+)
 key = "exact_match" if metric.startswith("greedy") else "token_accuracy"
 rows = []
 if key == "token_accuracy":
@@ -248,8 +296,16 @@ else:
 rerun_cols = st.columns([2, 1])
 row_scheme = rerun_cols[0].selectbox("Re-run one row yourself", POSITION_SCHEMES, key="length_rerun_scheme")
 if rerun_cols[1].button("Train this row", disabled=active, key="length_rerun"):
-    config = TrainConfig(task="reverse", steps=3000, batch_size=64, lr=2e-3, warmup=200, device="auto",
-                         eval_every=600, snapshot_every=75)
+    config = TrainConfig(
+        task="reverse",
+        steps=3000,
+        batch_size=64,
+        lr=2e-3,
+        warmup=200,
+        device="auto",
+        eval_every=600,
+        snapshot_every=75,
+    )
     model, task_obj = prepare_run(config, row_scheme, **PRESETS["reverse"]["small"])
     reversal_eval_lengths(task_obj)
     stamp = datetime.datetime.now().strftime("%H:%M:%S")

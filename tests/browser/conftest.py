@@ -17,8 +17,14 @@ from playwright.sync_api import Browser, Page, sync_playwright
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
 ]
 
 
@@ -35,10 +41,27 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {**os.environ, "ATTENTION_LAB_DEVICE": "cpu", "PYTHONPATH": str(ROOT)}
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1",
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env,
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app/Home.py",
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--browser.gatherUsageStats",
+                "false",
+                "--server.fileWatcherType",
+                "none",
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
         url = f"http://127.0.0.1:{port}"
         deadline = time.time() + 60
