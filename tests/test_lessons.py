@@ -31,8 +31,9 @@ def test_retrieve_scale_and_shape_check() -> None:
 
 def test_masked_rows_zero_padding_and_renormalise() -> None:
     plain, masked = L.masked_rows(L.PADDED_SCORES, L.PADDED_VALID_LENS)
-    np.testing.assert_allclose(plain, [[0.6103, 0.2245, 0.0826, 0.0826], [0.1770, 0.5317, 0.1602, 0.1311]],
-                               atol=5e-5)
+    np.testing.assert_allclose(
+        plain, [[0.6103, 0.2245, 0.0826, 0.0826], [0.1770, 0.5317, 0.1602, 0.1311]], atol=5e-5
+    )
     np.testing.assert_allclose(masked, [[0.7311, 0.2689, 0.0, 0.0], [0.2037, 0.6120, 0.1843, 0.0]], atol=5e-5)
     assert masked[0, 2] == 0.0 and masked[0, 3] == 0.0 and masked[1, 3] == 0.0  # exactly zero
     np.testing.assert_allclose(masked.sum(-1), 1.0)
@@ -66,23 +67,42 @@ def test_kernel_regression_edges() -> None:
 def test_matrix_attention_batched_example() -> None:
     m = L.matrix_attention(L.BATCH_Q, L.BATCH_K, L.BATCH_V)
     assert m.weights.shape == (2, 2, 4) and m.outputs.shape == (2, 2, 2)
-    np.testing.assert_allclose(m.weights, [
-        [[0.3349, 0.1651, 0.3349, 0.1651], [0.1543, 0.3130, 0.3130, 0.2198]],
-        [[0.0035, 0.0017, 0.0017, 0.9931], [0.0515, 0.0254, 0.0515, 0.8716]],
-    ], atol=5e-5)
-    np.testing.assert_allclose(m.outputs, [[[5.3534, 4.6466], [3.5475, 6.4525]],
-                                           [[8.9449, 8.9449], [7.9987, 7.9464]]], atol=2e-4)
+    np.testing.assert_allclose(
+        m.weights,
+        [
+            [[0.3349, 0.1651, 0.3349, 0.1651], [0.1543, 0.3130, 0.3130, 0.2198]],
+            [[0.0035, 0.0017, 0.0017, 0.9931], [0.0515, 0.0254, 0.0515, 0.8716]],
+        ],
+        atol=5e-5,
+    )
+    np.testing.assert_allclose(
+        m.outputs, [[[5.3534, 4.6466], [3.5475, 6.4525]], [[8.9449, 8.9449], [7.9987, 7.9464]]], atol=2e-4
+    )
     np.testing.assert_allclose(m.scores[0, 0], [1 / math.sqrt(2), 0, 1 / math.sqrt(2), 0])
 
 
 def test_split_heads_see_different_coordinates() -> None:
     hs = L.split_heads(L.SPLIT_X, 2)
-    np.testing.assert_allclose(hs.weights[0], [
-        [0.7346, 0.1786, 0.0434, 0.0434], [0.4022, 0.4022, 0.0978, 0.0978], [0.25] * 4, [0.25] * 4,
-    ], atol=5e-5)
-    np.testing.assert_allclose(hs.weights[1], [
-        [0.25] * 4, [0.25] * 4, [0.0434, 0.0434, 0.7346, 0.1786], [0.0978, 0.0978, 0.4022, 0.4022],
-    ], atol=5e-5)
+    np.testing.assert_allclose(
+        hs.weights[0],
+        [
+            [0.7346, 0.1786, 0.0434, 0.0434],
+            [0.4022, 0.4022, 0.0978, 0.0978],
+            [0.25] * 4,
+            [0.25] * 4,
+        ],
+        atol=5e-5,
+    )
+    np.testing.assert_allclose(
+        hs.weights[1],
+        [
+            [0.25] * 4,
+            [0.25] * 4,
+            [0.0434, 0.0434, 0.7346, 0.1786],
+            [0.0978, 0.0978, 0.4022, 0.4022],
+        ],
+        atol=5e-5,
+    )
     np.testing.assert_allclose(hs.concat[0], [1.6477, 0.1786, 0.75, 0.25], atol=5e-5)
     assert hs.columns == [(0, 2), (2, 4)]
     one = L.split_heads(L.SPLIT_X, 1)

@@ -54,9 +54,15 @@ def value_heatmap(
     ys = [f"{i}:{t}" for i, t in enumerate(y_labels)]
     z = np.asarray(z, dtype=float)
     heat = go.Heatmap(
-        z=z, x=xs, y=ys, zmin=zmin, zmax=zmax, colorscale=colorscale,
-        hovertemplate=(f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>"
-                       f"{value_name} %{{z:.{digits}f}}<extra></extra>"),
+        z=z,
+        x=xs,
+        y=ys,
+        zmin=zmin,
+        zmax=zmax,
+        colorscale=colorscale,
+        hovertemplate=(
+            f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>{value_name} %{{z:.{digits}f}}<extra></extra>"
+        ),
         colorbar={"title": value_name},
     )
     if show_values:
@@ -64,15 +70,34 @@ def value_heatmap(
     fig = go.Figure(heat)
     if marks is not None:  # dashed outline around each marked cell; an empty trace names it in the legend
         for qi, ki in zip(*np.nonzero(np.asarray(marks)), strict=True):
-            fig.add_shape(type="rect", x0=ki - 0.46, x1=ki + 0.46, y0=qi - 0.46, y1=qi + 0.46,
-                          line={"color": MUTED, "width": 2, "dash": "dash"})
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"dashed: {mark_name}",
-                                 marker={"symbol": "square-open", "size": 14, "color": MUTED}))
+            fig.add_shape(
+                type="rect",
+                x0=ki - 0.46,
+                x1=ki + 0.46,
+                y0=qi - 0.46,
+                y1=qi + 0.46,
+                line={"color": MUTED, "width": 2, "dash": "dash"},
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=f"dashed: {mark_name}",
+                marker={"symbol": "square-open", "size": 14, "color": MUTED},
+            )
+        )
     fig.update_xaxes(title=x_title, tickmode="array", tickvals=xs, ticktext=list(x_labels))
-    fig.update_yaxes(title=y_title, tickmode="array", tickvals=ys, ticktext=list(y_labels),
-                     autorange="reversed")
-    return _finish(fig, title, height, showlegend=marks is not None,
-                   legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"})
+    fig.update_yaxes(
+        title=y_title, tickmode="array", tickvals=ys, ticktext=list(y_labels), autorange="reversed"
+    )
+    return _finish(
+        fig,
+        title,
+        height,
+        showlegend=marks is not None,
+        legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
+    )
 
 
 def retrieval_figure(
@@ -80,22 +105,55 @@ def retrieval_figure(
 ) -> go.Figure:
     """Left: the weight of each key. Right: values as 2-D points sized by weight, and the
     context vector (their weighted average) as a star."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("weight per key", "values and the context vector"),
-                        horizontal_spacing=0.18)
-    fig.add_trace(go.Bar(x=list(tokens), y=weights, marker_color=FIRST, text=[f"{w:.4f}" for w in weights],
-                         textposition="outside", name="weight", showlegend=False,
-                         hovertemplate="%{x}: %{y:.4f}<extra></extra>"), row=1, col=1)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("weight per key", "values and the context vector"),
+        horizontal_spacing=0.18,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=list(tokens),
+            y=weights,
+            marker_color=FIRST,
+            text=[f"{w:.4f}" for w in weights],
+            textposition="outside",
+            name="weight",
+            showlegend=False,
+            hovertemplate="%{x}: %{y:.4f}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
     v = np.asarray(values)
-    fig.add_trace(go.Scatter(
-        x=v[:, 0], y=v[:, 1], mode="markers+text", text=list(tokens), textposition="top center",
-        marker={"size": 12 + 50 * np.asarray(weights), "color": FIRST, "opacity": 0.45}, name="values",
-        hovertemplate="%{text}: (%{x}, %{y})<extra></extra>",
-    ), row=1, col=2)
-    fig.add_trace(go.Scatter(
-        x=[context[0]], y=[context[1]], mode="markers+text", text=["context"], textposition="middle right",
-        marker={"symbol": "star", "size": 22, "color": SECOND}, name="context",
-        hovertemplate="context (%{x:.4f}, %{y:.4f})<extra></extra>",
-    ), row=1, col=2)
+    fig.add_trace(
+        go.Scatter(
+            x=v[:, 0],
+            y=v[:, 1],
+            mode="markers+text",
+            text=list(tokens),
+            textposition="top center",
+            marker={"size": 12 + 50 * np.asarray(weights), "color": FIRST, "opacity": 0.45},
+            name="values",
+            hovertemplate="%{text}: (%{x}, %{y})<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[context[0]],
+            y=[context[1]],
+            mode="markers+text",
+            text=["context"],
+            textposition="middle right",
+            marker={"symbol": "star", "size": 22, "color": SECOND},
+            name="context",
+            hovertemplate="context (%{x:.4f}, %{y:.4f})<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
     fig.update_yaxes(range=[0, 1.15], title="weight", row=1, col=1)
     fig.update_xaxes(range=[-0.3, 1.3], title="value[0]", row=1, col=2)
     fig.update_yaxes(range=[-0.3, 1.35], title="value[1]", row=1, col=2)
@@ -112,22 +170,54 @@ def kernel_figure(
 ) -> go.Figure:
     """Left: normalised weight per house for each kernel. Right: the houses, and each
     kernel's prediction as a function of the query location."""
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.1,
-                        subplot_titles=("weight per house", "prediction as the query moves"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.42, 0.58],
+        horizontal_spacing=0.1,
+        subplot_titles=("weight per house", "prediction as the query moves"),
+    )
     labels = [f"#{i} at {loc:g}" for i, loc in enumerate(locations)]
     colors = [FIRST, SECOND, THIRD]
     for i, (name, w) in enumerate(weights.items()):
         w = np.nan_to_num(np.asarray(w, dtype=float))
-        fig.add_trace(go.Bar(x=labels, y=w, name=name, marker_color=colors[i % 3],
-                             hovertemplate=f"{name} %{{x}}: %{{y:.4f}}<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=list(locations), y=list(prices), mode="markers", name="houses",
-                             marker={"size": 12, "color": "#111827"},
-                             hovertemplate="location %{x}, price %{y}<extra></extra>"), row=1, col=2)
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=w,
+                name=name,
+                marker_color=colors[i % 3],
+                hovertemplate=f"{name} %{{x}}: %{{y:.4f}}<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=list(locations),
+            y=list(prices),
+            mode="markers",
+            name="houses",
+            marker={"size": 12, "color": "#111827"},
+            hovertemplate="location %{x}, price %{y}<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
     for i, (name, pred) in enumerate(curves.items()):
-        fig.add_trace(go.Scatter(x=grid, y=pred, mode="lines", name=f"{name} prediction",
-                                 line={"color": colors[i % 3], "width": 3}, connectgaps=False,
-                                 hovertemplate=f"{name}: query %{{x:.2f}} -> %{{y:.2f}}<extra></extra>"),
-                      row=1, col=2)
+        fig.add_trace(
+            go.Scatter(
+                x=grid,
+                y=pred,
+                mode="lines",
+                name=f"{name} prediction",
+                line={"color": colors[i % 3], "width": 3},
+                connectgaps=False,
+                hovertemplate=f"{name}: query %{{x:.2f}} -> %{{y:.2f}}<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
     fig.add_vline(x=query, line={"color": MUTED, "dash": "dash"}, row=1, col=2)
     fig.update_yaxes(title="weight", range=[0, 1.05], row=1, col=1)
     fig.update_xaxes(title="location", row=1, col=2)
@@ -137,14 +227,24 @@ def kernel_figure(
 
 def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_max: float = 50.0) -> go.Figure:
     """Histograms of q.k and of q.k / sqrt(d_k) on one fixed x range, so growth shows."""
-    fig = make_subplots(rows=1, cols=2, shared_xaxes=True, horizontal_spacing=0.08,
-                        subplot_titles=(f"q·k   (variance {raw.var():.1f})",
-                                        f"q·k / √d_k   (variance {scaled.var():.2f})"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        shared_xaxes=True,
+        horizontal_spacing=0.08,
+        subplot_titles=(f"q·k   (variance {raw.var():.1f})", f"q·k / √d_k   (variance {scaled.var():.2f})"),
+    )
     bins = {"start": -x_max, "end": x_max, "size": x_max / 50}
-    fig.add_trace(go.Histogram(x=raw, xbins=bins, histnorm="probability density", marker_color=SECOND,
-                               name="unscaled"), row=1, col=1)
-    fig.add_trace(go.Histogram(x=scaled, xbins=bins, histnorm="probability density", marker_color=FIRST,
-                               name="scaled"), row=1, col=2)
+    fig.add_trace(
+        go.Histogram(x=raw, xbins=bins, histnorm="probability density", marker_color=SECOND, name="unscaled"),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Histogram(x=scaled, xbins=bins, histnorm="probability density", marker_color=FIRST, name="scaled"),
+        row=1,
+        col=2,
+    )
     fig.update_xaxes(range=[-x_max, x_max], title="score")
     fig.update_yaxes(title="density", row=1, col=1)
     return _finish(fig, f"d_k = {d_k}: {raw.size} random (q, k) pairs", 360, showlegend=False, bargap=0.02)
@@ -152,18 +252,30 @@ def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_max: float
 
 def saturation_figure(sat: Saturation, d_k: int, n_keys: int) -> go.Figure:
     """Entropy, max weight and softmax gradient norm against d_k (log axis), both ways."""
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07,
-                        subplot_titles=("entropy of the row (nats)", "largest weight",
-                                        "gradient norm ‖∂softmax/∂s‖"))
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.07,
+        subplot_titles=("entropy of the row (nats)", "largest weight", "gradient norm ‖∂softmax/∂s‖"),
+    )
     dims = sat.dims
     series = (("entropy", 1), ("max", 2), ("grad", 3))
     for name, col in series:
         for tag, label, color in (("scaled", "scaled by 1/√d_k", FIRST), ("raw", "unscaled", SECOND)):
-            fig.add_trace(go.Scatter(
-                x=dims, y=getattr(sat, f"{name}_{tag}"), mode="lines+markers", name=label,
-                line={"color": color, "width": 3}, legendgroup=tag, showlegend=col == 1,
-                hovertemplate=f"{label}<br>d_k %{{x}}: %{{y:.3f}}<extra></extra>",
-            ), row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=dims,
+                    y=getattr(sat, f"{name}_{tag}"),
+                    mode="lines+markers",
+                    name=label,
+                    line={"color": color, "width": 3},
+                    legendgroup=tag,
+                    showlegend=col == 1,
+                    hovertemplate=f"{label}<br>d_k %{{x}}: %{{y:.3f}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
         fig.add_vline(x=d_k, line={"color": MUTED, "dash": "dash"}, row=1, col=col)
     fig.update_xaxes(type="log", title="d_k", dtick=np.log10(4))
     fig.update_yaxes(range=[0, np.log(n_keys) * 1.05], row=1, col=1)
@@ -175,26 +287,45 @@ def saturation_figure(sat: Saturation, d_k: int, n_keys: int) -> go.Figure:
 def row_bars(raw_weights: np.ndarray, scaled_weights: np.ndarray, d_k: int) -> go.Figure:
     """One row of attention weights at d_k, unscaled next to scaled."""
     keys = [f"k{i}" for i in range(len(raw_weights))]
-    fig = go.Figure([
-        go.Bar(x=keys, y=scaled_weights, name="scaled by 1/√d_k", marker_color=FIRST),
-        go.Bar(x=keys, y=raw_weights, name="unscaled", marker_color=SECOND),
-    ])
+    fig = go.Figure(
+        [
+            go.Bar(x=keys, y=scaled_weights, name="scaled by 1/√d_k", marker_color=FIRST),
+            go.Bar(x=keys, y=raw_weights, name="unscaled", marker_color=SECOND),
+        ]
+    )
     fig.update_yaxes(range=[0, 1.02], title="weight")
-    return _finish(fig, f"one query against {len(keys)} keys, d_k = {d_k}", 320, barmode="group",
-                   legend={"orientation": "h", "y": 1.12})
+    return _finish(
+        fig,
+        f"one query against {len(keys)} keys, d_k = {d_k}",
+        320,
+        barmode="group",
+        legend={"orientation": "h", "y": 1.12},
+    )
 
 
 def pe_heatmap(table: np.ndarray, title: str, *, seen: int | None = None, zabs: float = 1.0) -> go.Figure:
     """A position table (P, d) drawn with position across and dimension down."""
     table = np.asarray(table)
-    fig = go.Figure(go.Heatmap(
-        z=table.T, x=np.arange(table.shape[0]), y=np.arange(table.shape[1]), colorscale="RdBu", zmid=0,
-        zmin=-zabs, zmax=zabs, colorbar={"title": "value"},
-        hovertemplate="position %{x}<br>dimension %{y}<br>value %{z:.4f}<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=table.T,
+            x=np.arange(table.shape[0]),
+            y=np.arange(table.shape[1]),
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-zabs,
+            zmax=zabs,
+            colorbar={"title": "value"},
+            hovertemplate="position %{x}<br>dimension %{y}<br>value %{z:.4f}<extra></extra>",
+        )
+    )
     if seen is not None and seen < table.shape[0]:
-        fig.add_vline(x=seen - 0.5, line={"color": "#111827", "width": 3, "dash": "dash"},
-                      annotation_text="never seen in training →", annotation_position="top right")
+        fig.add_vline(
+            x=seen - 0.5,
+            line={"color": "#111827", "width": 3, "dash": "dash"},
+            annotation_text="never seen in training →",
+            annotation_position="top right",
+        )
     fig.update_xaxes(title="position")
     fig.update_yaxes(title="dimension", autorange="reversed")
     return _finish(fig, title, 380)
@@ -205,35 +336,63 @@ def waves_figure(table: np.ndarray, dims: Sequence[int]) -> go.Figure:
     fig = go.Figure()
     for d in dims:
         kind = "sin" if d % 2 == 0 else "cos"
-        fig.add_trace(go.Scatter(x=np.arange(table.shape[0]), y=table[:, d], mode="lines+markers",
-                                 marker={"size": 4}, name=f"dim {d} ({kind})"))
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(table.shape[0]),
+                y=table[:, d],
+                mode="lines+markers",
+                marker={"size": 4},
+                name=f"dim {d} ({kind})",
+            )
+        )
     fig.update_xaxes(title="position")
     fig.update_yaxes(title="value", range=[-1.1, 1.1])
     return _finish(fig, "chosen dimensions as waves", 340, legend={"orientation": "h", "y": -0.25})
 
 
 def similarity_heatmap(matrix: np.ndarray, title: str) -> go.Figure:
-    fig = go.Figure(go.Heatmap(
-        z=matrix, colorscale="RdBu", zmid=0, zmin=-1, zmax=1, colorbar={"title": "cos"},
-        hovertemplate="position %{y} vs %{x}<br>cosine %{z:.4f}<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-1,
+            zmax=1,
+            colorbar={"title": "cos"},
+            hovertemplate="position %{y} vs %{x}<br>cosine %{z:.4f}<extra></extra>",
+        )
+    )
     fig.update_xaxes(title="position", scaleanchor="y", constrain="domain")
     fig.update_yaxes(title="position", autorange="reversed", constrain="domain")
     return _finish(fig, title, 420)
 
 
 def lines_figure(
-    series: dict[str, np.ndarray], title: str, *, x_title: str = "position p", y_title: str = "",
-    y_range: Sequence[float] | None = None, x_start: int = 0, marker_x: float | None = None,
-    marker_text: str = "", height: int = 340,
+    series: dict[str, np.ndarray],
+    title: str,
+    *,
+    x_title: str = "position p",
+    y_title: str = "",
+    y_range: Sequence[float] | None = None,
+    x_start: int = 0,
+    marker_x: float | None = None,
+    marker_text: str = "",
+    height: int = 340,
 ) -> go.Figure:
     """Several named 1-D curves over positions x_start, x_start + 1, ..."""
     colors = [FIRST, SECOND, THIRD, MUTED]
     fig = go.Figure()
     for i, (name, y) in enumerate(series.items()):
-        fig.add_trace(go.Scatter(x=np.arange(x_start, x_start + len(y)), y=y, mode="lines", name=name,
-                                 line={"color": colors[i % len(colors)], "width": 3},
-                                 hovertemplate=f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(x_start, x_start + len(y)),
+                y=y,
+                mode="lines",
+                name=name,
+                line={"color": colors[i % len(colors)], "width": 3},
+                hovertemplate=f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>",
+            )
+        )
     if marker_x is not None:
         fig.add_vline(x=marker_x, line={"color": "#111827", "dash": "dash"}, annotation_text=marker_text)
     fig.update_xaxes(title=x_title)
@@ -247,16 +406,44 @@ def rope_path_figure(path: np.ndarray, positions: Sequence[int], radians_per_ste
     reach = float(np.abs(path).max()) * 1.25 or 1.0
     theta = np.linspace(0, 2 * np.pi, 200)
     radius = float(np.linalg.norm(path[0]))
-    fig.add_trace(go.Scatter(x=radius * np.cos(theta), y=radius * np.sin(theta), mode="lines",
-                             line={"color": "#d1d5db", "dash": "dot"}, hoverinfo="skip", showlegend=False))
+    fig.add_trace(
+        go.Scatter(
+            x=radius * np.cos(theta),
+            y=radius * np.sin(theta),
+            mode="lines",
+            line={"color": "#d1d5db", "dash": "dot"},
+            hoverinfo="skip",
+            showlegend=False,
+        )
+    )
     for x, y in path:
-        fig.add_annotation(x=x, y=y, ax=0, ay=0, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
-                           arrowhead=2, arrowwidth=2, arrowcolor=FIRST, text="")
-    fig.add_trace(go.Scatter(
-        x=path[:, 0], y=path[:, 1], mode="markers+text", text=[f"p={p}" for p in positions],
-        textposition="top center", marker={"size": 9, "color": FIRST}, showlegend=False,
-        hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>",
-    ))
+        fig.add_annotation(
+            x=x,
+            y=y,
+            ax=0,
+            ay=0,
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            showarrow=True,
+            arrowhead=2,
+            arrowwidth=2,
+            arrowcolor=FIRST,
+            text="",
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=path[:, 0],
+            y=path[:, 1],
+            mode="markers+text",
+            text=[f"p={p}" for p in positions],
+            textposition="top center",
+            marker={"size": 9, "color": FIRST},
+            showlegend=False,
+            hovertemplate="(%{x:.3f}, %{y:.3f})<extra></extra>",
+        )
+    )
     fig.update_xaxes(range=[-reach, reach], zeroline=True, title="first coordinate of the pair")
     fig.update_yaxes(range=[-reach, reach], zeroline=True, scaleanchor="x", title="second coordinate")
     return _finish(fig, f"the pair turns {radians_per_step:.4f} rad per position", 440)
@@ -264,9 +451,17 @@ def rope_path_figure(path: np.ndarray, positions: Sequence[int], radians_per_ste
 
 def slopes_figure(slopes: np.ndarray) -> go.Figure:
     heads = [f"head {h}" for h in range(len(slopes))]
-    fig = go.Figure(go.Bar(x=heads, y=slopes, marker_color=FIRST, text=[f"{s:.4g}" for s in slopes],
-                           textposition="outside", textfont={"size": 11},
-                           hovertemplate="%{x}: slope %{y:.5f}<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=heads,
+            y=slopes,
+            marker_color=FIRST,
+            text=[f"{s:.4g}" for s in slopes],
+            textposition="outside",
+            textfont={"size": 11},
+            hovertemplate="%{x}: slope %{y:.5f}<extra></extra>",
+        )
+    )
     fig.update_yaxes(title="slope m", range=[0, max(float(np.max(slopes)), 1e-9) * 1.25])
     fig.update_xaxes(tickangle=-45)
     return _finish(fig, "slope per head", 380)
@@ -274,14 +469,30 @@ def slopes_figure(slopes: np.ndarray) -> go.Figure:
 
 def lr_figure(schedules: Schedules, warmup: int) -> go.Figure:
     """Learning rate against step for the two schedules, warm-up end marked."""
-    fig = go.Figure([
-        go.Scatter(x=schedules.steps, y=schedules.vaswani, mode="lines", name="warm-up, then 1/√step",
-                   line={"color": FIRST, "width": 3}),
-        go.Scatter(x=schedules.steps, y=schedules.cosine, mode="lines", name="warm-up, then cosine",
-                   line={"color": SECOND, "width": 3}),
-    ])
-    fig.add_vline(x=warmup, line={"color": MUTED, "dash": "dash"}, annotation_text="end of warm-up",
-                  annotation_position="bottom right")
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=schedules.steps,
+                y=schedules.vaswani,
+                mode="lines",
+                name="warm-up, then 1/√step",
+                line={"color": FIRST, "width": 3},
+            ),
+            go.Scatter(
+                x=schedules.steps,
+                y=schedules.cosine,
+                mode="lines",
+                name="warm-up, then cosine",
+                line={"color": SECOND, "width": 3},
+            ),
+        ]
+    )
+    fig.add_vline(
+        x=warmup,
+        line={"color": MUTED, "dash": "dash"},
+        annotation_text="end of warm-up",
+        annotation_position="bottom right",
+    )
     fig.update_xaxes(title="step")
     fig.update_yaxes(title="learning rate", exponentformat="e")
     return _finish(fig, "", 360, legend={"orientation": "h", "y": 1.12})
@@ -291,10 +502,17 @@ def smoothing_figure(distribution: np.ndarray, target: int) -> go.Figure:
     classes = [f"class {i}" for i in range(len(distribution))]
     one_hot = np.zeros(len(distribution))
     one_hot[target] = 1.0
-    fig = go.Figure([
-        go.Bar(x=classes, y=one_hot, name="one-hot target", marker_color="#d1d5db"),
-        go.Bar(x=classes, y=distribution, name="smoothed target", marker_color=FIRST,
-               hovertemplate="%{x}: %{y:.4f}<extra></extra>"),
-    ])
+    fig = go.Figure(
+        [
+            go.Bar(x=classes, y=one_hot, name="one-hot target", marker_color="#d1d5db"),
+            go.Bar(
+                x=classes,
+                y=distribution,
+                name="smoothed target",
+                marker_color=FIRST,
+                hovertemplate="%{x}: %{y:.4f}<extra></extra>",
+            ),
+        ]
+    )
     fig.update_yaxes(title="probability", range=[0, 1.05])
     return _finish(fig, "", 340, barmode="group", legend={"orientation": "h", "y": 1.12})

@@ -29,15 +29,30 @@ def _in(lo: float, hi: float):
 
 P = "basics_"  # session_state prefix; the URL keeps the short names
 DEFAULTS = {
-    "q": L.QKV_QUERY, "k1": L.QKV_KEYS[0], "k2": L.QKV_KEYS[1], "k3": L.QKV_KEYS[2], "k4": L.QKV_KEYS[3],
-    "len1": L.PADDED_VALID_LENS[0], "len2": L.PADDED_VALID_LENS[1],
-    "house": L.HOUSE_QUERY, "sigma": 1.0, "width": 1.0,
-    "batch": 1, "heads": 2, "perm": "0,3,2,1", "positions": False,
+    "q": L.QKV_QUERY,
+    "k1": L.QKV_KEYS[0],
+    "k2": L.QKV_KEYS[1],
+    "k3": L.QKV_KEYS[2],
+    "k4": L.QKV_KEYS[3],
+    "len1": L.PADDED_VALID_LENS[0],
+    "len2": L.PADDED_VALID_LENS[1],
+    "house": L.HOUSE_QUERY,
+    "sigma": 1.0,
+    "width": 1.0,
+    "batch": 1,
+    "heads": 2,
+    "perm": "0,3,2,1",
+    "positions": False,
 }
 VALID = {
     **{k: _in(-5.0, 5.0) for k in ("q", "k1", "k2", "k3", "k4")},
-    "len1": _in(1, 4), "len2": _in(1, 4), "house": _in(0.0, 12.0), "sigma": _in(0.1, 5.0),
-    "width": _in(0.25, 5.0), "batch": _in(1, 2), "heads": lambda v: v in HEAD_CHOICES,
+    "len1": _in(1, 4),
+    "len2": _in(1, 4),
+    "house": _in(0.0, 12.0),
+    "sigma": _in(0.1, 5.0),
+    "width": _in(0.25, 5.0),
+    "batch": _in(1, 2),
+    "heads": lambda v: v in HEAD_CHOICES,
     "perm": lambda v: v in PERMUTATIONS,
 }
 init_state(DEFAULTS, VALID, prefix=P)
@@ -62,11 +77,14 @@ def kernels(house: float, sigma: float, width: float) -> dict:
     grid = np.linspace(0.0, 11.0, 221)
     widths = {"gaussian": sigma, "boxcar": width}
     return {
-        "fits": {k: L.kernel_regression(house, L.HOUSE_LOCATIONS, L.HOUSE_PRICES, k, w)
-                 for k, w in widths.items()},
+        "fits": {
+            k: L.kernel_regression(house, L.HOUSE_LOCATIONS, L.HOUSE_PRICES, k, w) for k, w in widths.items()
+        },
         "grid": grid,
-        "curves": {k: L.kernel_regression_curve(grid, L.HOUSE_LOCATIONS, L.HOUSE_PRICES, k, w)
-                   for k, w in widths.items()},
+        "curves": {
+            k: L.kernel_regression_curve(grid, L.HOUSE_LOCATIONS, L.HOUSE_PRICES, k, w)
+            for k, w in widths.items()
+        },
     }
 
 
@@ -111,22 +129,28 @@ st.markdown(
 cols = st.columns(5)
 cols[0].number_input("query q", min_value=-5.0, max_value=5.0, step=0.1, key=P + "q")
 for i, token in enumerate(L.QKV_TOKENS):
-    cols[i + 1].number_input(f"key of '{token}'", min_value=-5.0, max_value=5.0, step=0.1,
-                             key=f"{P}k{i + 1}")
+    cols[i + 1].number_input(f"key of '{token}'", min_value=-5.0, max_value=5.0, step=0.1, key=f"{P}k{i + 1}")
 keys = tuple(float(st.session_state[f"{P}k{i + 1}"]) for i in range(4))
 res = retrieval(float(st.session_state[P + "q"]), keys)
 left, right = st.columns([2, 3])
 with left:
     st.dataframe(
-        pd.DataFrame({
-            "token": L.QKV_TOKENS, "key": keys, "value": [str(v) for v in L.QKV_VALUES],
-            "score q·k": np.round(res.scores, 4), "weight": np.round(res.weights, 4),
-        }),
-        hide_index=True, key=P + "qkv_table",
+        pd.DataFrame(
+            {
+                "token": L.QKV_TOKENS,
+                "key": keys,
+                "value": [str(v) for v in L.QKV_VALUES],
+                "score q·k": np.round(res.scores, 4),
+                "weight": np.round(res.weights, 4),
+            }
+        ),
+        hide_index=True,
+        key=P + "qkv_table",
     )
     st.markdown(f"**context vector** = Σ weight · value = **({res.context[0]:.4f}, {res.context[1]:.4f})**")
-    st.caption(f"The weights sum to {res.weights.sum():.4f}. Larger scores win, "
-               "but nobody gets exactly zero.")
+    st.caption(
+        f"The weights sum to {res.weights.sum():.4f}. Larger scores win, but nobody gets exactly zero."
+    )
 with right:
     chart(lp.retrieval_figure(L.QKV_TOKENS, np.asarray(L.QKV_VALUES), res.weights, res.context), "qkv_fig")
 
@@ -141,7 +165,8 @@ c1, c2, c3 = st.columns([2, 1, 1])
 with c1:
     edited = st.data_editor(
         pd.DataFrame(L.PADDED_SCORES, columns=[f"key {j}" for j in range(4)], index=["row 1", "row 2"]),
-        key=P + "mask_scores", num_rows="fixed",
+        key=P + "mask_scores",
+        num_rows="fixed",
     )
 c2.slider("valid length, row 1", 1, 4, key=P + "len1")
 c3.slider("valid length, row 2", 1, 4, key=P + "len2")
@@ -156,15 +181,24 @@ key_labels = [f"k{j}" for j in range(4)]
 row_labels = ["row 1", "row 2"]
 c1, c2 = st.columns(2)
 with c1:
-    chart(lp.value_heatmap(plain, key_labels, row_labels, "plain softmax: padding leaks in", marks=pad,
-                           height=300), "mask_plain")
+    chart(
+        lp.value_heatmap(
+            plain, key_labels, row_labels, "plain softmax: padding leaks in", marks=pad, height=300
+        ),
+        "mask_plain",
+    )
     leak = (plain * pad).sum(-1)
     st.caption("Weight wasted on padding: " + ", ".join(f"row {i + 1}: {v:.4f}" for i, v in enumerate(leak)))
 with c2:
-    chart(lp.value_heatmap(masked_w, key_labels, row_labels, "masked softmax: padding gets 0", marks=pad,
-                           height=300), "mask_masked")
-    st.caption("Row sums: " + ", ".join(f"{s:.4f}" for s in masked_w.sum(-1))
-               + " (renormalised over the real keys)")
+    chart(
+        lp.value_heatmap(
+            masked_w, key_labels, row_labels, "masked softmax: padding gets 0", marks=pad, height=300
+        ),
+        "mask_masked",
+    )
+    st.caption(
+        "Row sums: " + ", ".join(f"{s:.4f}" for s in masked_w.sum(-1)) + " (renormalised over the real keys)"
+    )
 st.dataframe(frame(masked_w, row_labels, key_labels), key=P + "masked_table")
 
 # ---------------------------------------------------------------------------------------
@@ -189,29 +223,45 @@ if np.isfinite(fits["boxcar"].prediction):
 else:
     m2.metric("Boxcar prediction", "none")
     m2.caption("No known house lies inside the window, so the boxcar has nothing to average.")
-chart(lp.kernel_figure(L.HOUSE_LOCATIONS, L.HOUSE_PRICES, house,
-                       {k: f.weights for k, f in fits.items()}, kr["grid"], kr["curves"]), "kernel_fig")
+chart(
+    lp.kernel_figure(
+        L.HOUSE_LOCATIONS,
+        L.HOUSE_PRICES,
+        house,
+        {k: f.weights for k, f in fits.items()},
+        kr["grid"],
+        kr["curves"],
+    ),
+    "kernel_fig",
+)
 st.dataframe(
-    pd.DataFrame({
-        "location": L.HOUSE_LOCATIONS, "price": L.HOUSE_PRICES,
-        "Gaussian weight": np.round(fits["gaussian"].weights, 4),
-        "boxcar weight": np.round(np.nan_to_num(fits["boxcar"].weights), 4),
-    }),
-    hide_index=True, key=P + "kernel_table",
+    pd.DataFrame(
+        {
+            "location": L.HOUSE_LOCATIONS,
+            "price": L.HOUSE_PRICES,
+            "Gaussian weight": np.round(fits["gaussian"].weights, 4),
+            "boxcar weight": np.round(np.nan_to_num(fits["boxcar"].weights), 4),
+        }
+    ),
+    hide_index=True,
+    key=P + "kernel_table",
 )
 st.caption("A narrow σ trusts only the closest houses; a wide σ drifts towards the overall average price.")
 
 # ---------------------------------------------------------------------------------------
 st.header("4 · Matrix form: many queries at once")
 st.markdown("Stack the queries, keys and values as matrices and every comparison becomes one product:")
-st.latex(r"\operatorname{Attention}(Q, K, V) = "
-         r"\operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V")
+st.latex(
+    r"\operatorname{Attention}(Q, K, V) = "
+    r"\operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V"
+)
 st.markdown(
     "Below is a batch of two sequences, each with 2 queries and 4 key-value pairs in d = 2, so "
     "Q is (2, 2, 2), K and V are (2, 4, 2), the weights (2, 2, 4) and the outputs (2, 2, 2)."
 )
-st.segmented_control("sequence in the batch", [1, 2], key=P + "batch", format_func=lambda b: f"sequence {b}",
-                     required=True)
+st.segmented_control(
+    "sequence in the batch", [1, 2], key=P + "batch", format_func=lambda b: f"sequence {b}", required=True
+)
 b = int(st.session_state[P + "batch"] or 1) - 1
 mat = matrix_example()
 c1, c2, c3 = st.columns([1, 2, 1])
@@ -219,11 +269,25 @@ with c1:
     st.markdown("**Q**")
     st.dataframe(frame(L.BATCH_Q[b], ["q0", "q1"], ["x", "y"], 2), key=P + "mat_q")
     st.markdown("**K** and **V**")
-    st.dataframe(pd.DataFrame(np.hstack([L.BATCH_K[b], L.BATCH_V[b]]), index=[f"k{j}" for j in range(4)],
-                              columns=["k.x", "k.y", "v.x", "v.y"]), key=P + "mat_kv")
+    st.dataframe(
+        pd.DataFrame(
+            np.hstack([L.BATCH_K[b], L.BATCH_V[b]]),
+            index=[f"k{j}" for j in range(4)],
+            columns=["k.x", "k.y", "v.x", "v.y"],
+        ),
+        key=P + "mat_kv",
+    )
 with c2:
-    chart(lp.value_heatmap(mat.weights[b], [f"k{j}" for j in range(4)], ["q0", "q1"],
-                           f"weights of sequence {b + 1}", height=300), "mat_fig")
+    chart(
+        lp.value_heatmap(
+            mat.weights[b],
+            [f"k{j}" for j in range(4)],
+            ["q0", "q1"],
+            f"weights of sequence {b + 1}",
+            height=300,
+        ),
+        "mat_fig",
+    )
 with c3:
     st.markdown("**outputs** = weights · V")
     st.dataframe(frame(mat.outputs[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_out")
@@ -241,8 +305,9 @@ st.markdown(
 c1, c2 = st.columns([1, 3])
 with c1:
     st.markdown("**X** (4 tokens, d = 4)")
-    st.dataframe(frame(L.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)], 1),
-                 key=P + "split_x")
+    st.dataframe(
+        frame(L.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)], 1), key=P + "split_x"
+    )
     st.radio("number of heads", HEAD_CHOICES, key=P + "heads", horizontal=True)
 heads = heads_example(int(st.session_state[P + "heads"]))
 with c2:
@@ -250,18 +315,29 @@ with c2:
     toks = [f"t{i}" for i in range(4)]
     for h, (start, stop) in enumerate(heads.columns):
         with hcols[h]:
-            chart(lp.value_heatmap(heads.weights[h], toks, toks, f"head {h}: features {start}..{stop - 1}",
-                                   show_values=len(heads.columns) < 4, digits=3, height=330), f"head_fig_{h}")
+            chart(
+                lp.value_heatmap(
+                    heads.weights[h],
+                    toks,
+                    toks,
+                    f"head {h}: features {start}..{stop - 1}",
+                    show_values=len(heads.columns) < 4,
+                    digits=3,
+                    height=330,
+                ),
+                f"head_fig_{h}",
+            )
 st.markdown("**Concatenated output** (each head's output side by side)")
-st.dataframe(frame(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]),
-             key=P + "split_out")
+st.dataframe(
+    frame(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]), key=P + "split_out"
+)
 
 # ---------------------------------------------------------------------------------------
 st.header("6 · Attention alone cannot see order")
 st.markdown(
     "Self-attention compares every token with every other one, but nothing in the sum says "
     "*where* a token sits. Shuffle the input and the output is the same rows, shuffled the same "
-    "way: \"the dog bit man\" and \"the man bit dog\" look alike. Adding a position code to each "
+    'way: "the dog bit man" and "the man bit dog" look alike. Adding a position code to each '
     "slot breaks the tie."
 )
 
@@ -291,8 +367,9 @@ with c2:
     st.markdown(f"**Output on the shuffled input** ({_order(perm)})")
     st.dataframe(frame(check.shuffled_output, [PERM_TOKENS[i] for i in order], dims), key=P + "perm_shuffled")
 equivariant = check.max_abs_diff < 1e-9
-st.metric("largest difference: output on shuffled input vs. output shuffled afterwards",
-          f"{check.max_abs_diff:.1e}")
+st.metric(
+    "largest difference: output on shuffled input vs. output shuffled afterwards", f"{check.max_abs_diff:.1e}"
+)
 if equivariant:
     st.success("Identical rows, only reordered: without positions, order is invisible to attention.")
 else:

@@ -25,15 +25,32 @@ def _in(lo: float, hi: float):
 
 P = "positions_"  # session_state prefix; the URL keeps the short names
 DEFAULTS = {
-    "length": 50, "d_model": 64, "dims": ["0", "8", "14", "20"], "offset": 5,
-    "rope_pair": 0, "rope_n": 8, "rope_x": 1.0, "rope_y": 0.0, "rope_offset": 3,
-    "alibi_heads": 8, "alibi_len": 6, "alibi_head": 0, "alibi_content": True,
+    "length": 50,
+    "d_model": 64,
+    "dims": ["0", "8", "14", "20"],
+    "offset": 5,
+    "rope_pair": 0,
+    "rope_n": 8,
+    "rope_x": 1.0,
+    "rope_y": 0.0,
+    "rope_offset": 3,
+    "alibi_heads": 8,
+    "alibi_len": 6,
+    "alibi_head": 0,
+    "alibi_content": True,
     "learned_model": "",
 }
 VALID = {
-    "length": _in(2, 256), "d_model": lambda v: 2 <= v <= 256 and v % 2 == 0, "offset": _in(-25, 25),
-    "rope_pair": _in(0, ROPE_D_HEAD // 2 - 1), "rope_n": _in(1, 24), "rope_x": _in(-2.0, 2.0),
-    "rope_y": _in(-2.0, 2.0), "rope_offset": _in(-20, 20), "alibi_heads": _in(1, 16), "alibi_len": _in(2, 24),
+    "length": _in(2, 256),
+    "d_model": lambda v: 2 <= v <= 256 and v % 2 == 0,
+    "offset": _in(-25, 25),
+    "rope_pair": _in(0, ROPE_D_HEAD // 2 - 1),
+    "rope_n": _in(1, 24),
+    "rope_x": _in(-2.0, 2.0),
+    "rope_y": _in(-2.0, 2.0),
+    "rope_offset": _in(-20, 20),
+    "alibi_heads": _in(1, 16),
+    "alibi_len": _in(2, 24),
     "alibi_head": _in(0, 15),
 }
 init_state(DEFAULTS, VALID, prefix=P)
@@ -46,8 +63,11 @@ def chart(fig, key: str) -> None:
 @st.cache_data(max_entries=32, show_spinner=False)
 def sinusoids(length: int, d_model: int) -> dict[str, np.ndarray]:
     table = L.sinusoidal_table(length, d_model)
-    return {"table": table, "cos": L.cosine_similarity_matrix(table),
-            "adjacent": L.adjacent_similarity(table)}
+    return {
+        "table": table,
+        "cos": L.cosine_similarity_matrix(table),
+        "adjacent": L.adjacent_similarity(table),
+    }
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -71,12 +91,15 @@ def rope_qk() -> tuple[np.ndarray, np.ndarray]:
 def rope_table(offset: int) -> pd.DataFrame:
     q, k = rope_qk()
     pairs = [(n + offset, n) for n in ROPE_STARTS if n + offset >= 0]
-    return pd.DataFrame({
-        "query position m": [m for m, _ in pairs], "key position n": [n for _, n in pairs],
-        "offset m − n": [m - n for m, n in pairs],
-        "RoPE score": L.rope_scores(q, k, pairs),
-        "added sinusoid score": L.absolute_scores(q, k, pairs),
-    })
+    return pd.DataFrame(
+        {
+            "query position m": [m for m, _ in pairs],
+            "key position n": [n for _, n in pairs],
+            "offset m − n": [m - n for m, n in pairs],
+            "RoPE score": L.rope_scores(q, k, pairs),
+            "added sinusoid score": L.absolute_scores(q, k, pairs),
+        }
+    )
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -143,8 +166,16 @@ with c2:
         table = L.learned_position_table(ckpt.model)
         learned_tables[name] = (table, ckpt.meta)
         adjacent[f"{name} (learned, d_model = {table.shape[1]})"] = L.adjacent_similarity(table[:length])
-    chart(lp.lines_figure(adjacent, "adjacent positions: cos(PE(p), PE(p+1))", y_title="cosine similarity",
-                          y_range=[-0.5, 1.05], height=420), "pe_adjacent")
+    chart(
+        lp.lines_figure(
+            adjacent,
+            "adjacent positions: cos(PE(p), PE(p+1))",
+            y_title="cosine similarity",
+            y_range=[-0.5, 1.05],
+            height=420,
+        ),
+        "pe_adjacent",
+    )
     if len(adjacent) == 1:
         st.caption("No learned checkpoint is available yet to compare with.")
 st.caption(
@@ -158,7 +189,7 @@ st.header("2 · The linear-shift property")
 st.markdown(
     "Moving every position by the same offset Δ turns each (sin, cos) pair by the angle Δ·ωᵢ, "
     "whatever the starting position. So one fixed matrix M(Δ), block-diagonal with 2×2 rotations, "
-    "maps PE(p) to PE(p+Δ) for **every** p: a linear layer can learn \"look Δ tokens back\" "
+    'maps PE(p) to PE(p+Δ) for **every** p: a linear layer can learn "look Δ tokens back" '
     "without knowing absolute positions."
 )
 st.slider("offset Δ", -25, 25, key=P + "offset")
@@ -171,20 +202,36 @@ with c1:
     st.caption("Computed in double precision: zero up to rounding.")
     n_show = min(d_model, 6)
     st.dataframe(
-        pd.DataFrame({
-            f"PE({p})": np.round(pair[0, :n_show], 4),
-            f"M·PE({p})": np.round((check.rotation @ pair[0])[:n_show], 4),
-            f"PE({p + offset})": np.round(pair[1, :n_show], 4),
-        }, index=[f"dim {i}" for i in range(n_show)]),
+        pd.DataFrame(
+            {
+                f"PE({p})": np.round(pair[0, :n_show], 4),
+                f"M·PE({p})": np.round((check.rotation @ pair[0])[:n_show], 4),
+                f"PE({p + offset})": np.round(pair[1, :n_show], 4),
+            },
+            index=[f"dim {i}" for i in range(n_show)],
+        ),
         key=P + "shift_table",
     )
 with c2:
     n_mat = min(d_model, 12)
-    chart(lp.value_heatmap(check.rotation[:n_mat, :n_mat], [str(i) for i in range(n_mat)],
-                           [str(i) for i in range(n_mat)],
-                           f"M(Δ = {offset}), first {n_mat} of {d_model} dimensions", x_title="input dim",
-                           y_title="output dim", value_name="entry", colorscale="RdBu", zmin=-1, zmax=1,
-                           digits=2, show_values=n_mat <= 8, height=420), "shift_fig")
+    chart(
+        lp.value_heatmap(
+            check.rotation[:n_mat, :n_mat],
+            [str(i) for i in range(n_mat)],
+            [str(i) for i in range(n_mat)],
+            f"M(Δ = {offset}), first {n_mat} of {d_model} dimensions",
+            x_title="input dim",
+            y_title="output dim",
+            value_name="entry",
+            colorscale="RdBu",
+            zmin=-1,
+            zmax=1,
+            digits=2,
+            show_values=n_mat <= 8,
+            height=420,
+        ),
+        "shift_fig",
+    )
 
 # ---------------------------------------------------------------------------------------
 st.header("3 · RoPE: rotate q and k")
@@ -207,8 +254,10 @@ with c2:
         st.info("The zero vector has no direction to rotate: set x or y.")
     else:
         path = rope_path(vx, vy, n_pos, pair_idx)
-        chart(lp.rope_path_figure(path, list(range(n_pos + 1)), L.rope_frequency(ROPE_D_HEAD, pair_idx)),
-              "rope_fig")
+        chart(
+            lp.rope_path_figure(path, list(range(n_pos + 1)), L.rope_frequency(ROPE_D_HEAD, pair_idx)),
+            "rope_fig",
+        )
 st.markdown(
     f"Now a random q and k (d_head = {ROPE_D_HEAD}) placed at different absolute positions with the "
     "**same offset**. The RoPE score stays put; with sinusoids *added* to q and k instead, it drifts."
@@ -235,8 +284,11 @@ n_heads, a_len = int(st.session_state[P + "alibi_heads"]), int(st.session_state[
 if int(st.session_state[P + "alibi_head"]) >= n_heads:
     st.session_state[P + "alibi_head"] = 0
 c3.selectbox("head to inspect", list(range(n_heads)), key=P + "alibi_head")
-c4.toggle("content scores", key=P + "alibi_content",
-          help="Off: every content score is 0, so only the distance bias shapes the weights.")
+c4.toggle(
+    "content scores",
+    key=P + "alibi_content",
+    help="Off: every content score is 0, so only the distance bias shapes the weights.",
+)
 demo = alibi(n_heads, a_len, bool(st.session_state[P + "alibi_content"]))
 head = int(st.session_state[P + "alibi_head"])
 c1, c2, c3 = st.columns([2, 3, 3])
@@ -246,33 +298,73 @@ labels = [str(i) for i in range(a_len)]
 small = a_len <= 6
 with c2:
     bias = np.where(demo.mask, demo.bias[head], np.nan)
-    chart(lp.value_heatmap(bias, labels, labels, f"head {head}: bias −{demo.slopes[head]:.4g}·(i − j)",
-                           value_name="bias", colorscale="Reds_r", zmin=None, zmax=0.0, digits=1,
-                           show_values=small, height=380), "alibi_bias")
+    chart(
+        lp.value_heatmap(
+            bias,
+            labels,
+            labels,
+            f"head {head}: bias −{demo.slopes[head]:.4g}·(i − j)",
+            value_name="bias",
+            colorscale="Reds_r",
+            zmin=None,
+            zmax=0.0,
+            digits=1,
+            show_values=small,
+            height=380,
+        ),
+        "alibi_bias",
+    )
 with c3:
     biased = np.where(demo.mask, demo.scores + demo.bias[head], np.nan)
-    chart(lp.value_heatmap(biased, labels, labels, "scores + bias (future masked)", value_name="score",
-                           colorscale="RdBu", zmin=None, zmax=None, digits=1, show_values=small,
-                           height=380), "alibi_scores")
+    chart(
+        lp.value_heatmap(
+            biased,
+            labels,
+            labels,
+            "scores + bias (future masked)",
+            value_name="score",
+            colorscale="RdBu",
+            zmin=None,
+            zmax=None,
+            digits=1,
+            show_values=small,
+            height=380,
+        ),
+        "alibi_scores",
+    )
 per_row = 8 if n_heads > 8 and n_heads % 8 == 0 else n_heads
 grid = demo.weights.reshape(n_heads // per_row, per_row, a_len, a_len)
-titles = [[f"h{r * per_row + c} m={demo.slopes[r * per_row + c]:.3g}" for c in range(per_row)]
-          for r in range(n_heads // per_row)]
-chart(attention_grid(grid, labels, labels, title="weights = softmax(scores + bias), causal mask",
-                     cell_titles=titles, cell_px=150), "alibi_grid")
+titles = [
+    [f"h{r * per_row + c} m={demo.slopes[r * per_row + c]:.3g}" for c in range(per_row)]
+    for r in range(n_heads // per_row)
+]
+chart(
+    attention_grid(
+        grid,
+        labels,
+        labels,
+        title="weights = softmax(scores + bias), causal mask",
+        cell_titles=titles,
+        cell_px=150,
+    ),
+    "alibi_grid",
+)
 st.caption("Steep heads keep their weight on the diagonal (the newest tokens); gentle heads spread it out.")
 
 # ---------------------------------------------------------------------------------------
 st.header("5 · Learned tables and their edge")
 st.markdown(
     "A learned scheme is just a table with one trainable row per position, up to max_len. "
-    "Rows for positions that training never filled keep their random start, and beyond "
+    "Rows for positions that training never filled stay close to their random start, and beyond "
     "max_len there is no row at all: such inputs are refused."
 )
 names = list(learned_tables)
 if not names:
-    st.info("No checkpoint with learned positions is available yet (expected: "
-            + ", ".join(LEARNED_EXPECTED) + ").")
+    st.info(
+        "No checkpoint with learned positions is available yet (expected: "
+        + ", ".join(LEARNED_EXPECTED)
+        + ")."
+    )
 else:
     if st.session_state.get(P + "learned_model") not in names:
         st.session_state[P + "learned_model"] = names[0]
@@ -284,21 +376,45 @@ else:
     c1.metric("rows in the table (max_len)", max_len)
     c2.metric("positions seen in training", seen if seen is not None else "unknown")
     c3.metric("positions with no row", f"{max_len} and up")
-    chart(lp.pe_heatmap(table, f"{st.session_state[P + 'learned_model']}: the trained position table",
-                        seen=seen, zabs=float(np.abs(table).max())), "learned_heat")
+    chart(
+        lp.pe_heatmap(
+            table,
+            f"{st.session_state[P + 'learned_model']}: the trained position table",
+            seen=seen,
+            zabs=float(np.abs(table).max()),
+        ),
+        "learned_heat",
+    )
     norms = np.linalg.norm(table, axis=1)
     c1, c2 = st.columns(2)
     with c1:
-        chart(lp.lines_figure({"row norm": norms}, "size of each row", y_title="‖row‖", marker_x=seen,
-                              marker_text="end of training lengths" if seen else ""), "learned_norm")
+        chart(
+            lp.lines_figure(
+                {"row norm": norms},
+                "size of each row",
+                y_title="‖row‖",
+                marker_x=seen,
+                marker_text="end of training lengths" if seen else "",
+            ),
+            "learned_norm",
+        )
     with c2:
         reference = L.sinusoidal_table(max_len, table.shape[1])
-        chart(lp.lines_figure({"learned": L.adjacent_similarity(table),
-                               "sinusoidal": L.adjacent_similarity(reference)},
-                              "adjacent-position similarity", y_title="cosine", y_range=[-0.5, 1.05],
-                              marker_x=seen, marker_text=""), "learned_adjacent")
+        chart(
+            lp.lines_figure(
+                {"sinusoidal": L.adjacent_similarity(reference), "learned": L.adjacent_similarity(table)},
+                "adjacent-position similarity",
+                y_title="cosine",
+                y_range=[-0.5, 1.05],
+                marker_x=seen,
+                marker_text="",
+            ),
+            "learned_adjacent",
+        )
     if seen is not None and seen < max_len:
-        st.caption(f"Positions {seen}..{max_len - 1} were never used in training: their rows are "
-                   "still noise, and a model that meets them has nothing sensible to read.")
+        st.caption(
+            f"Positions {seen}..{max_len - 1} were never used in training: their rows are "
+            "still noise, and a model that meets them has nothing sensible to read."
+        )
 
 write_state([k for k in DEFAULTS if st.session_state.get(P + k) not in (None, "")], prefix=P)

@@ -17,10 +17,18 @@ from transformer_core.errors import CheckpointError, InputError
 
 TABLE_DIMS = (4, 16, 64, 256)
 SATURATION_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-KIND_LABELS = {"self": "self-attention", "encoder_self": "encoder self-attention",
-               "decoder_self": "decoder self-attention (masked)", "cross": "cross-attention"}
-SHORT_KIND = {"self": "self", "encoder_self": "encoder self", "decoder_self": "decoder self",
-              "cross": "cross"}
+KIND_LABELS = {
+    "self": "self-attention",
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "decoder self-attention (masked)",
+    "cross": "cross-attention",
+}
+SHORT_KIND = {
+    "self": "self",
+    "encoder_self": "encoder self",
+    "decoder_self": "decoder self",
+    "cross": "cross",
+}
 
 
 def _in(lo: float, hi: float):
@@ -29,15 +37,29 @@ def _in(lo: float, hi: float):
 
 P = "variance_"  # session_state prefix; the URL keeps the short names
 DEFAULTS = {
-    "d_k": 16, "samples": 5000, "keys": 16,
-    "scale_model": "", "scale_text": "attention", "no_scaling": False, "scale_kind": "",
-    "lr_d_model": 512, "warmup": 4000, "total": 20000, "classes": 10, "eps": 0.1,
+    "d_k": 16,
+    "samples": 5000,
+    "keys": 16,
+    "scale_model": "",
+    "scale_text": "attention",
+    "no_scaling": False,
+    "scale_kind": "",
+    "lr_d_model": 512,
+    "warmup": 4000,
+    "total": 20000,
+    "classes": 10,
+    "eps": 0.1,
 }
 VALID = {
-    "d_k": _in(1, 512), "samples": _in(500, 10000), "keys": _in(2, 64),
+    "d_k": _in(1, 512),
+    "samples": _in(500, 10000),
+    "keys": _in(2, 64),
     "scale_text": lambda v: len(v) <= 200,
-    "lr_d_model": _in(16, 1024), "warmup": _in(100, 8000), "total": _in(2000, 50000),
-    "classes": _in(2, 30), "eps": _in(0.0, 0.5),
+    "lr_d_model": _in(16, 1024),
+    "warmup": _in(100, 8000),
+    "total": _in(2000, 50000),
+    "classes": _in(2, 30),
+    "eps": _in(0.0, 0.5),
 }
 init_state(DEFAULTS, VALID, prefix=P)
 
@@ -116,10 +138,16 @@ dims = tuple(sorted(set(TABLE_DIMS) | {d_k}))
 vt = variance_table(dims, n)
 st.markdown(f"**Measured variance** ({n} pairs per row, computed now)")
 st.dataframe(
-    pd.DataFrame({"d_k": vt.dims, "variance of q·k": np.round(vt.raw, 3),
-                  "variance ÷ d_k": np.round(vt.raw / vt.dims, 3),
-                  "variance of q·k / √d_k": np.round(vt.scaled, 3)}),
-    hide_index=True, key=P + "var_table",
+    pd.DataFrame(
+        {
+            "d_k": vt.dims,
+            "variance of q·k": np.round(vt.raw, 3),
+            "variance ÷ d_k": np.round(vt.raw / vt.dims, 3),
+            "variance of q·k / √d_k": np.round(vt.scaled, 3),
+        }
+    ),
+    hide_index=True,
+    key=P + "var_table",
 )
 
 # ---------------------------------------------------------------------------------------
@@ -139,16 +167,29 @@ with c1:
     chart(lp.row_bars(r.raw_weights, r.scaled_weights, d_k), "row_fig")
 with c2:
     st.dataframe(
-        pd.DataFrame({
-            "unscaled": [r.raw_weights.max(), L.entropy(r.raw_weights),
-                         L.softmax_jacobian_norm(r.raw_weights)],
-            "scaled": [r.scaled_weights.max(), L.entropy(r.scaled_weights),
-                       L.softmax_jacobian_norm(r.scaled_weights)],
-        }, index=["largest weight", "entropy (nats)", "gradient norm"]).astype(float).round(4),
+        pd.DataFrame(
+            {
+                "unscaled": [
+                    r.raw_weights.max(),
+                    L.entropy(r.raw_weights),
+                    L.softmax_jacobian_norm(r.raw_weights),
+                ],
+                "scaled": [
+                    r.scaled_weights.max(),
+                    L.entropy(r.scaled_weights),
+                    L.softmax_jacobian_norm(r.scaled_weights),
+                ],
+            },
+            index=["largest weight", "entropy (nats)", "gradient norm"],
+        )
+        .astype(float)
+        .round(4),
         key=P + "row_table",
     )
-    st.caption(f"A uniform row over {n_keys} keys has entropy ln {n_keys} = {np.log(n_keys):.3f} nats; "
-               "a one-hot row has 0. The d_k slider above moves this row too.")
+    st.caption(
+        f"A uniform row over {n_keys} keys has entropy ln {n_keys} = {np.log(n_keys):.3f} nats; "
+        "a one-hot row has 0. The d_k slider above moves this row too."
+    )
 
 # ---------------------------------------------------------------------------------------
 st.header("3 · Switch the scaling off in a trained model")
@@ -186,27 +227,51 @@ else:
             if st.session_state.get(P + "scale_kind") not in kinds:
                 st.session_state[P + "scale_kind"] = "cross" if "cross" in kinds else kinds[0]
             stats = pd.DataFrame(
-                {SHORT_KIND.get(kind, kind): [
-                    cmp.stats["scaled"][kind].mean_max_weight, cmp.stats["unscaled"][kind].mean_max_weight,
-                    cmp.stats["scaled"][kind].mean_entropy, cmp.stats["unscaled"][kind].mean_entropy,
-                ] for kind in kinds},
-                index=["mean max weight, scaled", "mean max weight, no scaling",
-                       "mean entropy (nats), scaled", "mean entropy (nats), no scaling"],
+                {
+                    SHORT_KIND.get(kind, kind): [
+                        cmp.stats["scaled"][kind].mean_max_weight,
+                        cmp.stats["unscaled"][kind].mean_max_weight,
+                        cmp.stats["scaled"][kind].mean_entropy,
+                        cmp.stats["unscaled"][kind].mean_entropy,
+                    ]
+                    for kind in kinds
+                },
+                index=[
+                    "mean max weight, scaled",
+                    "mean max weight, no scaling",
+                    "mean entropy (nats), scaled",
+                    "mean entropy (nats), no scaling",
+                ],
             ).round(4)
             st.dataframe(stats, key=P + "scale_stats")
             if ckpt.task == "reverse":
-                st.caption(f"Output as trained: **{cmp.output['scaled']}** · without scaling: "
-                           f"**{cmp.output['unscaled']}**")
+                st.caption(
+                    f"Output as trained: **{cmp.output['scaled']}** · without scaling: "
+                    f"**{cmp.output['unscaled']}**"
+                )
             tag = "unscaled" if st.session_state[P + "no_scaling"] else "scaled"
             if len(kinds) > 1:
-                st.segmented_control("attention", kinds, key=P + "scale_kind", required=True,
-                                     format_func=lambda k: KIND_LABELS.get(k, k))
+                st.segmented_control(
+                    "attention",
+                    kinds,
+                    key=P + "scale_kind",
+                    required=True,
+                    format_func=lambda k: KIND_LABELS.get(k, k),
+                )
             kind = st.session_state[P + "scale_kind"] or kinds[0]
             att = (cmp.unscaled if tag == "unscaled" else cmp.scaled)[kind]
             setting = "no scaling" if tag == "unscaled" else "scaled as trained"
             title = f"{KIND_LABELS.get(kind, kind)}, {setting}"
-            chart(attention_grid(att, cmp.query_tokens[tag][kind], cmp.key_tokens[tag][kind], title=title,
-                                 cell_px=190 if att.shape[0] <= 2 else 150), "scale_grid")
+            chart(
+                attention_grid(
+                    att,
+                    cmp.query_tokens[tag][kind],
+                    cmp.key_tokens[tag][kind],
+                    title=title,
+                    cell_px=190 if att.shape[0] <= 2 else 150,
+                ),
+                "scale_grid",
+            )
 
 # ---------------------------------------------------------------------------------------
 st.header("4 · Training signals: warm-up and label smoothing")
@@ -224,8 +289,10 @@ warmup = int(st.session_state[P + "warmup"])
 total = max(int(st.session_state[P + "total"]), warmup + 1)
 sch = schedules(int(st.session_state[P + "lr_d_model"]), warmup, total)
 chart(lp.lr_figure(sch, warmup), "lr_fig")
-st.caption(f"Peak learning rate {sch.vaswani.max():.2e} at step {int(sch.steps[np.argmax(sch.vaswani)])}; "
-           f"at the last step: 1/√step {sch.vaswani[-1]:.2e}, cosine {sch.cosine[-1]:.2e}.")
+st.caption(
+    f"Peak learning rate {sch.vaswani.max():.2e} at step {int(sch.steps[np.argmax(sch.vaswani)])}; "
+    f"at the last step: 1/√step {sch.vaswani[-1]:.2e}, cosine {sch.cosine[-1]:.2e}."
+)
 
 st.markdown(
     "**Label smoothing** trains against a softened target: a share ε of the probability is "
@@ -243,7 +310,9 @@ with c2:
     st.metric("probability on the true class", f"{sm.target_mass:.4f}")
     st.metric("each other class", f"{sm.distribution.min():.4f}")
     st.metric("lowest reachable loss (nats)", f"{sm.loss_floor:.4f}")
-st.caption("This follows PyTorch's cross_entropy(label_smoothing=ε): ε/V on every class plus 1 − ε on the "
-           "true one. Some write-ups spread ε over the V − 1 other classes instead; the idea is the same.")
+st.caption(
+    "This follows PyTorch's cross_entropy(label_smoothing=ε): ε/V on every class plus 1 − ε on the "
+    "true one. Some write-ups spread ε over the V − 1 other classes instead; the idea is the same."
+)
 
 write_state([k for k in DEFAULTS if st.session_state.get(P + k) not in (None, "")], prefix=P)

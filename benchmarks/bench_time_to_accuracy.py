@@ -1,0 +1,56 @@
+"""Time for the default /train reversal run to reach greedy exact match >= 0.99 at every
+training length (3, 5, 7, 10).
+
+    python benchmarks/bench_time_to_accuracy.py [--positions rope] [--device cpu] [--every 250]
+
+Training time only: the clock pauses while the model is evaluated (200 strings per length)
+every --every steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from transformer_core.evaluation import evaluate_reversal  # noqa: E402
+from transformer_core.training import StepEvent, TrainConfig, Trainer, prepare_run  # noqa: E402
+
+LENGTHS = [3, 5, 7, 10]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--positions", default="rope")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--every", type=int, default=250)
+    parser.add_argument("--target", type=float, default=0.99)
+    args = parser.parse_args()
+    config = TrainConfig(task="reverse", steps=args.steps, device=args.device, eval_every=0)
+    model, task = prepare_run(config, args.positions)
+    task.eval_lengths, task.eval_samples = [3], 10  # the trainer's own final check stays cheap
+    print(f"{args.positions}, device {model.lm_head.weight.device}, {torch.get_num_threads()} threads")
+    trained, mark = 0.0, time.perf_counter()
+    for event in Trainer(model, task, config).run():
+        if not isinstance(event, StepEvent) or event.step % args.every:
+            continue
+        trained += time.perf_counter() - mark
+        result = evaluate_reversal(model, task.tokenizer, LENGTHS, 200)["exact_match"]
+        model.train()
+        worst = min(result.values())
+        print(f"step {event.step:5d}  train {trained:6.1f} s  exact match {result}", flush=True)
+        if worst >= args.target:
+            print(f"reached {args.target} at every length after {event.step} steps, {trained:.1f} s")
+            return
+        mark = time.perf_counter()
+    print(f"did not reach {args.target} within {args.steps} steps ({trained:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
