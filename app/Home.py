@@ -8,8 +8,9 @@ if str(ROOT) not in sys.path:  # so pages can import transformer_core from the r
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
-from lab.resources import device_picker  # noqa: E402
+from lab.resources import configure_torch, device_picker  # noqa: E402
 
+configure_torch()
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
 
 PAGES = Path(__file__).parent / "views"

@@ -1,8 +1,8 @@
 """Shared pieces of the two explorer pages (/gpt and /reversal).
 
 Three layers, top to bottom:
-- pure helpers (no Streamlit): input checks, the anti-diagonal score, one query's
-  arithmetic, the change between two next-token distributions;
+- pure helpers (no Streamlit): input checks and labels (the attention arithmetic shown
+  step by step and the head scores live in transformer_core.inspection);
 - computations on a checkpoint through the transformer_core API, cached with
   st.cache_data keyed by (checkpoint, device, weights checksum, text, options) for
   shipped models, and never cached globally for a user's own models;
@@ -12,6 +12,7 @@ Three layers, top to bottom:
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,12 +23,21 @@ import torch
 
 from lab import export, plots
 from lab.resources import MY_MODELS_KEY, current_device, load_model
-from transformer_core.capture import AttentionCapture, AttentionRecord
+from transformer_core.capture import AttentionCapture
 from transformer_core.checkpoint import Checkpoint
 from transformer_core.config import InferenceOptions
 from transformer_core.data import encode_source
 from transformer_core.generation import generate, greedy_decode
-from transformer_core.tokenizer import CharTokenizer
+from transformer_core.inspection import (  # noqa: F401  (the pages use them as ex.*)
+    QuerySteps,
+    anti_diagonal_scores,
+    distribution_shift,
+    future_cells,
+    query_steps,
+    record_arrays,
+    softmax_allowed,
+)
+from transformer_core.tokenizer import PAD_ID, CharTokenizer
 from transformer_core.trace import trace_gpt, trace_seq2seq
 
 CACHE_ENTRIES = 64
@@ -46,6 +56,11 @@ def char_name(ch: str) -> str:
     return f"U+{ord(ch):04X}"
 
 
+def md_code(text: str) -> str:
+    """Inline code in Markdown that survives backticks inside the text."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
 @dataclass(frozen=True)
 class CheckedInput:
     """What a page does with the text a user typed.
@@ -61,7 +76,9 @@ class CheckedInput:
     unknown: list[str]
 
 
-def check_input(raw: str, tokenizer: CharTokenizer, max_chars: int, *, lowercase: bool = False) -> CheckedInput:
+def check_input(
+    raw: str, tokenizer: CharTokenizer, max_chars: int, *, lowercase: bool = False
+) -> CheckedInput:
     text = raw.lower() if lowercase else raw
     lowered = text != raw
     if not raw:
@@ -77,107 +94,10 @@ def check_input(raw: str, tokenizer: CharTokenizer, max_chars: int, *, lowercase
     return CheckedInput(raw, text, None, lowered, unknown)
 
 
-def anti_diagonal_scores(cross: np.ndarray, n: int) -> np.ndarray:
-    """Share of cross-attention weight on the reversal alignment, per head: (L, H).
-
-    cross is (L, H, Tt, Ts) with target tokens SOS + output and source tokens text + EOS;
-    n is the length of the text. Target position t (t = 0..n-1, the query that writes the
-    t-th output character) should look at source position n-1-t. The score is the mean
-    over those rows of the weight on that one key: 1.0 for a perfect anti-diagonal,
-    about 1/Ts for a flat head. Rows past the decoded output are not counted.
-    """
-    L, H, Tt, Ts = cross.shape
-    rows = min(n, Tt, Ts)
-    if rows <= 0:
-        return np.zeros((L, H), dtype=np.float32)
-    t = np.arange(rows)
-    s = n - 1 - t
-    keep = s < Ts
-    return cross[:, :, t[keep], s[keep]].mean(-1).astype(np.float32)
-
-
-@dataclass(frozen=True)
-class QuerySteps:
-    """One query of one head, step by step: the arithmetic of attention for row `query`."""
-
-    q_raw: np.ndarray  # (d,) projection before any rotation
-    q: np.ndarray  # (d,) what the scores use (after RoPE when the model uses it)
-    k_raw: np.ndarray  # (Tk, d)
-    k: np.ndarray  # (Tk, d)
-    v: np.ndarray  # (Tk, d)
-    dot: np.ndarray  # (Tk,) q . k_j
-    scale: float  # 1/sqrt(d_k), or 1 when scaling is off
-    scaled: np.ndarray  # (Tk,) dot * scale
-    bias: np.ndarray | None  # (Tk,) ALiBi position bias, or None
-    scores: np.ndarray  # (Tk,) scaled + bias: what the model fed to softmax
-    allowed: np.ndarray  # (Tk,) bool, False = masked
-    weights: np.ndarray  # (Tk,) the model's softmax weights
-    output: np.ndarray  # (d,) sum_j weights_j v_j
-
-    @property
-    def rotated(self) -> bool:
-        return not np.allclose(self.q_raw, self.q) or not np.allclose(self.k_raw, self.k)
-
-
-def record_arrays(record: AttentionRecord, batch: int = 0) -> dict[str, Any]:
-    """The numpy parts of one captured layer (one batch row) for the step-by-step view."""
-    def arr(t: torch.Tensor) -> np.ndarray:
-        return t[batch].float().cpu().numpy()
-
-    return {
-        "q_raw": arr(record.q_raw), "k_raw": arr(record.k_raw), "q": arr(record.q), "k": arr(record.k),
-        "v": arr(record.v), "scores": arr(record.scores), "weights": arr(record.weights),
-        "mask": record.full_mask[batch].cpu().numpy(),
-        "bias": None if record.position_bias is None else record.position_bias.float().cpu().numpy(),
-        "scale": float(record.scale),
-    }
-
-
-def query_steps(rec: dict[str, Any], head: int, query: int) -> QuerySteps:
-    """Recompute one row of one head from its captured q, k, v so each step can be shown."""
-    q_raw, q = rec["q_raw"][head, query], rec["q"][head, query]
-    k_raw, k, v = rec["k_raw"][head], rec["k"][head], rec["v"][head]
-    dot = k @ q
-    scaled = dot * rec["scale"]
-    bias = None if rec["bias"] is None else rec["bias"][head, query]
-    weights = rec["weights"][head, query]
-    return QuerySteps(
-        q_raw=q_raw, q=q, k_raw=k_raw, k=k, v=v, dot=dot, scale=rec["scale"], scaled=scaled, bias=bias,
-        scores=rec["scores"][head, query], allowed=rec["mask"][head, query].astype(bool),
-        weights=weights, output=weights @ v,
-    )
-
-
-def softmax_allowed(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Softmax over the allowed entries; masked ones get exactly 0 (shown next to the model's)."""
-    out = np.zeros_like(scores, dtype=np.float64)
-    if allowed.any():
-        z = scores[allowed].astype(np.float64)
-        e = np.exp(z - z.max())
-        out[allowed] = e / e.sum()
-    return out
-
-
-def distribution_shift(p: np.ndarray, q: np.ndarray, eps: float = 1e-12) -> tuple[float, float]:
-    """(total variation, KL(p || q) in nats) between two next-token distributions."""
-    p = np.asarray(p, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
-    tv = 0.5 * float(np.abs(p - q).sum())
-    support = p > 0
-    kl = float((p[support] * (np.log(p[support]) - np.log(np.maximum(q[support], eps)))).sum())
-    return tv, max(kl, 0.0)
-
-
 def top_tokens(probs: np.ndarray, tokenizer: CharTokenizer, k: int = 8) -> list[tuple[int, str, float]]:
     order = np.argsort(-probs)[:k]
     labels = tokenizer.token_labels([int(i) for i in order])
-    return [(int(i), lab, float(probs[i])) for i, lab in zip(order, labels)]
-
-
-def future_cells(weights: np.ndarray, threshold: float = 0.01) -> np.ndarray:
-    """Cells above the diagonal (keys after the query) that get more than `threshold`."""
-    Tq, Tk = weights.shape[-2:]
-    return np.triu(np.ones((Tq, Tk), dtype=bool), k=1) & (weights > threshold)
+    return [(int(i), lab, float(probs[i])) for i, lab in zip(order, labels, strict=True)]
 
 
 # ---------------------------------------------------------------- options
@@ -266,16 +186,19 @@ def padding_plain(ckpt: Checkpoint, texts: tuple[str, ...], opts: tuple) -> Padd
     src = encode_source(tok, list(texts), next(model.parameters()).device)
     capture = AttentionCapture()
     model.encode(src, options=options, capture=capture)
-    attention = np.stack([capture.weights("encoder_self", b).float().cpu().numpy() for b in range(len(texts))])
+    attention = np.stack(
+        [capture.weights("encoder_self", b).float().cpu().numpy() for b in range(len(texts))]
+    )
     outputs = greedy_decode(model, src, max(len(t) for t in texts) + 2, options=options)
     rows = src.cpu().tolist()
     return PaddingView(
         texts=list(texts), tokens=[tok.token_labels(r) for r in rows],
-        is_pad=(src == 0).cpu().numpy(), attention=attention, outputs=[tok.decode(o) for o in outputs],
+        is_pad=(src == PAD_ID).cpu().numpy(), attention=attention, outputs=[tok.decode(o) for o in outputs],
     )
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+# the biggest entries (q, k, v and scores of every layer), so half as many
+@st.cache_data(max_entries=CACHE_ENTRIES // 2, show_spinner=False)
 def _gpt_view_cached(_ckpt: Checkpoint, model_key: tuple, text: str, opts: tuple) -> GPTView:
     return gpt_view_plain(_ckpt, text, opts)
 
@@ -300,12 +223,22 @@ def is_user_model(name: str) -> bool:
     return name in st.session_state.get(MY_MODELS_KEY, {})
 
 
+MEMO_KEY, MEMO_ENTRIES = "_explorer_memo", 8
+
+
 def _run(cached: Callable[..., Any], plain: Callable[..., Any], name: str, *args: Any) -> Any:
-    """A shipped model's result comes from the shared cache; a user's model is computed
-    fresh (its name means nothing to other users, so it must not key a global cache)."""
+    """A shipped model's result comes from the shared cache. A user's own model never
+    keys the global cache (its name means nothing to other users): its results are kept
+    in that user's session only, the last few, keyed by the model object itself."""
     ckpt = load_model(name)
     if is_user_model(name):
-        return plain(ckpt, *args)
+        memo: dict = st.session_state.setdefault(MEMO_KEY, {})
+        key = (plain.__name__, id(ckpt), args)
+        if key not in memo:
+            while len(memo) >= MEMO_ENTRIES:
+                memo.pop(next(iter(memo)))
+            memo[key] = plain(ckpt, *args)
+        return memo[key]
     key = (name, str(current_device()), ckpt.meta.get("weights_sha256", ""))
     return cached(ckpt, key, *args)
 
@@ -332,8 +265,9 @@ def padding_view(name: str, texts: tuple[str, ...], opts: tuple) -> PaddingView:
 
 def checkpoint_note(ckpt: Checkpoint) -> str:
     c = ckpt.config
+    steps = ckpt.metrics.get("steps")
     return (f"positions **{c.positions}** · d_model {c.d_model} · {c.n_layers} layers × {c.n_heads} heads · "
-            f"d_k = {c.d_head} · trained for {ckpt.metrics.get('steps', '?')} steps")
+            f"d_k = {c.d_head}" + (f" · trained for {steps} steps" if steps else ""))
 
 
 def show_input_notes(checked: CheckedInput, *, what: str = "model") -> None:
@@ -352,10 +286,13 @@ def clamp_state(key: str, options: list[Any], default: Any) -> None:
         st.session_state[key] = default
 
 
-def head_selectors(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
+def head_selectors(
+    prefix: str, n_layers: int, n_heads: int, cols: list[Any] | None = None
+) -> tuple[int, int]:
+    """Layer and head selectboxes (in the two given columns, else in two new ones)."""
     clamp_state(prefix + "layer", list(range(n_layers)), 0)
     clamp_state(prefix + "head", list(range(n_heads)), 0)
-    c1, c2 = st.columns(2)
+    c1, c2 = cols or st.columns(2)
     layer = c1.selectbox("Layer", list(range(n_layers)), key=prefix + "layer")
     head = c2.selectbox("Head", list(range(n_heads)), key=prefix + "head")
     return int(layer), int(head)
@@ -383,8 +320,8 @@ def grid_and_head(
     with left:
         chart_key = f"{prefix}{name}_grid"
         st.plotly_chart(
-            plots.attention_grid(attention, query_tokens, key_tokens, title=grid_title, cell_titles=cell_titles,
-                                 selected=(layer, head), cell_px=cell_px,
+            plots.attention_grid(attention, query_tokens, key_tokens, title=grid_title,
+                                 cell_titles=cell_titles, selected=(layer, head), cell_px=cell_px,
                                  colorbar=False, clickable=True),
             key=chart_key, on_select=functools.partial(_pick_head, chart_key, prefix),
             selection_mode="points", config=plots.PNG_CONFIG,
@@ -402,13 +339,14 @@ def download_buttons(prefix: str, stem: str, payload: Callable[[], dict[str, Any
                      attention: dict[str, np.ndarray], query_tokens: dict[str, list[str]],
                      key_tokens: dict[str, list[str]]) -> None:
     """JSON ([layer][head][query][key], like `trace --json`) and long-form CSV, built on click."""
-    c1, c2, _ = st.columns([1, 1, 3])
-    c1.download_button(
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem)[:60] or "attention"
+    row = st.container(horizontal=True)
+    row.download_button(
         "Attention as JSON", data=lambda: export.attention_json_payload(payload()),
         file_name=f"{stem}.json", mime="application/json", on_click="ignore",
         icon=":material/download:", key=prefix + "json",
     )
-    c2.download_button(
+    row.download_button(
         "Attention as CSV", data=lambda: export.attention_csv(attention, query_tokens, key_tokens),
         file_name=f"{stem}.csv", mime="text/csv", on_click="ignore", icon=":material/download:",
         key=prefix + "csv",

@@ -7,8 +7,8 @@ hover, and use one colour scale for every head of a grid.
 from __future__ import annotations
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 COLORSCALE = "Blues"
 FUTURE_COLOR = "rgba(220, 38, 38, 0.9)"  # red outline: weight where the causal mask would forbid it
@@ -26,9 +26,13 @@ def _tick_font(n: int) -> dict:
 
 
 def _tick_angle(labels: list[str], width_px: float = 330.0) -> int:
-    """Upright labels while they fit; turn them when multi-character labels would collide."""
-    longest = max((len(t) for t in labels), default=1)
-    return 0 if longest <= 1 or 7 * longest <= width_px / max(len(labels), 1) else -90
+    """Upright labels while neighbours fit side by side (about 7 px a character); turned
+    when multi-character ones such as <pad><pad> would run into each other."""
+    if all(len(t) <= 1 for t in labels):
+        return 0  # turning single characters gains nothing
+    slot = width_px / max(len(labels), 1)
+    widest_pair = max((len(a) + len(b) for a, b in zip(labels, labels[1:], strict=False)), default=0)
+    return 0 if widest_pair * 3.5 <= slot else -90
 
 
 def head_heatmap(
@@ -101,66 +105,75 @@ def attention_grid(
     invisible scatter of up to 12 x 12 points (hover shows that cell's weight) whose
     customdata is (layer, head); with st.plotly_chart(on_select=..., selection_mode="points")
     a click selects one of them and `selected_head` reads which head it was.
+
+    The figure is assembled as plain data and built without plotly's per-property
+    validation (the slow part of make_subplots/add_trace for 16 heads of 64 x 64).
     """
     L, H, Tq, Tk = attention.shape
-    titles = [
-        (cell_titles[layer][head] if cell_titles else f"L{layer} H{head}")
-        for layer in range(L) for head in range(H)
-    ]
-    height = max(200, cell_px * L + (80 if title else 40))
-    gap = min(0.15, 30 / height) if L > 1 else 0.0  # room for each row's subplot titles
-    fig = make_subplots(rows=L, cols=H, subplot_titles=titles, horizontal_spacing=0.025,
-                        vertical_spacing=gap)
+    height = max(200, cell_px * L + (80 if title else 55))
+    hgap = 0.025
+    vgap = min(0.15, 30 / height) if L > 1 else 0.0  # room for each row's subplot titles
+    width, tall = (1 - hgap * (H - 1)) / H, (1 - vgap * (L - 1)) / L
     ys, xs = _unique(query_tokens), _unique(key_tokens)
     rows, cols = np.meshgrid(_picks(Tq), _picks(Tk), indexing="ij")
     rows, cols = rows.ravel(), cols.ravel()
+    pick_x, pick_y = [xs[c] for c in cols], [ys[r] for r in rows]
     marker_px = max(8, int(cell_px / max(len(_picks(Tq)), len(_picks(Tk))) * 1.2))
     data = np.asarray(attention, dtype=np.float32)
+    traces: list[dict] = []
+    layout: dict = {"annotations": [], "shapes": []}
     for layer in range(L):
         for head in range(H):
-            fig.add_trace(
-                go.Heatmap(
-                    z=data[layer, head], x=xs, y=ys, coloraxis="coloraxis",
-                    hovertemplate=(f"layer {layer} head {head}<br>query %{{y}}<br>key %{{x}}"
-                                   "<br>weight %{z:.4f}<extra></extra>"),
-                ),
-                row=layer + 1, col=head + 1,
-            )
-            if not clickable:
-                continue
-            fig.add_trace(
-                go.Scatter(
-                    x=[xs[c] for c in cols], y=[ys[r] for r in rows], mode="markers",
-                    marker={"size": marker_px, "color": "rgba(0,0,0,0)", "opacity": 0},
-                    customdata=[[layer, head]] * len(rows),
-                    text=[f"{data[layer, head, r, c]:.4f}" for r, c in zip(rows, cols, strict=True)],
-                    hovertemplate=(f"<b>layer {layer} head {head}</b> (click to open)<br>query %{{y}}"
-                                   "<br>key %{x}<br>weight %{text}<extra></extra>"),
-                    showlegend=False,
-                ),
-                row=layer + 1, col=head + 1,
-            )
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
+            idx = layer * H + head + 1
+            suffix = "" if idx == 1 else str(idx)
+            x0 = head * (width + hgap)
+            top = 1 - layer * (tall + vgap)
+            xdom = [round(max(0.0, x0), 6), round(min(1.0, x0 + width), 6)]  # plotly rejects 1.0000001
+            ydom = [round(max(0.0, top - tall), 6), round(min(1.0, top), 6)]
+            axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+            layout[f"xaxis{suffix}"] = {"domain": xdom, "anchor": f"y{suffix}",
+                                        "showticklabels": False, "showgrid": False, "zeroline": False,
+                                        "ticks": ""}
+            layout[f"yaxis{suffix}"] = {"domain": ydom, "anchor": f"x{suffix}",
+                                        "autorange": "reversed", "showticklabels": False, "showgrid": False,
+                                        "zeroline": False, "ticks": ""}
+            text = cell_titles[layer][head] if cell_titles else f"L{layer} H{head}"
+            layout["annotations"].append({
+                "text": text, "x": x0 + width / 2, "y": top, "xref": "paper", "yref": "paper",
+                "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 12},
+            })
+            traces.append({
+                "type": "heatmap", "z": data[layer, head], "x": xs, "y": ys, "coloraxis": "coloraxis", **axes,
+                "hovertemplate": (f"layer {layer} head {head}<br>query %{{y}}<br>key %{{x}}"
+                                  "<br>weight %{z:.4f}<extra></extra>"),
+            })
+            if clickable:
+                traces.append({
+                    "type": "scatter", "x": pick_x, "y": pick_y, "mode": "markers", **axes,
+                    "marker": {"size": marker_px, "color": "rgba(0,0,0,0)", "opacity": 0},
+                    "customdata": [[layer, head]] * len(rows),
+                    "text": [f"{v:.4f}" for v in data[layer, head][rows, cols]],
+                    "hovertemplate": (f"<b>layer {layer} head {head}</b> (click to open)<br>query %{{y}}"
+                                      "<br>key %{x}<br>weight %{text}<extra></extra>"),
+                    "showlegend": False,
+                })
     if selected is not None:
         layer, head = selected
         if layer < L and head < H:
-            idx = layer * H + head + 1
-            xref = "x domain" if idx == 1 else f"x{idx} domain"
-            yref = "y domain" if idx == 1 else f"y{idx} domain"
-            fig.add_shape(type="rect", xref=xref, yref=yref, x0=-0.03, x1=1.03, y0=-0.03, y1=1.03,
-                          line={"color": "#dc2626", "width": 3})
-    fig.update_annotations(font={"size": 12})
-    fig.update_layout(
-        title=title, height=height,
-        coloraxis={"colorscale": COLORSCALE, "cmin": 0, "cmax": zmax, "showscale": colorbar,
-                   "colorbar": {"title": "weight", "thickness": 12}},
-        margin={"l": 5, "r": 5, "t": 80 if title else 30, "b": 5},
-        hovermode="closest",
+            suffix = "" if layer * H + head == 0 else str(layer * H + head + 1)
+            layout["shapes"].append({
+                "type": "rect", "xref": f"x{suffix} domain", "yref": f"y{suffix} domain",
+                "x0": -0.03, "x1": 1.03, "y0": -0.03, "y1": 1.03, "line": {"color": "#dc2626", "width": 3},
+            })
+    layout.update(
+        title={"text": title}, height=height, hovermode="closest",
+        coloraxis={"colorscale": plotly.colors.get_colorscale(COLORSCALE), "cmin": 0, "cmax": zmax,
+                   "showscale": colorbar, "colorbar": {"title": {"text": "weight"}, "thickness": 12}},
+        margin={"l": 5, "r": 5, "t": 80 if title else 45, "b": 5},  # 45: the modebar clears the titles
     )
     if clickable:
-        fig.update_layout(clickmode="event+select")
-    return fig
+        layout["clickmode"] = "event+select"
+    return go.Figure(data=traces, layout=layout, _validate=False)
 
 
 def selected_head(event: object) -> tuple[int, int] | None:
@@ -187,9 +200,9 @@ def vector_bars(vectors: dict[str, np.ndarray], title: str = "", *, height: int 
         vec = np.asarray(vec, dtype=np.float32)
         fig.add_trace(go.Bar(x=list(range(len(vec))), y=vec, name=name,
                              hovertemplate=f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>"))
-    fig.update_layout(title=title, height=height, barmode="group", margin={"l": 10, "r": 10, "t": 50, "b": 10},
-                      legend={"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"},
-                      xaxis_title=x_title)
+    fig.update_layout(title=title, height=height, barmode="group", xaxis_title=x_title,
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10},
+                      legend={"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"})
     return fig
 
 
@@ -201,7 +214,8 @@ def token_bars(labels: list[str], values: dict[str, np.ndarray], title: str = ""
     for name, vals in values.items():
         fig.add_trace(go.Bar(x=xs, y=np.asarray(vals, dtype=np.float32), name=name,
                              hovertemplate=f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"))
-    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=labels, tickfont=_tick_font(len(xs)), tickangle=0)
+    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=labels, tickfont=_tick_font(len(xs)),
+                     tickangle=0)
     fig.update_layout(title=title, height=height, barmode="group", yaxis_title=y_title,
                       margin={"l": 10, "r": 10, "t": 50, "b": 10},
                       legend={"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"},
@@ -221,7 +235,7 @@ def matrix_heatmap(matrix: np.ndarray, row_labels: list[str], title: str = "", *
         colorbar={"title": value_name, "thickness": 12},
     ))
     fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=ys, ticktext=row_labels,
-                     tickfont=_tick_font(len(ys)))
+                     tickfont={"size": 12 if len(ys) <= 12 else 9 if len(ys) <= 24 else 7})
     fig.update_layout(title=title, height=height, xaxis_title="dimension",
                       margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return fig

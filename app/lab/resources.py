@@ -25,6 +25,17 @@ from transformer_core.errors import CheckpointError
 MY_MODELS_KEY = "my_models"  # session_state: {label: Checkpoint}
 
 
+def configure_torch() -> None:
+    """CPU threads per torch op: ATTENTION_LAB_TORCH_THREADS, default half the cores.
+
+    Many users' reruns and trainings share the CPU; one op grabbing every core makes the
+    others wait on busy-spinning threads (seen: a 0.1 s sample taking 4-9 s)."""
+    default = max(1, (os.cpu_count() or 2) // 2)
+    threads = int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", default))
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 def current_device() -> torch.device:
     """The user's choice in the sidebar, else ATTENTION_LAB_DEVICE, else auto."""
     choice = st.session_state.get("device_choice") or os.environ.get("ATTENTION_LAB_DEVICE", "auto")

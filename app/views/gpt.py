@@ -46,10 +46,11 @@ params.init_state(
 ex.clamp_state(P + "checkpoint", choices, default_ckpt)
 
 
-def token_html(prompt: str, samples: list[ex.Sample]) -> str:
-    """The prompt in grey, then each sampled character shaded by its probability; hover shows
-    the probability and the most likely alternatives at that step."""
-    parts = [f'<span style="color:#6b7280">{html.escape(prompt)}</span>']
+def token_html(prompt: str, unknown: list[str], samples: list[ex.Sample]) -> str:
+    """The prompt in grey (characters the model lacks shown as <unk>), then each sampled
+    character shaded by its probability; hover shows the probability and the alternatives."""
+    shown_prompt = "".join("<unk>" if c in unknown else c for c in prompt)
+    parts = [f'<span style="color:#6b7280">{html.escape(shown_prompt)}</span>']
     for s in samples:
         alpha = 0.15 + 0.75 * s.prob
         alts = ", ".join(f"{lab} {p:.2f}" for lab, p in s.top)
@@ -82,7 +83,7 @@ nopos = s1.toggle("Drop positional information", key=P + "nopos",
                   help="Same weights, no position signal: no added codes, no RoPE rotation, no ALiBi bias.")
 nocausal = s2.toggle("Causal mask off", key=P + "nocausal",
                      help="Let every character see the ones after it (red outlines in the head view).")
-ablate = s3.multiselect("Ablate heads", heads, key=P + "ablate",
+ablate = s3.multiselect("Ablate heads", heads, key=P + "ablate", placeholder="none",
                         format_func=lambda a: "L{} H{}".format(*a.split(".")),
                         help="Zero these heads' outputs; the weights are untouched.")
 params.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
@@ -103,59 +104,67 @@ g1, g2, g3, g4, g5 = st.columns(5)
 max_new = g1.slider("New characters", 1, 200, key=P + "max_new")
 temperature = g2.slider("Temperature", 0.0, 2.0, step=0.05, key=P + "temperature",
                         help="Divides the logits: low = safe and repetitive, high = adventurous. 0 = greedy.")
+ex.clamp_state(P + "top_k", list(range(len(ckpt.tokenizer) + 1)), 0)
 top_k = g3.number_input("Top-k (0 = off)", 0, len(ckpt.tokenizer), key=P + "top_k",
                         help="Sample only among the k most likely characters.")
 top_p = g4.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=P + "top_p",
                   help="Sample only among the most likely characters that together reach this probability.")
 seed = g5.number_input("Seed", 0, 2**31 - 1, key=P + "seed", help="Same seed, same sample.")
 try:
-    samples = ex.sample(name, text, int(max_new), float(temperature), int(top_k), float(top_p), int(seed), opts)
+    samples = ex.sample(name, text, int(max_new), float(temperature), int(top_k), float(top_p), int(seed),
+                        opts)
     view = ex.gpt_view(name, text, opts)
 except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()
-st.html(token_html(text, samples))
-st.caption("Darker = the model was surer of the character it drew. Hover a character for its "
-           "probability and the alternatives it was weighing.")
-with st.expander("Every sampled character with its top alternatives"):
-    st.dataframe(
-        pd.DataFrame({
-            "step": range(1, len(samples) + 1),
-            "sampled": [s.label for s in samples],
-            "probability": [s.prob for s in samples],
-            "alternatives": ["  ".join(f"{lab} {p:.2f}" for lab, p in s.top) for s in samples],
-        }),
-        hide_index=True, height=260,
-        column_config={"probability": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f")},
-    )
+text_col, next_col = st.columns([1.5, 1], gap="medium")
+with text_col:
+    st.html(token_html(text, checked.unknown, samples))
+    st.caption("Darker = the model was surer of the character it drew. Hover a character for its "
+               "probability and the alternatives it was weighing.")
+    with st.expander("Every sampled character with its top alternatives"):
+        st.dataframe(
+            pd.DataFrame({
+                "step": range(1, len(samples) + 1),
+                "sampled": [s.label for s in samples],
+                "probability": [s.prob for s in samples],
+                "alternatives": ["  ".join(f"{lab} {p:.2f}" for lab, p in s.top) for s in samples],
+            }),
+            hide_index=True, height=260,
+            column_config={
+                "probability": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
+            },
+        )
 
-# next-character distribution, and what the ablation changed
+# next-character distribution after the prompt, and what an ablation changed
 probs = view.next_probs
-if ablation:
-    base = ex.gpt_view(name, text, ex.options_key(causal=not nocausal, positions=not nopos))
-    tv, kl = ex.distribution_shift(base.next_probs, probs)
-    ids = list(dict.fromkeys([i for i, _, _ in ex.top_tokens(base.next_probs, ckpt.tokenizer, 8)]
-                             + [i for i, _, _ in ex.top_tokens(probs, ckpt.tokenizer, 8)]))
-    labels = ckpt.tokenizer.token_labels(ids)
-    left, right = st.columns([2.2, 1])
-    left.plotly_chart(
-        plots.token_bars(labels, {"all heads": base.next_probs[ids], "with ablation": probs[ids]},
-                         "Next character after the prompt: before and after ablation"),
-        key=P + "next", config=plots.PNG_CONFIG,
-    )
-    with right:
-        st.metric("Total variation", f"{tv:.3f}", help="Half the summed absolute change: 0 = same, 1 = disjoint.")
-        st.metric("KL(before ‖ after)", f"{kl:.3f} nats")
+with next_col:
+    if ablation:
+        base = ex.gpt_view(name, text, ex.options_key(causal=not nocausal, positions=not nopos))
+        tv, kl = ex.distribution_shift(base.next_probs, probs)
+        ids = list(dict.fromkeys([i for i, _, _ in ex.top_tokens(base.next_probs, ckpt.tokenizer, 6)]
+                                 + [i for i, _, _ in ex.top_tokens(probs, ckpt.tokenizer, 6)]))
+        st.plotly_chart(
+            plots.token_bars(ckpt.tokenizer.token_labels(ids),
+                             {"all heads": base.next_probs[ids], "with ablation": probs[ids]},
+                             "Next character: before and after ablation", height=250),
+            key=P + "next", config=plots.PNG_CONFIG,
+        )
+        m1, m2 = st.columns(2)
+        m1.metric("Total variation", f"{tv:.3f}",
+                  help="Half the summed absolute change in probability: 0 = same, 1 = disjoint.")
+        m2.metric("KL(before ‖ after)", f"{kl:.3f}",
+                  help="In nats: the extra surprise of predicting with the ablated model.")
         names = ", ".join("L{} H{}".format(*a.split(".")) for a in ablate)
         st.caption(f"Ablating {names} moves this much probability. Try heads one at a time to find "
                    "the ones the prediction depends on.")
-else:
-    best = ex.top_tokens(probs, ckpt.tokenizer, 10)
-    st.plotly_chart(
-        plots.token_bars([lab for _, lab, _ in best], {"probability": np.array([p for _, _, p in best])},
-                         "Next character after the prompt (top 10)", height=250),
-        key=P + "next", config=plots.PNG_CONFIG,
-    )
+    else:
+        best = ex.top_tokens(probs, ckpt.tokenizer, 10)
+        st.plotly_chart(
+            plots.token_bars([lab for _, lab, _ in best], {"probability": np.array([p for _, _, p in best])},
+                             "Next character after the prompt (top 10)", height=250),
+            key=P + "next", config=plots.PNG_CONFIG,
+        )
 
 # ---------------------------------------------------------------- 2 every head
 st.subheader("2 · Every head at once")
@@ -163,7 +172,7 @@ st.caption("Model view: one small map per layer (row) and head (column), all on 
            "Rows are the characters asking (queries), columns the characters answering (keys). "
            "Click a map, or use the selectors, to draw that head large with exact weights on hover.")
 tokens = view.tokens
-layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads)
+layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, st.columns([1, 1, 2])[:2])
 att = view.attention
 highlight = ex.future_cells(att[layer, head]) if nocausal else None
 if nocausal:
@@ -191,17 +200,25 @@ with fcol:
     st.latex(r"s_j = \frac{q \cdot k_j}{\sqrt{d_k}}" + (r" + b_j" if has_bias else "")
              + r",\quad w_j = \frac{e^{s_j}}{\sum_{i\,\mathrm{allowed}} e^{s_i}},\quad "
              r"\mathrm{out} = \sum_j w_j\, v_j")
-    st.caption(f"Layer {layer}, head {head}, query `{tokens[query]}` at position {query}; "
+    st.caption(f"Layer {layer}, head {head}, query {ex.md_code(tokens[query])} at position {query}; "
                f"d_k = {d_k}, so the scores are multiplied by 1/√{d_k} = {steps.scale:.4f}."
                + (" ALiBi adds the distance penalty b_j." if has_bias else ""))
 
 vecs = {"q (before RoPE)": steps.q_raw, "q (after RoPE)": steps.q} if steps.rotated else {"q": steps.q}
 v1, v2 = st.columns(2)
-v1.plotly_chart(plots.vector_bars(vecs, f"Query vector of `{tokens[query]}`"), key=P + "qvec",
+v1.plotly_chart(plots.vector_bars(vecs, f"Query vector of '{tokens[query]}'"), key=P + "qvec",
                 config=plots.PNG_CONFIG)
-key_title = "Key vectors (after RoPE: what the scores use)" if steps.rotated else "Key vectors, one row per key"
-v2.plotly_chart(plots.matrix_heatmap(steps.k, tokens, key_title, height=260, value_name="k"),
-                key=P + "kmat", config=plots.PNG_CONFIG)
+if steps.rotated:
+    after, before = v2.tabs(["keys after RoPE", "keys before RoPE"])
+    after.plotly_chart(plots.matrix_heatmap(steps.k, tokens, "Key vectors, rotated: what the scores use",
+                                            height=300, value_name="k"),
+                       key=P + "kmat", config=plots.PNG_CONFIG)
+    before.plotly_chart(plots.matrix_heatmap(steps.k_raw, tokens, "Key vectors before the rotation",
+                                             height=300, value_name="k"),
+                        key=P + "kraw", config=plots.PNG_CONFIG)
+else:
+    v2.plotly_chart(plots.matrix_heatmap(steps.k, tokens, "Key vectors, one row per key", height=300,
+                                         value_name="k"), key=P + "kmat", config=plots.PNG_CONFIG)
 if steps.rotated:
     st.caption("RoPE turns each pair of dimensions of q and k by an angle that grows with the position, "
                "so q·k depends on how far apart the two characters are. Hover the bars to compare.")
@@ -219,8 +236,8 @@ t1, t2 = st.columns([1.5, 1])
 with t1:
     st.dataframe(
         pd.DataFrame(table), hide_index=True, height=320,
-        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table
-                       if c not in ("key", "mask")},
+        column_config={c: st.column_config.NumberColumn(format="%.4g" if c[0] in "ew" else "%.4f")
+                       for c in table if c not in ("key", "mask")},
     )
     st.caption(f"Sum of e^(s − max) over allowed keys = {shifted.sum():.4f}; each weight is its share. "
                "Masked keys get exactly 0.")

@@ -59,7 +59,8 @@ name = top_left.selectbox(
 raw = top_right.text_input(f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text")
 s1, s2, s3 = st.columns(3)
 nopos = s1.toggle("Drop positional information", key=P + "nopos",
-                  help="Run the same weights without any position signal (no added codes, no RoPE, no ALiBi).")
+                  help="Run the same weights without any position signal "
+                       "(no added codes, no RoPE, no ALiBi).")
 nocausal = s2.toggle("Decoder causal mask off", key=P + "nocausal",
                      help="Let each output position also see the positions after it (red outlines below).")
 nopad = s3.toggle("Padding mask off", key=P + "nopad",
@@ -74,7 +75,8 @@ except (CheckpointError, ConfigError, OSError) as e:
 cfg = ckpt.config
 st.caption(ex.checkpoint_note(ckpt))
 
-checked = ex.check_input(raw, ckpt.tokenizer, MAX_CHARS, lowercase=True)
+limit = min(MAX_CHARS, cfg.max_len - 2)  # room for <eos> in the source and <sos> in the target
+checked = ex.check_input(raw, ckpt.tokenizer, limit, lowercase=True)
 if checked.problem:
     (st.warning if not raw else st.error)(checked.problem, icon=":material/error:")
     st.stop()
@@ -89,40 +91,46 @@ except (InputError, ConfigError) as e:
 
 # ------------------------------------------------------------ the answer
 expected = text[::-1]
-st.markdown(f"**Input** `{text}` → **output**", help="Greedy decoding: the most likely letter at each step.")
-st.html(correctness_html(view.output, expected))
-if view.output == expected:
-    st.success(f"Correct: **{view.output}** is the input reversed.", icon=":material/check_circle:")
-else:
-    extra = " Characters replaced by `<unk>` cannot come back." if checked.unknown else ""
-    st.warning(f"Not the reverse: the true reverse is **{expected}**, the model wrote "
-               f"**{view.output or '(nothing)'}**.{extra}", icon=":material/cancel:")
+answer, verdict = st.columns([1.1, 1], vertical_alignment="bottom")
+with answer:
+    st.markdown(f"**Input** {ex.md_code(text)} → **output**",
+                help="Greedy decoding: the most likely letter at each step.")
+    st.html(correctness_html(view.output, expected))
+with verdict:
+    if view.output == expected:
+        st.success(f"Correct: **{view.output}** is the input reversed.", icon=":material/check_circle:")
+    else:
+        extra = " Characters replaced by `<unk>` cannot come back." if checked.unknown else ""
+        st.warning(f"Not the reverse: the true reverse is **{expected}**, the model wrote "
+                   f"**{view.output or '(nothing)'}**.{extra}", icon=":material/cancel:")
 
 n = len(text)
 scores = ex.anti_diagonal_scores(view.attention["cross"], n)
 best = np.unravel_index(int(scores.argmax()), scores.shape)
 src, tgt = view.source_tokens, view.target_tokens
 
-st.divider()
-st.markdown("**Head shown large** (or click any head in a grid)")
-sel_col, note_col = st.columns([1, 1.3])
-with sel_col:
-    layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads)
-note_col.metric(
+c1, c2, c3 = st.columns([1, 1, 1.6], vertical_alignment="bottom")
+layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, [c1, c2])
+c3.metric(
     "Most anti-diagonal cross-attention head", f"L{best[0]} H{best[1]} · {scores[best]:.2f}",
-    help="Mean cross-attention weight on the mirrored input letter (section 3).",
+    help="Mean cross-attention weight on the mirrored input letter (section 1).",
 )
+st.caption("The layer and head chosen here are drawn large in every section; clicking a small map "
+           "in any grid chooses it too.")
 
-# ------------------------------------------------------------ 1 encoder
-st.subheader("1 · Encoder self-attention")
-st.caption("Rows are input positions asking, columns are input positions answering. The encoder "
-           "has no mask: every letter may look both ways. `<eos>` marks where the word ends, which "
-           "is how position-free schemes can still count from the end.")
-ex.grid_and_head(view.attention["encoder_self"], src, src, prefix=P, name="enc", layer=layer, head=head,
-                 grid_title="", head_title=f"Encoder layer {layer} head {head}")
+# ------------------------------------------------------------ 1 cross
+st.subheader("1 · Cross-attention: where each output step reads the input")
+st.caption(f"Rows are the decoder's steps (from `<sos>`), columns the input letters. Row t writes output "
+           f"letter t; to reverse {n} letters it must read input position {n}−1−t: the anti-diagonal. Each "
+           "grid title gives that head's anti-diagonal score, the mean weight on the mirrored letter "
+           "(1.00 = perfect, near 0 = looking elsewhere).")
+titles = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
+ex.grid_and_head(view.attention["cross"], tgt, src, prefix=P, name="cross", layer=layer, head=head,
+                 grid_title="", head_title=f"Cross-attention layer {layer} head {head} · "
+                 f"anti-diagonal {scores[layer, head]:.2f}", cell_titles=titles)
 
 # ------------------------------------------------------------ 2 decoder
-st.subheader("2 · Decoder masked self-attention")
+st.subheader("2 · Decoder masked self-attention: what was already written")
 dec = view.attention["decoder_self"]
 highlight = ex.future_cells(dec[layer, head]) if nocausal else None
 if nocausal:
@@ -134,15 +142,13 @@ else:
 ex.grid_and_head(dec, tgt, tgt, prefix=P, name="dec", layer=layer, head=head, grid_title="",
                  head_title=f"Decoder layer {layer} head {head}", highlight=highlight)
 
-# ------------------------------------------------------------ 3 cross
-st.subheader("3 · Cross-attention: where each output step reads the input")
-st.caption(f"Row t writes output letter t; to reverse {n} letters it should read input position "
-           f"{n}−1−t, the anti-diagonal. Each grid title gives that head's anti-diagonal score: the "
-           "mean weight on the mirrored letter (1.00 = perfect, near 0 = looking elsewhere).")
-titles = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
-ex.grid_and_head(view.attention["cross"], tgt, src, prefix=P, name="cross", layer=layer, head=head,
-                 grid_title="", head_title=f"Cross-attention layer {layer} head {head} · "
-                 f"anti-diagonal {scores[layer, head]:.2f}", cell_titles=titles)
+# ------------------------------------------------------------ 3 encoder
+st.subheader("3 · Encoder self-attention: how the input letters see each other")
+st.caption("Rows are input positions asking, columns are input positions answering. The encoder "
+           "has no mask: every letter may look both ways. `<eos>` marks where the word ends, which "
+           "is how position-free schemes can still count from the end.")
+ex.grid_and_head(view.attention["encoder_self"], src, src, prefix=P, name="enc", layer=layer, head=head,
+                 grid_title="", head_title=f"Encoder layer {layer} head {head}")
 
 # ------------------------------------------------------------ 4 padding
 st.subheader("4 · Padding: two inputs of different lengths in one batch")
@@ -150,11 +156,12 @@ st.caption("Batches need equal lengths, so the shorter input is filled up with `
            "mask stops every position from attending to those fillers: with it on, `<pad>` columns get "
            "exactly 0. Switch **Padding mask off** above to see them soak up weight.")
 raw2 = st.text_input("Second input for the batch", key=P + "second")
-checked2 = ex.check_input(raw2, ckpt.tokenizer, MAX_CHARS, lowercase=True)
+checked2 = ex.check_input(raw2, ckpt.tokenizer, limit, lowercase=True)
 if checked2.problem:
     st.warning(f"Second input: {checked2.problem}", icon=":material/error:")
-elif checked2.text == text:
-    st.info("Give the second input a different length to see padding.", icon=":material/info:")
+elif len(checked2.text) == len(text):
+    st.info("Both inputs have the same length, so nothing is padded: give the second input a "
+            "different length.", icon=":material/info:")
 else:
     if checked2.unknown:
         st.caption("Second input: not in the vocabulary, replaced by `<unk>`: "
@@ -168,12 +175,13 @@ else:
         with col:
             mark = pv.is_pad[b][None, :] & (w > 0.001)
             fig = plots.head_heatmap(w, pv.tokens[b], pv.tokens[b],
-                                        f"Row {b + 1}: encoder layer {layer} head {head}",
-                                        highlight=mark, highlight_name="weight on <pad>", height=380)
+                                     f"Row {b + 1}: encoder layer {layer} head {head}",
+                                     highlight=mark, highlight_name="weight on <pad>", height=380)
             st.plotly_chart(fig, key=f"{P}pad{b}", config=plots.PNG_CONFIG)
             if pv.is_pad[b].any():
                 st.caption(f"Row {b + 1} has {int(pv.is_pad[b].sum())} `<pad>`; the most weight any real "
-                           f"letter puts on them: **{pad_share:.3f}**. Output: `{pv.outputs[b] or '(nothing)'}` "
+                           f"letter puts on them: **{pad_share:.3f}**. "
+                           f"Output: `{pv.outputs[b] or '(nothing)'}` "
                            f"(true reverse `{pv.texts[b][::-1]}`).")
             else:
                 st.caption(f"Row {b + 1} is the longer input: no padding. Output: "

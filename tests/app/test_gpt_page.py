@@ -163,19 +163,25 @@ def test_step_by_step_panel_matches_the_head_view(at: AppTest) -> None:
 def test_checkpoints_show_their_own_positional_steps(at: AppTest) -> None:
     set_prompt(at, PROMPT)
     at.selectbox(key="gpt_checkpoint").set_value("gpt-rope").run()
-    qvec = charts(ok(at))["gpt_qvec"]["data"]
-    assert [t["name"] for t in qvec] == ["q (before RoPE)", "q (after RoPE)"]
+    figs = charts(ok(at))
+    assert [t["name"] for t in figs["gpt_qvec"]["data"]] == ["q (before RoPE)", "q (after RoPE)"]
+    rotated, raw = heatmaps(figs["gpt_kmat"])[0], heatmaps(figs["gpt_kraw"])[0]
+    assert np.allclose(rotated[0], raw[0], atol=1e-5)  # position 0 is turned by angle 0
+    assert not np.allclose(rotated[1:], raw[1:], atol=1e-3)
     at.selectbox(key="gpt_checkpoint").set_value("gpt-alibi").run()
     assert "+ ALiBi bias" in at.dataframe[-1].value.columns
     at.selectbox(key="gpt_checkpoint").set_value("gpt-sinusoidal").run()
     assert [t["name"] for t in charts(ok(at))["gpt_qvec"]["data"]] == ["q"]
+    assert "gpt_kraw" not in charts(at)
 
 
 @pytest.mark.parametrize(
     ("text", "kind", "needle"),
     [("", "warning", "empty"), ("x" * 129, "error", "at most 128")],
 )
-def test_unusable_prompts_give_a_message_not_a_traceback(at: AppTest, text: str, kind: str, needle: str) -> None:
+def test_unusable_prompts_give_a_message_not_a_traceback(
+    at: AppTest, text: str, kind: str, needle: str
+) -> None:
     set_prompt(at, text)
     assert any(needle in s for s in texts(at, kind))
     assert not at.get("plotly_chart")
@@ -187,6 +193,7 @@ def test_emoji_in_the_prompt_are_replaced_and_listed(at: AppTest) -> None:
     assert any("U+1F600" in s for s in texts(at, "warning"))
     labels = charts(at)["gpt_self_head"]["layout"]["xaxis"]["ticktext"]
     assert "<unk>" in labels
+    assert "\U0001F600" not in html_blocks(at)  # headless browsers have no emoji font
     set_prompt(at, PROMPT)
 
 
@@ -207,6 +214,34 @@ def test_a_deep_link_restores_the_view() -> None:
 def test_downloads_are_offered(at: AppTest) -> None:
     labels = [b.label for b in at.get("download_button")]
     assert "Attention as JSON" in labels and "Attention as CSV" in labels
+
+
+def test_a_users_own_model_stays_in_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never in the global cache (its name means nothing to others); memoised per session."""
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a user's model went through the global cache")
+
+    calls = []
+    plain = ex.gpt_view_plain
+
+    def counting(*args: object) -> object:
+        calls.append(args[1:])
+        return plain(*args)
+
+    monkeypatch.setattr(ex, "_gpt_view_cached", forbidden)
+    monkeypatch.setattr(ex, "_generate_cached", forbidden)
+    monkeypatch.setattr(ex, "gpt_view_plain", counting)
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
+    at.session_state["my_models"] = {"my gpt": load_checkpoint("gpt-sinusoidal")}
+    at.run()
+    at.switch_page("views/gpt.py")
+    at.query_params = {"checkpoint": "my gpt", "text": PROMPT, "max_new": "10"}
+    ok(at.run())
+    assert at.selectbox(key="gpt_checkpoint").value == "my gpt"
+    assert len(heatmaps(charts(at)["gpt_self_grid"])) == 16
+    n = len(calls)
+    at.selectbox(key="gpt_head").set_value(3).run()  # same text and options: from the session memo
+    assert len(calls) == n
 
 
 # ---------------------------------------------------------------- pure helpers

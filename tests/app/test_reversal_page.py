@@ -80,7 +80,7 @@ def test_every_grid_has_layers_x_heads_maps_of_the_right_shape(at: AppTest) -> N
     set_text(at, "hello")
     figs = charts(at)
     n = len("hello")
-    expected = {"rev_enc_grid": (n + 1, n + 1), "rev_dec_grid": (n + 1, n + 1), "rev_cross_grid": (n + 1, n + 1)}
+    expected = {key: (n + 1, n + 1) for key in ("rev_enc_grid", "rev_dec_grid", "rev_cross_grid")}
     for key, shape in expected.items():
         maps = heatmaps(figs[key])
         assert len(maps) == 2 * 4, key  # 2 layers x 4 heads
@@ -124,7 +124,8 @@ def test_causal_mask_off_lets_the_decoder_see_the_future(at: AppTest) -> None:
     dec = heatmaps(figs["rev_dec_grid"])
     assert any(np.triu(m, 1).max() > 0.01 for m in dec)
     # the future cells are outlined in the large head view
-    assert any(t["type"] == "scatter" and t.get("name") == "future position" for t in figs["rev_dec_head"]["data"])
+    outlines = [t for t in figs["rev_dec_head"]["data"] if t.get("name") == "future position"]
+    assert outlines and outlines[0]["type"] == "scatter"
     at.toggle(key="rev_nocausal").set_value(False).run()
 
 
@@ -165,7 +166,9 @@ def test_capitals_are_lowercased_with_a_note(at: AppTest) -> None:
         ("a" * 31, "error", "at most 30"),
     ],
 )
-def test_unusable_input_gives_a_message_not_a_traceback(at: AppTest, text: str, kind: str, needle: str) -> None:
+def test_unusable_input_gives_a_message_not_a_traceback(
+    at: AppTest, text: str, kind: str, needle: str
+) -> None:
     set_text(at, text)
     assert any(needle in s for s in texts(at, kind))
     assert not at.get("plotly_chart")
