@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import sys
 from pathlib import Path
 
@@ -18,33 +16,13 @@ for path in (ROOT, ROOT / "app"):
 
 from lab import explorer as ex  # noqa: E402
 
+from tests.app.figures import array, charts, heatmaps, texts  # noqa: E402
 from transformer_core.checkpoint import load_checkpoint  # noqa: E402
 from transformer_core.config import InferenceOptions  # noqa: E402
 from transformer_core.trace import trace_gpt  # noqa: E402
 
 TIMEOUT = 60
 PROMPT = "The for statement"
-
-
-def _array(value: object) -> np.ndarray:
-    """A plotly JSON array: plain list or {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(s) for s in str(value.get("shape", len(arr))).split(",")]
-        return arr.reshape(shape)
-    return np.asarray(value, dtype=float)
-
-
-def charts(at: AppTest) -> dict[str, dict]:
-    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
-
-
-def heatmaps(fig: dict) -> list[np.ndarray]:
-    return [_array(t["z"]) for t in fig["data"] if t["type"] == "heatmap"]
-
-
-def texts(at: AppTest, kind: str) -> list[str]:
-    return [e.value for e in at.get(kind)]
 
 
 def html_blocks(at: AppTest) -> str:
@@ -157,7 +135,7 @@ def test_step_by_step_panel_matches_the_head_view(at: AppTest) -> None:
     assert table["weight w"].sum() == pytest.approx(1.0, abs=1e-4)
     d_k = 128 // 4
     assert np.allclose(table[f"× 1/√{d_k}"], table["q·k"] / np.sqrt(d_k), atol=1e-4)
-    assert len(_array(figs["gpt_out"]["data"][0]["y"])) == d_k
+    assert len(array(figs["gpt_out"]["data"][0]["y"])) == d_k
 
 
 def test_checkpoints_show_their_own_positional_steps(at: AppTest) -> None:

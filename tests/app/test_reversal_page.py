@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import sys
 from pathlib import Path
 
@@ -19,29 +17,9 @@ for path in (ROOT, ROOT / "app"):
 from lab import explorer as ex  # noqa: E402
 from lab import plots  # noqa: E402
 
+from tests.app.figures import charts, heatmaps, texts  # noqa: E402
+
 TIMEOUT = 60
-
-
-def _array(value: object) -> np.ndarray:
-    """A plotly JSON array: plain list or {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(s) for s in str(value.get("shape", len(arr))).split(",")]
-        return arr.reshape(shape)
-    return np.asarray(value, dtype=float)
-
-
-def charts(at: AppTest) -> dict[str, dict]:
-    """Every plotly chart on the page by its key, as the figure JSON sent to the browser."""
-    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
-
-
-def heatmaps(fig: dict) -> list[np.ndarray]:
-    return [_array(t["z"]) for t in fig["data"] if t["type"] == "heatmap"]
-
-
-def texts(at: AppTest, kind: str) -> list[str]:
-    return [e.value for e in at.get(kind)]
 
 
 def open_reversal(query_params: dict[str, str] | None = None) -> AppTest:
