@@ -101,6 +101,21 @@ def _self_attention_mask(
     )
 
 
+def _site(
+    kind: str, layer: int, options: InferenceOptions, capture: AttentionCapture | None, **facts: object
+) -> AttentionSite:
+    """The per-call facts of one attention layer: its masks and positions (`facts`) plus
+    what every layer takes from the options (scaling, ablated heads) and the capture."""
+    return AttentionSite(
+        kind,
+        layer,
+        scale_scores=options.scale_scores,
+        ablated_heads=tuple(options.ablated_heads(kind, layer)),
+        capture=capture,
+        **facts,  # type: ignore[arg-type]
+    )
+
+
 def _check_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
     if ids.dim() != 2 or ids.size(1) == 0:
         raise InputError(f"{what}: expected token ids of shape (batch, time>0), got {tuple(ids.shape)}")
@@ -146,16 +161,15 @@ class GPT(nn.Module):
         mask = _self_attention_mask(T, past + T, options.causal, options.sliding_window, device)
         square_causal = options.causal and not options.sliding_window and past == 0
         for i, block in enumerate(self.blocks):
-            site = AttentionSite(
+            site = _site(
                 "self",
                 i,
+                options,
+                capture,
                 mask=mask,
                 is_causal=square_causal,
                 rope=rope,
                 bias=bias,
-                scale_scores=options.scale_scores,
-                ablated_heads=tuple(options.ablated_heads("self", i)),
-                capture=capture,
             )
             x = block(x, site, cache=None if cache is None else cache.layers[i])
         return self.lm_head(self.final_norm(x))
@@ -209,15 +223,14 @@ class Seq2Seq(nn.Module):
             _self_attention_mask(Ts, Ts, False, options.sliding_window, src.device),
         )
         for i, block in enumerate(self.encoder):
-            site = AttentionSite(
+            site = _site(
                 "encoder_self",
                 i,
+                options,
+                capture,
                 mask=mask,
                 rope=rope,
                 bias=bias,
-                scale_scores=options.scale_scores,
-                ablated_heads=tuple(options.ablated_heads("encoder_self", i)),
-                capture=capture,
             )
             x = block(x, site)
         return self.encoder_norm(x)
@@ -245,23 +258,21 @@ class Seq2Seq(nn.Module):
         )
         cross_mask = padding_mask(src, PAD_ID) if options.padding_mask else None
         for i, block in enumerate(self.decoder):
-            site = AttentionSite(
+            site = _site(
                 "decoder_self",
                 i,
+                options,
+                capture,
                 mask=self_mask,
                 rope=rope,
                 bias=bias,
-                scale_scores=options.scale_scores,
-                ablated_heads=tuple(options.ablated_heads("decoder_self", i)),
-                capture=capture,
             )
-            cross = AttentionSite(
+            cross = _site(
                 "cross",
                 i,
+                options,
+                capture,
                 mask=cross_mask,
-                scale_scores=options.scale_scores,
-                ablated_heads=tuple(options.ablated_heads("cross", i)),
-                capture=capture,
             )
             x = block(x, site, memory, cross)
         return self.lm_head(self.decoder_norm(x))
