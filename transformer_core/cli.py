@@ -21,11 +21,13 @@ from transformer_core.checkpoint import (
     save_checkpoint,
 )
 from transformer_core.config import ATTENTION_KINDS, POSITION_SCHEMES, InferenceOptions
+from transformer_core.data import load_corpus
 from transformer_core.device import DEVICE_CHOICES, resolve_device
 from transformer_core.errors import CheckpointError, ConfigError, InputError
 from transformer_core.evaluation import evaluate_lm, evaluate_reversal
 from transformer_core.generation import generate
 from transformer_core.models import GPT
+from transformer_core.tasks import LanguageModelTask
 from transformer_core.trace import trace_gpt, trace_seq2seq
 from transformer_core.training import DoneEvent, EvalEvent, StepEvent, TrainConfig, Trainer, prepare_run
 
@@ -126,7 +128,12 @@ def cmd_eval(args: argparse.Namespace) -> None:
     ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     torch.manual_seed(args.seed)
     if ckpt.task == "reverse":
-        lengths = [int(x) for x in args.lengths.split(",")]
+        try:
+            lengths = [int(x) for x in args.lengths.split(",")]
+        except ValueError:
+            raise ConfigError(
+                f"lengths: {args.lengths!r} is not a comma-separated list of integers"
+            ) from None
         if any(n < 1 or n > ckpt.config.max_len - 2 for n in lengths):
             raise ConfigError(f"lengths: each must be in 1..{ckpt.config.max_len - 2}")
         result = evaluate_reversal(ckpt.model, ckpt.tokenizer, lengths, args.samples, args.seed)
@@ -136,12 +143,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
             for n in lengths
         )
     else:
-        from transformer_core.training import build_task
-
-        task = build_task(TrainConfig(task="lm", block_size=ckpt.config.max_len, corpus=args.corpus))
-        if task.tokenizer.vocab != ckpt.tokenizer.vocab:
-            task.tokenizer = ckpt.tokenizer
-            task.__post_init__()
+        task = LanguageModelTask(ckpt.tokenizer, load_corpus(args.corpus), ckpt.config.max_len)
         result = evaluate_lm(
             ckpt.model, task.val_ids, ckpt.config.max_len, batches=max(1, args.samples // 32), seed=args.seed
         )
