@@ -109,3 +109,22 @@ def test_waiting_run_cancelled_before_it_starts() -> None:
     first.stop()
     first.join(5)
     assert threading.active_count() >= 1
+
+
+def test_out_of_memory_stops_only_that_run_with_a_message() -> None:
+    import torch
+
+    slots = RunSlots(1)
+    run = _run(slots, steps=5)
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    run.task.loss = out_of_memory  # type: ignore[method-assign]
+    run.start()
+    run.join(10)
+    assert run.status == "failed" and "ran out of memory" in run.error
+    assert slots.running == 0
+    other = _run(slots, steps=3).start()  # the server keeps serving
+    other.join(30)
+    assert other.status == "done"
