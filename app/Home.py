@@ -9,6 +9,7 @@ if str(ROOT) not in sys.path:  # so pages can import transformer_core from the r
 
 import streamlit as st  # noqa: E402
 from lab.resources import configure_torch, device_picker  # noqa: E402
+from lab.runs import keep_form_state  # noqa: E402
 
 configure_torch()
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
@@ -51,4 +52,5 @@ navigation = st.navigation(
     }
 )
 device_picker()
+keep_form_state()
 navigation.run()

@@ -8,6 +8,7 @@ import os
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 import torch
@@ -20,6 +21,29 @@ from transformer_core.tasks import ReversalTask
 RUN_KEY, OWNER_KEY = "train_run", "train_run_owner"
 REPORT_LENGTHS = [3, 5, 7, 10, 12, 15]
 LENGTH_TABLE = CHECKPOINTS_DIR / "length_generalization.json"
+
+
+FORM_KEYS = ("train_task", "train_positions", "train_preset")
+
+
+def keep_form_state() -> None:
+    """Keep the /train choices while the user is on other pages (Streamlit drops the
+    state of widgets a run does not draw unless the key is assigned to itself)."""
+    for key in FORM_KEYS:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
+def remembered(name: str, default: Any) -> Any:
+    """The last value of a keyless /train widget in this session, else default."""
+    return st.session_state.get(f"_kept_{name}", default)
+
+
+def remember(name: str, value: Any) -> Any:
+    """Store a keyless widget's value (fed back through `remembered`, it survives visits to
+    other pages, which drop the state of widgets they do not draw)."""
+    st.session_state[f"_kept_{name}"] = value
+    return value
 
 
 @st.cache_resource

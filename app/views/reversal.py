@@ -101,8 +101,9 @@ with verdict:
         st.success(f"Correct: **{view.output}** is the input reversed.", icon=":material/check_circle:")
     else:
         extra = " Characters replaced by `<unk>` cannot come back." if checked.unknown else ""
-        st.warning(f"Not the reverse: the true reverse is **{expected}**, the model wrote "
-                   f"**{view.output or '(nothing)'}**.{extra}", icon=":material/cancel:")
+        st.warning(f"Not the reverse: the true reverse is {ex.md_code(expected)}, the model wrote "
+                   f"{ex.md_code(view.output) if view.output else '(nothing)'}.{extra}",
+                   icon=":material/cancel:")
 
 n = len(text)
 scores = ex.anti_diagonal_scores(view.attention["cross"], n)

@@ -12,6 +12,8 @@ from lab.runs import (
     current_run,
     length_table,
     publish,
+    remember,
+    remembered,
     reversal_eval_lengths,
     run_slots,
     start_run,
@@ -36,6 +38,11 @@ PRESETS = {  # task -> preset -> model overrides
         "medium": dict(d_model=192, n_layers=6, n_heads=6, d_ff=768),
     },
 }
+DEFAULT_STEPS, DEFAULT_BATCH, DEFAULT_LR = (
+    {"reverse": 3000, "lm": 1000},
+    {"reverse": 64, "lm": 32},
+    {"reverse": 2e-3, "lm": 3e-3},
+)
 TASK_LABELS = {"reverse": "String reversal (encoder-decoder)", "lm": "Character language model (GPT)"}
 
 st.title("Train a model")
@@ -48,29 +55,35 @@ st.caption(
 # ---------------------------------------------------------------- 1. the run's settings
 with st.container(border=True):
     c1, c2, c3 = st.columns(3)
+    st.session_state.setdefault("train_task", "reverse")
+    st.session_state.setdefault("train_positions", "rope")
     task = c1.radio("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task")
-    positions = c2.selectbox("Positional scheme", POSITION_SCHEMES, index=2, key="train_positions")
-    preset = c3.select_slider("Model size", list(PRESETS[task]), value="small", key="train_preset")
+    positions = c2.selectbox("Positional scheme", POSITION_SCHEMES, key="train_positions")
+    st.session_state.setdefault("train_preset", "small")
+    preset = c3.select_slider("Model size", list(PRESETS[task]), key="train_preset")
     size = dict(PRESETS[task][preset])
-    with st.expander("Model shape, optimiser and device"):
-        a1, a2, a3, a4 = st.columns(4)
+    with st.expander("Model shape and optimiser (the device is chosen in the sidebar)"):
+        a1, a2, a3 = st.columns(3)
         size["d_model"] = a1.number_input("d_model", 16, 256, size["d_model"], step=16)
         size["n_layers"] = a2.number_input("layers", 1, 6, size["n_layers"])
         size["n_heads"] = a3.number_input("heads", 1, 8, size["n_heads"])
         size["d_ff"] = 4 * size["d_model"]
-        device = a4.selectbox("Device", ["auto", "cpu", "cuda"], help="auto = CUDA when available")
         b1, b2, b3, b4 = st.columns(4)
-        steps = b1.number_input("Steps", 10, 10_000, 3000 if task == "reverse" else 1000, step=100)
-        batch_size = b2.number_input("Batch size", 1, 256, 64 if task == "reverse" else 32)
-        lr = b3.number_input(
-            "Peak learning rate", 1e-5, 1e-1, 2e-3 if task == "reverse" else 3e-3, format="%.4f"
+        steps = b1.number_input(
+            "Steps", 10, 10_000, remembered(f"steps_{task}", DEFAULT_STEPS[task]), step=100
         )
+        batch_size = b2.number_input("Batch size", 1, 256, remembered(f"batch_{task}", DEFAULT_BATCH[task]))
+        lr = b3.number_input(
+            "Peak learning rate", 1e-5, 1e-1, remembered(f"lr_{task}", DEFAULT_LR[task]), format="%.4f"
+        )
+        remember(f"steps_{task}", steps), remember(f"batch_{task}", batch_size), remember(f"lr_{task}", lr)
         schedule = b4.selectbox(
             "Schedule",
             ["cosine", "vaswani", "constant"],
             help="cosine: warm-up then cosine decay; vaswani: warm-up then 1/sqrt(step)",
         )
-    text = None
+    text, corpus_error = None, False
+    device = str(current_device())
     if task == "lm":
         upload = st.file_uploader(
             "Corpus (optional): a UTF-8 .txt file up to 5 MB, e.g. TinyShakespeare",
@@ -82,15 +95,15 @@ with st.container(border=True):
                 text = corpus_from_bytes(upload.getvalue(), name=upload.name, max_bytes=MAX_UPLOAD_BYTES)
                 st.caption(f"Using **{upload.name}**: {len(text):,} characters, {len(set(text))} distinct.")
             except InputError as e:
-                st.error(str(e))
-                st.stop()
+                st.error(f"{e}. Remove the file to train on the default corpus.")
+                corpus_error = True
         else:
             st.caption("Using the default corpus: the documentation topics bundled with Python.")
 
 run = current_run()
 start_col, stop_col, info_col = st.columns([1, 1, 4])
 active = run is not None and not run.finished
-if start_col.button("Start", type="primary", icon=":material/play_arrow:", disabled=active):
+if start_col.button("Start", type="primary", icon=":material/play_arrow:", disabled=active or corpus_error):
     try:
         config = TrainConfig(
             task=task,
@@ -119,7 +132,7 @@ if stop_col.button("Stop", icon=":material/stop:", disabled=not active):
     st.rerun()
 slots = run_slots()
 info_col.caption(
-    f"Device: **{current_device() if device == 'auto' else device}** · server-wide: {slots.running} of "
+    f"Device: **{device}** · server-wide: {slots.running} of "
     f"{slots.max_running} training slots busy, {slots.waiting} waiting"
 )
 
@@ -302,7 +315,7 @@ if rerun_cols[1].button("Train this row", disabled=active, key="length_rerun"):
         batch_size=64,
         lr=2e-3,
         warmup=200,
-        device="auto",
+        device=str(current_device()),
         eval_every=600,
         snapshot_every=75,
     )
