@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
 from transformer_core.cli import main as cli_main
@@ -111,10 +111,11 @@ def test_reversal_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
 def test_reversal_deep_link_and_download(page: Page, app_url: str, tmp_path: Path) -> None:
     open_page(page, app_url + "/reversal?checkpoint=reverse-sinusoidal&text=world&layer=1&head=3"
               "&nocausal=true&second=ab", tmp_path / "reversal-deep-link.png")
-    assert page.get_by_role("textbox", name=REVERSAL_INPUT, exact=True).input_value() == "world"
-    assert page.get_by_role("textbox", name="Second input for the batch", exact=True).input_value() == "ab"
-    assert page.get_by_role("switch", name="Decoder causal mask off").is_checked()
-    assert not page.get_by_role("switch", name="Padding mask off").is_checked()
+    reversal_box = page.get_by_role("textbox", name=REVERSAL_INPUT, exact=True)
+    expect(reversal_box).to_have_value("world", timeout=20_000)
+    expect(page.get_by_role("textbox", name="Second input for the batch", exact=True)).to_have_value("ab")
+    expect(page.get_by_role("switch", name="Decoder causal mask off")).to_be_checked()
+    expect(page.get_by_role("switch", name="Padding mask off")).not_to_be_checked()
     assert "Decoder layer 1 head 3" in plot_title(page, "rev_dec_head")
     assert "dlrow" in main_text(page)
 
@@ -167,8 +168,8 @@ def test_gpt_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
 def test_gpt_deep_link(page: Page, app_url: str, tmp_path: Path) -> None:
     open_page(page, app_url + "/gpt?checkpoint=gpt-rope&text=import%20os&layer=3&head=1&query=4"
               "&nocausal=true&temperature=0.5&seed=3&max_new=20", tmp_path / "gpt-deep-link.png")
-    assert page.get_by_role("textbox", name="Prompt", exact=True).input_value() == "import os"
-    assert page.get_by_role("switch", name="Causal mask off").is_checked()
+    expect(page.get_by_role("textbox", name="Prompt", exact=True)).to_have_value("import os", timeout=20_000)
+    expect(page.get_by_role("switch", name="Causal mask off")).to_be_checked()
     assert "Layer 3 head 1" in plot_title(page, "gpt_self_head")
     legend(page, "gpt_qvec", "q (after RoPE)")
     p = params(page)
