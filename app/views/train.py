@@ -300,7 +300,7 @@ for name, entry in results.get("rows", {}).items():
     rows.append({"model": name, **{f"len {n}": entry[key].get(str(n)) for n in REPORT_LENGTHS}})
 if rows:
     table = pd.DataFrame(rows).set_index("model")
-    bars = st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")
+    bars = st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f", width="small")
     st.dataframe(table, column_config={c: bars for c in table.columns}, width="stretch")
     if results.get("command"):
         st.caption(f"Made by `{results['command']}`")
