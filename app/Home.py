@@ -1,15 +1,10 @@
 """Attention Lab: `streamlit run app/Home.py`. This file is the router around every page."""
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # so pages can import transformer_core from the repo
-    sys.path.insert(0, str(ROOT))
-
-import streamlit as st  # noqa: E402
-from lab.resources import configure_torch, device_picker  # noqa: E402
-from lab.runs import keep_form_state  # noqa: E402
+import streamlit as st
+from lab.resources import configure_torch, device_picker
+from lab.runs import keep_form_state
 
 configure_torch()
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")

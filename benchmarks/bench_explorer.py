@@ -15,28 +15,23 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-for path in (ROOT, ROOT / "app"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+import streamlit  # noqa: F401  (configures its loggers, silenced next)
+import torch
+from lab import explorer as ex
+from lab import plots
 
-import streamlit  # noqa: E402, F401  (configures its loggers, silenced next)
-import torch  # noqa: E402
+from transformer_core.io.checkpoint import load_checkpoint
 
 for _name in list(logging.root.manager.loggerDict):
     if _name.startswith("streamlit"):  # "no runtime found" warnings are expected outside a server
         logging.getLogger(_name).setLevel(logging.ERROR)
 
-from lab import explorer as ex  # noqa: E402
-from lab import plots  # noqa: E402
-
-from transformer_core.checkpoint import load_checkpoint  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 PROMPT = "The with statement is used to wrap the execution of a block with"  # 64 characters
 assert len(PROMPT) == 64

@@ -10,16 +10,12 @@ every --every steps.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from transformer_core.evaluation import evaluate_reversal  # noqa: E402
-from transformer_core.training import StepEvent, TrainConfig, Trainer, prepare_run  # noqa: E402
+from transformer_core.train.evaluation import evaluate_reversal
+from transformer_core.train.trainer import StepEvent, TrainConfig, Trainer, prepare_run
 
 LENGTHS = [3, 5, 7, 10]
 

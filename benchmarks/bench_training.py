@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from transformer_core.config import ModelConfig  # noqa: E402
-from transformer_core.training import TrainConfig, prepare_run  # noqa: E402
+from transformer_core.config import ModelConfig
+from transformer_core.train.trainer import TrainConfig, prepare_run
 
 
 class ReferenceBlock(nn.Module):

@@ -19,13 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from transformer_core.config import POSITION_SCHEMES
+from transformer_core.io.checkpoint import load_checkpoint
+from transformer_core.train.evaluation import evaluate_reversal
+from transformer_core.train.trainer import TrainConfig, Trainer, prepare_run
 
-from transformer_core.checkpoint import load_checkpoint  # noqa: E402
-from transformer_core.config import POSITION_SCHEMES  # noqa: E402
-from transformer_core.evaluation import evaluate_reversal  # noqa: E402
-from transformer_core.training import TrainConfig, Trainer, prepare_run  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 LENGTHS = [3, 5, 7, 10, 12, 15]
 

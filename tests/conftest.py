@@ -1,67 +1,7 @@
-"""Shared helpers for the core tests: tiny models that build in milliseconds on a CPU."""
+"""Settings for the whole suite."""
 
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-import pytest
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # plain `pytest` as well as `python -m pytest`
-    sys.path.insert(0, str(ROOT))
-
-from transformer_core.config import ModelConfig  # noqa: E402
-from transformer_core.models import GPT, Seq2Seq  # noqa: E402
 
 # The models here are tiny: one intra-op thread is fastest, and it avoids OpenMP threads
 # spinning against each other on a busy 2-core machine (100x slowdowns were measured).
 torch.set_num_threads(1)
-
-VOCAB = 16
-
-
-def _tiny_config(arch: str = "gpt", positions: str = "sinusoidal", **overrides) -> ModelConfig:
-    fields = dict(
-        arch=arch,
-        vocab_size=VOCAB,
-        d_model=16,
-        n_heads=2,
-        n_layers=2,
-        d_ff=32,
-        max_len=16,
-        positions=positions,
-    )
-    fields.update(overrides)
-    return ModelConfig(**fields)
-
-
-@pytest.fixture
-def tiny_config():
-    """Factory: ModelConfig(arch, positions, **overrides) with d_model 16, 2 heads, 2 layers."""
-    return _tiny_config
-
-
-@pytest.fixture
-def make_gpt():
-    def build(positions: str = "sinusoidal", seed: int = 0, **overrides) -> GPT:
-        torch.manual_seed(seed)
-        return GPT(_tiny_config("gpt", positions, **overrides)).eval()
-
-    return build
-
-
-@pytest.fixture
-def make_seq2seq():
-    def build(positions: str = "sinusoidal", seed: int = 0, **overrides) -> Seq2Seq:
-        torch.manual_seed(seed)
-        return Seq2Seq(_tiny_config("seq2seq", positions, **overrides)).eval()
-
-    return build
-
-
-@pytest.fixture(autouse=True)
-def _deterministic():
-    torch.manual_seed(1234)
-    yield

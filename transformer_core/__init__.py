@@ -9,9 +9,9 @@ from transformer_core.attention import MultiHeadAttention, scaled_dot_product_at
 from transformer_core.capture import AttentionCapture, AttentionRecord
 from transformer_core.config import InferenceOptions, ModelConfig
 from transformer_core.errors import CheckpointError, ConfigError, InputError
+from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.models import GPT, Seq2Seq, build_model
 from transformer_core.positional import sinusoidal_positional_encoding
-from transformer_core.tokenizer import CharTokenizer
 
 __all__ = [
     "GPT",

@@ -13,23 +13,23 @@ from typing import Any
 
 import torch
 
-from transformer_core.checkpoint import (
+from transformer_core.config import ATTENTION_KINDS, POSITION_SCHEMES, InferenceOptions
+from transformer_core.device import DEVICE_CHOICES, resolve_device
+from transformer_core.errors import CheckpointError, ConfigError, InputError
+from transformer_core.generation import generate
+from transformer_core.interp.trace import trace_gpt, trace_seq2seq
+from transformer_core.io.checkpoint import (
     list_checkpoints,
     load_checkpoint,
     read_meta,
     resolve_checkpoint,
     save_checkpoint,
 )
-from transformer_core.config import ATTENTION_KINDS, POSITION_SCHEMES, InferenceOptions
-from transformer_core.data import load_corpus
-from transformer_core.device import DEVICE_CHOICES, resolve_device
-from transformer_core.errors import CheckpointError, ConfigError, InputError
-from transformer_core.evaluation import evaluate_lm, evaluate_reversal
-from transformer_core.generation import generate
+from transformer_core.io.data import load_corpus
 from transformer_core.models import GPT
-from transformer_core.tasks import LanguageModelTask
-from transformer_core.trace import trace_gpt, trace_seq2seq
-from transformer_core.training import DoneEvent, EvalEvent, StepEvent, TrainConfig, Trainer, prepare_run
+from transformer_core.train.evaluation import evaluate_lm, evaluate_reversal
+from transformer_core.train.tasks import LanguageModelTask
+from transformer_core.train.trainer import DoneEvent, EvalEvent, StepEvent, TrainConfig, Trainer, prepare_run
 
 REPORT_LENGTHS = [3, 5, 7, 10, 12, 15]
 

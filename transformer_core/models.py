@@ -16,6 +16,7 @@ from transformer_core.attention import AttentionSite, KVCache
 from transformer_core.capture import AttentionCapture
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions, ModelConfig
 from transformer_core.errors import ConfigError, InputError
+from transformer_core.io.tokenizer import PAD_ID
 from transformer_core.layers import DecoderBlock, EncoderBlock, make_norm
 from transformer_core.masks import causal_mask, combine_masks, padding_mask, sliding_window_mask
 from transformer_core.positional import (
@@ -24,7 +25,6 @@ from transformer_core.positional import (
     rope_angles,
     sinusoidal_positional_encoding,
 )
-from transformer_core.tokenizer import PAD_ID
 
 Rope = tuple[torch.Tensor, torch.Tensor]
 

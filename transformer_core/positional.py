@@ -12,17 +12,22 @@ import torch
 
 
 def sinusoidal_positional_encoding(
-    num_positions: int, d_model: int, *, device: torch.device | str | None = None
+    num_positions: int,
+    d_model: int,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
     """The Vaswani table P of shape (num_positions, d_model).
 
     P[p, 2i] = sin(p / 10000^(2i/d_model)), P[p, 2i+1] = cos(p / 10000^(2i/d_model)):
     each pair of dimensions is a clock turning at its own speed, slow for high i.
+    dtype=torch.float64 gives the exact table the lessons check identities against.
     """
-    position = torch.arange(num_positions, dtype=torch.float32, device=device)[:, None]
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float32, device=device)
+    position = torch.arange(num_positions, dtype=dtype, device=device)[:, None]
+    two_i = torch.arange(0, d_model, 2, dtype=dtype, device=device)
     angle = position / torch.pow(10000.0, two_i / d_model)  # (P, ceil(d/2))
-    table = torch.zeros(num_positions, d_model, device=device)
+    table = torch.zeros(num_positions, d_model, dtype=dtype, device=device)
     table[:, 0::2] = torch.sin(angle)
     table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
     return table

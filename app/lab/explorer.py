@@ -2,7 +2,7 @@
 
 Three layers, top to bottom:
 - pure helpers (no Streamlit): input checks and labels (the attention arithmetic shown
-  step by step and the head scores live in transformer_core.inspection);
+  step by step and the head scores live in transformer_core.interp.inspection);
 - computations on a checkpoint through the transformer_core API, cached with
   st.cache_data keyed by (checkpoint, device, weights checksum, text, options) for
   shipped models, and never cached globally for a user's own models;
@@ -24,11 +24,9 @@ import torch
 from lab import export, plots
 from lab.resources import MY_MODELS_KEY, current_device, load_model
 from transformer_core.capture import AttentionCapture
-from transformer_core.checkpoint import Checkpoint
 from transformer_core.config import InferenceOptions
-from transformer_core.data import encode_source
 from transformer_core.generation import generate, greedy_decode
-from transformer_core.inspection import (  # noqa: F401  (the pages use them as ex.*)
+from transformer_core.interp.inspection import (  # noqa: F401  (the pages use them as ex.*)
     QuerySteps,
     anti_diagonal_scores,
     distribution_shift,
@@ -37,8 +35,10 @@ from transformer_core.inspection import (  # noqa: F401  (the pages use them as 
     record_arrays,
     softmax_allowed,
 )
-from transformer_core.tokenizer import PAD_ID, CharTokenizer
-from transformer_core.trace import trace_gpt, trace_seq2seq
+from transformer_core.interp.trace import trace_gpt, trace_seq2seq
+from transformer_core.io.checkpoint import Checkpoint
+from transformer_core.io.data import encode_source
+from transformer_core.io.tokenizer import PAD_ID, CharTokenizer
 
 CACHE_ENTRIES = 64
 

@@ -1,6 +1,6 @@
 """Plotly figures for the lesson pages (/basics, /positions, /variance).
 
-Figures only: every number arrives computed (transformer_core.lessons). Fonts are large
+Figures only: every number arrives computed (the `lessons` package). Fonts are large
 enough for a projector; colours are shared across pages: scaled/first series indigo,
 unscaled/second series orange.
 """
@@ -12,8 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
-
-from transformer_core.lessons import Saturation, Schedules
+from lessons import Saturation, Schedules
 
 FIRST = "#4f46e5"  # scaled, sinusoidal, Gaussian
 SECOND = "#ea580c"  # unscaled, learned, boxcar

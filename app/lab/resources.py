@@ -12,15 +12,15 @@ import os
 import streamlit as st
 import torch
 
-from transformer_core.checkpoint import (
+from transformer_core.device import describe_device, resolve_device
+from transformer_core.errors import CheckpointError
+from transformer_core.io.checkpoint import (
     Checkpoint,
     list_checkpoints,
     load_checkpoint,
     read_meta,
     shipped_checkpoint_path,
 )
-from transformer_core.device import describe_device, resolve_device
-from transformer_core.errors import CheckpointError
 
 MY_MODELS_KEY = "my_models"  # session_state: {label: Checkpoint}
 

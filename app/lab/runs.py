@@ -14,9 +14,9 @@ import streamlit as st
 import torch
 
 from lab.resources import MY_MODELS_KEY
-from transformer_core.background import BackgroundRun, RunSlots
-from transformer_core.checkpoint import CHECKPOINTS_DIR, Checkpoint, save_checkpoint
-from transformer_core.tasks import ReversalTask
+from transformer_core.io.checkpoint import CHECKPOINTS_DIR, Checkpoint, save_checkpoint
+from transformer_core.train.runs import BackgroundRun, RunSlots
+from transformer_core.train.tasks import ReversalTask
 
 RUN_KEY, OWNER_KEY = "train_run", "train_run_owner"
 REPORT_LENGTHS = [3, 5, 7, 10, 12, 15]

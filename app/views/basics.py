@@ -16,7 +16,7 @@ from lab import lesson_plots as lp
 from lab.params import init_state, write_state
 from lab.plots import PNG_CONFIG
 
-from transformer_core import lessons as L
+import lessons as L
 
 PERM_TOKENS = ("the", "dog", "bit", "man")
 PERMUTATIONS = [",".join(map(str, p)) for p in itertools.permutations(range(len(PERM_TOKENS)))]

@@ -11,7 +11,7 @@ from lab.params import init_state, write_state
 from lab.plots import PNG_CONFIG, attention_grid
 from lab.resources import load_model, model_choices, shipped_checkpoints
 
-from transformer_core import lessons as L
+import lessons as L
 from transformer_core.errors import CheckpointError
 
 ROPE_D_HEAD = 16

@@ -19,11 +19,11 @@ from lab.runs import (
     start_run,
 )
 
-from transformer_core.background import BackgroundRun
 from transformer_core.config import POSITION_SCHEMES
-from transformer_core.data import corpus_from_bytes
 from transformer_core.errors import ConfigError, InputError
-from transformer_core.training import TrainConfig, prepare_run
+from transformer_core.io.data import corpus_from_bytes
+from transformer_core.train.runs import BackgroundRun
+from transformer_core.train.trainer import TrainConfig, prepare_run
 
 MAX_UPLOAD_BYTES = 5_000_000
 PRESETS = {  # task -> preset -> model overrides

@@ -11,9 +11,9 @@ from lab.params import init_state, write_state
 from lab.plots import PNG_CONFIG, attention_grid
 from lab.resources import current_device, load_model, model_choices, shipped_checkpoints
 
-from transformer_core import lessons as L
-from transformer_core.checkpoint import Checkpoint
+import lessons as L
 from transformer_core.errors import CheckpointError, InputError
+from transformer_core.io.checkpoint import Checkpoint
 
 TABLE_DIMS = (4, 16, 64, 256)
 SATURATION_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from lab import explorer as ex
 from streamlit.testing.v1 import AppTest
 
+from tests.app.figures import array, charts, heatmaps, texts
+from transformer_core.config import InferenceOptions
+from transformer_core.interp.trace import trace_gpt
+from transformer_core.io.checkpoint import load_checkpoint
+
 ROOT = Path(__file__).resolve().parents[2]
-for path in (ROOT, ROOT / "app"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-from lab import explorer as ex  # noqa: E402
-
-from tests.app.figures import array, charts, heatmaps, texts  # noqa: E402
-from transformer_core.checkpoint import load_checkpoint  # noqa: E402
-from transformer_core.config import InferenceOptions  # noqa: E402
-from transformer_core.trace import trace_gpt  # noqa: E402
-
 TIMEOUT = 60
 PROMPT = "The for statement"
 

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from lab import explorer as ex
+from lab import plots
 from streamlit.testing.v1 import AppTest
 
+from tests.app.figures import charts, heatmaps, texts
+
 ROOT = Path(__file__).resolve().parents[2]
-for path in (ROOT, ROOT / "app"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-from lab import explorer as ex  # noqa: E402
-from lab import plots  # noqa: E402
-
-from tests.app.figures import charts, heatmaps, texts  # noqa: E402
-
 TIMEOUT = 60
 
 
@@ -186,7 +180,7 @@ def test_downloads_are_offered(at: AppTest) -> None:
 
 
 def test_a_users_own_model_never_touches_the_shared_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    from transformer_core.checkpoint import load_checkpoint
+    from transformer_core.io.checkpoint import load_checkpoint
 
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("a user's model went through the global cache")
@@ -231,7 +225,7 @@ def test_anti_diagonal_score_counts_only_decoded_rows_and_ignores_the_main_diago
 
 
 def test_check_input_reports_lowercasing_unknowns_and_limits() -> None:
-    from transformer_core.data import reversal_tokenizer
+    from transformer_core.io.data import reversal_tokenizer
 
     tok = reversal_tokenizer()
     c = ex.check_input("HeLLo!", tok, 30, lowercase=True)

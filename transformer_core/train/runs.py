@@ -18,7 +18,7 @@ from typing import Any, Literal
 import torch
 
 from transformer_core.errors import ConfigError, InputError
-from transformer_core.training import (
+from transformer_core.train.trainer import (
     DoneEvent,
     EvalEvent,
     SnapshotEvent,

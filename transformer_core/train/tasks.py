@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_core.data import lm_batch, random_positions, random_strings, reversal_batch, split_ids
-from transformer_core.evaluation import evaluate_lm, evaluate_reversal
-from transformer_core.tokenizer import PAD_ID, CharTokenizer
-from transformer_core.trace import trace_gpt, trace_seq2seq
+from transformer_core.interp.trace import trace_gpt, trace_seq2seq
+from transformer_core.io.data import lm_batch, random_positions, random_strings, reversal_batch, split_ids
+from transformer_core.io.tokenizer import PAD_ID, CharTokenizer
+from transformer_core.train.evaluation import evaluate_lm, evaluate_reversal
 
 REVERSAL_PROBE = "attention"
 LM_PROBE = "The return statement"

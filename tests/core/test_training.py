@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from transformer_core.errors import ConfigError
-from transformer_core.schedules import label_smoothing_target, vaswani_lr, warmup_cosine_lr
-from transformer_core.training import (
+from transformer_core.train.schedules import label_smoothing_target, vaswani_lr, warmup_cosine_lr
+from transformer_core.train.trainer import (
     DoneEvent,
     EvalEvent,
     SnapshotEvent,
@@ -152,7 +152,7 @@ def test_bad_train_config_names_the_field(field: str, value: object) -> None:
 
 
 def test_random_positions_are_increasing_distinct_and_in_range() -> None:
-    from transformer_core.data import random_positions
+    from transformer_core.io.data import random_positions
 
     g = torch.Generator().manual_seed(0)
     draws = [random_positions(11, 32, g) for _ in range(50)]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_core.checkpoint import (
+from transformer_core.errors import CheckpointError
+from transformer_core.io.checkpoint import (
     META_FILE,
     WEIGHTS_FILE,
     load_checkpoint,
@@ -17,8 +18,7 @@ from transformer_core.checkpoint import (
     save_checkpoint,
     shipped_checkpoint_path,
 )
-from transformer_core.data import reversal_tokenizer
-from transformer_core.errors import CheckpointError
+from transformer_core.io.data import reversal_tokenizer
 from transformer_core.models import build_model
 
 

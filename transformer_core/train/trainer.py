@@ -15,12 +15,12 @@ import torch
 from torch import nn
 
 from transformer_core.config import ModelConfig, validate_fields
-from transformer_core.data import corpus_tokenizer, load_corpus, reversal_tokenizer
 from transformer_core.device import resolve_device
 from transformer_core.errors import ConfigError
+from transformer_core.io.data import corpus_tokenizer, load_corpus, reversal_tokenizer
 from transformer_core.models import build_model
-from transformer_core.schedules import vaswani_lr, warmup_cosine_lr
-from transformer_core.tasks import LanguageModelTask, ReversalTask
+from transformer_core.train.schedules import vaswani_lr, warmup_cosine_lr
+from transformer_core.train.tasks import LanguageModelTask, ReversalTask
 
 Task = ReversalTask | LanguageModelTask
 

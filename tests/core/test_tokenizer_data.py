@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_core.data import (
+from transformer_core.errors import InputError
+from transformer_core.io.data import (
     corpus_from_bytes,
     corpus_tokenizer,
     default_corpus,
@@ -17,8 +18,7 @@ from transformer_core.data import (
     reversal_tokenizer,
     split_ids,
 )
-from transformer_core.errors import InputError
-from transformer_core.tokenizer import (
+from transformer_core.io.tokenizer import (
     EOS_ID,
     PAD_ID,
     SOS_ID,

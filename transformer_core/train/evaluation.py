@@ -7,10 +7,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_core.data import lm_batch, random_strings, reversal_batch
 from transformer_core.generation import greedy_decode
+from transformer_core.io.data import lm_batch, random_strings, reversal_batch
+from transformer_core.io.tokenizer import PAD_ID, CharTokenizer
 from transformer_core.models import GPT, Seq2Seq
-from transformer_core.tokenizer import PAD_ID, CharTokenizer
 
 
 @torch.no_grad()

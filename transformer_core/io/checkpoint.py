@@ -23,10 +23,10 @@ from torch import nn
 
 from transformer_core.config import POSITION_SCHEMES, ModelConfig
 from transformer_core.errors import CheckpointError, ConfigError
+from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.models import GPT, Seq2Seq, build_model
-from transformer_core.tokenizer import CharTokenizer
 
-CHECKPOINTS_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
+CHECKPOINTS_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
 WEIGHTS_FILE, META_FILE = "model.safetensors", "checkpoint.json"
 FORMAT = "attention-lab-checkpoint/1"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")

@@ -12,10 +12,10 @@ from transformer_core.attention import AttentionSite
 from transformer_core.capture import AttentionCapture
 from transformer_core.config import DEFAULT_OPTIONS, POSITION_SCHEMES, InferenceOptions, ModelConfig
 from transformer_core.errors import ConfigError, InputError
+from transformer_core.io.tokenizer import EOS_ID, PAD_ID, SOS_ID
 from transformer_core.layers import EncoderBlock, FeedForward, RMSNorm
 from transformer_core.models import GPT, Seq2Seq, build_model
 from transformer_core.positional import apply_rope, rope_angles
-from transformer_core.tokenizer import EOS_ID, PAD_ID, SOS_ID
 
 ATOL = 1e-5
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from transformer_core.checkpoint import SHIPPED_NAMES
+from transformer_core.io.checkpoint import SHIPPED_NAMES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -20,6 +20,7 @@ import torch
 
 from transformer_core.attention import attention_scores, masked_softmax, scaled_dot_product_attention
 from transformer_core.config import InferenceOptions
+from transformer_core.interp.trace import trace_gpt, trace_seq2seq
 from transformer_core.masks import causal_mask
 from transformer_core.positional import (
     alibi_bias,
@@ -29,8 +30,7 @@ from transformer_core.positional import (
     shift_rotation,
     sinusoidal_positional_encoding,
 )
-from transformer_core.schedules import label_smoothing_target, vaswani_lr, warmup_cosine_lr
-from transformer_core.trace import trace_gpt, trace_seq2seq
+from transformer_core.train.schedules import label_smoothing_target, vaswani_lr, warmup_cosine_lr
 
 ArrayLike = Sequence[float] | np.ndarray
 

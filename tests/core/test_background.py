@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from transformer_core.background import BackgroundRun, RunSlots
-from transformer_core.training import TrainConfig, prepare_run
+from transformer_core.train.runs import BackgroundRun, RunSlots
+from transformer_core.train.trainer import TrainConfig, prepare_run
 
 
 def _run(slots: RunSlots, steps: int = 100_000, **kw) -> BackgroundRun:

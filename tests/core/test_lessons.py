@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_core import lessons as L
+import lessons as L
 from transformer_core.errors import InputError
+from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.positional import sinusoidal_positional_encoding
-from transformer_core.tokenizer import CharTokenizer
 
 
 def test_qkv_toy_weights_and_context() -> None:

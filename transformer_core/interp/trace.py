@@ -13,10 +13,10 @@ import torch
 
 from transformer_core.capture import AttentionCapture
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
-from transformer_core.data import encode_source
 from transformer_core.generation import greedy_decode
+from transformer_core.io.data import encode_source
+from transformer_core.io.tokenizer import EOS_ID, SOS_ID, CharTokenizer
 from transformer_core.models import GPT, Seq2Seq
-from transformer_core.tokenizer import EOS_ID, SOS_ID, CharTokenizer
 
 
 @dataclass

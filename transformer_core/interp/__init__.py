@@ -1,0 +1,1 @@
+"""Interpretability: traces of attention, head scores, one query step by step."""

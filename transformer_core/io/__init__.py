@@ -1,0 +1,1 @@
+"""Input and output: character tokenizer, corpora and reversal strings, checkpoints."""

@@ -1,0 +1,1 @@
+"""Training: tasks, the trainer and its events, LR schedules, evaluation, capped background runs."""
