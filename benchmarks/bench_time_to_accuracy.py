@@ -10,12 +10,14 @@ every --every steps.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import torch
 
 from transformer_core.train.evaluation import evaluate_reversal
-from transformer_core.train.trainer import StepEvent, TrainConfig, Trainer, prepare_run
+from transformer_core.train.presets import page_config, prepare_run
+from transformer_core.train.trainer import StepEvent, Trainer
 
 LENGTHS = [3, 5, 7, 10]
 
@@ -24,13 +26,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--positions", default="rope")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--steps", type=int, default=None, help="default: the /train page's")
     parser.add_argument("--every", type=int, default=250)
     parser.add_argument("--target", type=float, default=0.99)
     args = parser.parse_args()
-    config = TrainConfig(task="reverse", steps=args.steps, device=args.device, eval_every=0)
+    config = dataclasses.replace(  # the default /train run, without its periodic evaluations
+        page_config("reverse", steps=args.steps, device=args.device), eval_every=0, snapshot_every=0
+    )
     model, task = prepare_run(config, args.positions)
-    task.eval_lengths, task.eval_samples = [3], 10  # the trainer's own final check stays cheap
+    task = dataclasses.replace(task, eval_lengths=(3,), eval_samples=10)  # a cheap final check
     print(f"{args.positions}, device {model.lm_head.weight.device}, {torch.get_num_threads()} threads")
     trained, mark = 0.0, time.perf_counter()
     for event in Trainer(model, task, config).run():
@@ -45,7 +49,7 @@ def main() -> None:
             print(f"reached {args.target} at every length after {event.step} steps, {trained:.1f} s")
             return
         mark = time.perf_counter()
-    print(f"did not reach {args.target} within {args.steps} steps ({trained:.1f} s)")
+    print(f"did not reach {args.target} within {config.steps} steps ({trained:.1f} s)")
 
 
 if __name__ == "__main__":

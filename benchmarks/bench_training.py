@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_core.config import ModelConfig
-from transformer_core.train.trainer import TrainConfig, prepare_run
+from transformer_core.train.presets import prepare_run, train_config
 
 
 class ReferenceBlock(nn.Module):
@@ -80,7 +80,7 @@ def main() -> None:
     print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
 
     # ---- GPT vs fused reference, same config and batches
-    lm = TrainConfig(task="lm", device=args.device, batch_size=32, block_size=128)
+    lm = train_config("lm", device=args.device, block_size=128)
     ours, task = prepare_run(lm, "learned")
     torch.manual_seed(0)
     ref = ReferenceGPT(ours.config).to(device)
@@ -88,7 +88,7 @@ def main() -> None:
     batches = [task.batch(lm.batch_size, g, device) for _ in range(args.steps)]
 
     def lm_loss(model, batch):
-        x, y = batch
+        (x,), y = batch.inputs, batch.targets
         return F.cross_entropy(model(x).flatten(0, 1), y.flatten())
 
     rounds = {"ours": [], "reference": []}
@@ -104,11 +104,11 @@ def main() -> None:
     print(f"  ratio ours/reference = {med['ours'] / med['reference']:.3f}")
 
     # ---- reversal tokens/s with the shipped reversal size
-    rev = TrainConfig(task="reverse", device=args.device, batch_size=64)
+    rev = train_config("reverse", device=args.device)
     model, rtask = prepare_run(rev, "rope")
     rbatches = [rtask.batch(rev.batch_size, g, device) for _ in range(args.steps)]
     times = time_steps(model.train(), rbatches, lambda m, b: rtask.loss(m, b)[0], device)
-    rtokens = statistics.mean(int(b.src.numel() + b.tgt_in.numel()) for b in rbatches)
+    rtokens = statistics.mean(b.tokens for b in rbatches)
     step = statistics.median(times)
     print(
         f"Reversal (d_model 64, 2+2 layers, batch 64): {step * 1e3:.1f} ms/step, "

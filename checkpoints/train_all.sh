@@ -3,11 +3,13 @@
 # Each checkpoint's checkpoint.json records its own command under "command".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for scheme in sinusoidal learned rope alibi none; do
+# every scheme of the registry (transformer_core/positional.py POSITION_SCHEMES)
+schemes=$(python -c 'from transformer_core.positional import POSITION_SCHEMES; print(*POSITION_SCHEMES)')
+for scheme in $schemes; do
   python -m transformer_core train --task reverse --positions "$scheme" --steps 3000 \
     --device cpu --quiet --out "checkpoints/reverse-$scheme"
 done
-for scheme in sinusoidal learned rope alibi none; do
+for scheme in $schemes; do
   python -m transformer_core train --task lm --positions "$scheme" --steps 1500 \
     --device cpu --quiet --out "checkpoints/gpt-$scheme"
 done

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_core.capture import AttentionCapture, AttentionRecord
-from transformer_core.positional import apply_rope
+from transformer_core.positional import Rope, apply_rope
 
 
 def attention_scores(
@@ -76,11 +76,12 @@ class AttentionSite:
     layer: int
     mask: torch.Tensor | None = None
     is_causal: bool = False  # hint: mask is exactly the square causal mask (fused kernel fast path)
-    rope: tuple[torch.Tensor, torch.Tensor] | None = None
+    rope: Rope | None = None
     bias: torch.Tensor | None = None
     scale_scores: bool = True
     ablated_heads: tuple[int, ...] = ()
     capture: AttentionCapture | None = None
+    gate: torch.Tensor | None = None  # (H,) or (B, H) per-call multipliers on head outputs
 
 
 class LayerCache:
@@ -161,6 +162,9 @@ class MultiHeadAttention(nn.Module):
             keep = torch.ones(self.n_heads, device=out.device, dtype=out.dtype)
             keep[list(site.ablated_heads)] = 0.0
             out = out * keep[None, :, None, None]
+        if site.gate is not None:  # (H,) or (B, H) -> broadcast over (B, H, Tq, d_head)
+            gate = site.gate.to(out.dtype)
+            out = out * (gate[None] if gate.dim() == 1 else gate)[:, :, None, None]
         out = out.transpose(1, 2).reshape(B, Tq, self.d_model)  # (B, Tq, H*d_head)
         return self.out_proj(out)
 

@@ -50,12 +50,18 @@ class AttentionRecord:
 
 @dataclass
 class AttentionCapture:
-    """Collects one `AttentionRecord` per attention layer of a forward call."""
+    """Collects one `AttentionRecord` per attention layer of a forward call, and the
+    residual stream (B, T, d_model) around every block under stable names
+    '{kind}.{layer}.resid_pre' / '{kind}.{layer}.resid_post' (what the logit lens reads)."""
 
     records: list[AttentionRecord] = field(default_factory=list)
+    residuals: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def add(self, record: AttentionRecord) -> None:
         self.records.append(record)
+
+    def add_residual(self, name: str, x: torch.Tensor) -> None:
+        self.residuals[name] = x.detach()
 
     def __getitem__(self, name: str) -> AttentionRecord:
         for record in self.records:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from transformer_core.config import ATTENTION_KINDS, POSITION_SCHEMES, InferenceOptions
+from transformer_core.config import ATTENTION_KINDS, InferenceOptions
 from transformer_core.device import DEVICE_CHOICES, resolve_device
 from transformer_core.errors import CheckpointError, ConfigError, InputError
 from transformer_core.generation import generate
@@ -27,11 +27,11 @@ from transformer_core.io.checkpoint import (
 )
 from transformer_core.io.data import load_corpus
 from transformer_core.models import GPT
+from transformer_core.positional import POSITION_SCHEMES
 from transformer_core.train.evaluation import evaluate_lm, evaluate_reversal
+from transformer_core.train.presets import REPORT_LENGTHS, prepare_run, train_config
 from transformer_core.train.tasks import LanguageModelTask
-from transformer_core.train.trainer import DoneEvent, EvalEvent, StepEvent, TrainConfig, Trainer, prepare_run
-
-REPORT_LENGTHS = [3, 5, 7, 10, 12, 15]
+from transformer_core.train.trainer import DoneEvent, EvalEvent, StepEvent, Trainer
 
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
@@ -97,29 +97,13 @@ def cmd_trace(args: argparse.Namespace) -> None:
     _check_heads(options, ckpt.config.n_layers, ckpt.config.n_heads)
     if isinstance(ckpt.model, GPT):
         tr = trace_gpt(ckpt.model, ckpt.tokenizer, args.text, options)
-        top = int(tr.next_token_probs.argmax())
-        payload = {
-            "checkpoint": ckpt.name,
-            "input": args.text,
-            "output": ckpt.tokenizer.decode([top]),
-            "tokens": {"source": tr.tokens},
-            "attention": {"self": tr.attention["self"].round(6).tolist()},
-        }
-        shape = tr.attention["self"].shape
-        text = f"{ckpt.name}: next token after {args.text!r}: {payload['output']!r}\nself-attention {shape}"
+        text = f"{ckpt.name}: next token after {args.text!r}: {tr.output!r}"
     else:
         tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, args.text, options)
-        payload = {
-            "checkpoint": ckpt.name,
-            "input": args.text,
-            "output": tr.output,
-            "tokens": {"source": tr.source_tokens, "target": tr.target_tokens},
-            "attention": {k: v.round(6).tolist() for k, v in tr.attention.items()},
-        }
-        shapes = ", ".join(f"{k} {v.shape}" for k, v in tr.attention.items())
-        text = f"{ckpt.name}: {args.text!r} -> {tr.output!r}\n{shapes}"
+        text = f"{ckpt.name}: {args.text!r} -> {tr.output!r}"
+    payload = tr.to_json(ckpt.name)
+    text += "\n" + ", ".join(f"{kind} {w.shape}" for kind, w in tr.attention.items())
     if tr.unknown:
-        payload["unknown_characters"] = sorted({c for _, c in tr.unknown})
         text += f"\nreplaced by <unk>: {payload['unknown_characters']}"
     _emit(args, payload, text)
 
@@ -143,7 +127,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
             for n in lengths
         )
     else:
-        task = LanguageModelTask(ckpt.tokenizer, load_corpus(args.corpus), ckpt.config.max_len)
+        task = LanguageModelTask.from_text(ckpt.tokenizer, load_corpus(args.corpus), ckpt.config.max_len)
         result = evaluate_lm(
             ckpt.model, task.val_ids, ckpt.config.max_len, batches=max(1, args.samples // 32), seed=args.seed
         )
@@ -186,11 +170,11 @@ def cmd_generate(args: argparse.Namespace) -> None:
 def cmd_train(args: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    train = TrainConfig(
-        task=args.task,
+    train = train_config(  # None = the task's preset (transformer_core.train.presets)
+        args.task,
         steps=args.steps,
-        batch_size=args.batch_size or (64 if args.task == "reverse" else 32),
-        lr=args.lr or (2e-3 if args.task == "reverse" else 3e-3),
+        batch_size=args.batch_size,
+        lr=args.lr,
         schedule=args.schedule,
         warmup=args.warmup,
         seed=args.seed,
@@ -201,15 +185,8 @@ def cmd_train(args: argparse.Namespace) -> None:
         block_size=args.block_size,
         random_positions=args.random_positions,
     )
-    overrides = {
-        k: v
-        for k, v in (("d_model", args.d_model), ("n_layers", args.n_layers), ("n_heads", args.n_heads))
-        if v
-    }
-    if args.d_model and not args.d_ff:
-        overrides["d_ff"] = 4 * args.d_model
-    if args.d_ff:
-        overrides["d_ff"] = args.d_ff
+    shape = ("d_model", "d_ff", "n_layers", "n_heads")
+    overrides = {k: getattr(args, k) for k in shape if getattr(args, k)}
     model, task = prepare_run(train, args.positions, **overrides)
     command = "python -m transformer_core " + shlex.join(sys.argv[1:])
     bar = tqdm(total=train.steps, desc=f"{args.task}-{args.positions}", file=sys.stderr, disable=args.quiet)
@@ -224,9 +201,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         elif isinstance(event, DoneEvent):
             done = event
     bar.close()
-    metrics = dict(done.metrics)
-    if args.task == "reverse":
-        metrics = evaluate_reversal(model, task.tokenizer, REPORT_LENGTHS, samples=200)
+    metrics = dict(done.metrics)  # reversal: every REPORT_LENGTHS length, 200 strings each
     metrics["train_seconds"] = round(done.elapsed, 1)
     metrics["steps"] = done.step
     save_checkpoint(
@@ -267,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--ablate",
         nargs="*",
+        action="extend",
         default=[],
         metavar="L.H",
         help="zero heads: L.H (GPT self / seq2seq cross) or kind:L.H, kind in " + ", ".join(ATTENTION_KINDS),
@@ -275,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("eval", "reversal: exact match and token accuracy per length; GPT: validation loss")
     sp.add_argument("checkpoint")
-    sp.add_argument("--lengths", default="3,5,7,10,12,15")
+    sp.add_argument("--lengths", default=",".join(map(str, REPORT_LENGTHS)))
     sp.add_argument("--samples", type=int, default=200)
     sp.add_argument("--seed", type=int, default=1234)
     sp.add_argument("--corpus", default=None, help="GPT: UTF-8 text file (default: bundled Python docs)")
@@ -293,10 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("train", "train a reversal (seq2seq) or character language model (GPT) and save it")
     sp.add_argument("--task", choices=["reverse", "lm"], required=True)
-    sp.add_argument("--positions", choices=POSITION_SCHEMES, default="sinusoidal")
-    sp.add_argument("--steps", type=int, default=3000)
-    sp.add_argument("--batch-size", type=int, default=None)
-    sp.add_argument("--lr", type=float, default=None)
+    sp.add_argument("--positions", choices=list(POSITION_SCHEMES), default="sinusoidal")
+    sp.add_argument("--steps", type=int, default=None, help="default: the task's preset")
+    sp.add_argument("--batch-size", type=int, default=None, help="default: the task's preset")
+    sp.add_argument("--lr", type=float, default=None, help="default: the task's preset")
     sp.add_argument("--schedule", choices=["cosine", "vaswani", "constant"], default="cosine")
     sp.add_argument("--warmup", type=int, default=200)
     sp.add_argument("--label-smoothing", type=float, default=0.0)

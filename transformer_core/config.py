@@ -11,18 +11,23 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+import torch
 
 from transformer_core.errors import ConfigError
+from transformer_core.positional import POSITION_SCHEMES
 
 Arch = Literal["gpt", "seq2seq"]
-Positions = Literal["sinusoidal", "learned", "rope", "alibi", "none"]
+if TYPE_CHECKING:  # a type checker cannot read a Literal built at runtime
+    Positions = str
+else:  # the choices are the registry's names: validate_fields reads them with get_args
+    Positions = Literal[tuple(POSITION_SCHEMES)]
 NormPosition = Literal["post", "pre"]
 Norm = Literal["layernorm", "rmsnorm"]
 Activation = Literal["relu", "gelu", "swiglu"]
 AttentionKind = Literal["self", "encoder_self", "decoder_self", "cross"]
 
-POSITION_SCHEMES: tuple[str, ...] = get_args(Positions)
 ATTENTION_KINDS: tuple[str, ...] = get_args(AttentionKind)
 
 
@@ -48,16 +53,13 @@ class ModelConfig:
     activation: Activation = "gelu"
     dropout: float = 0.0
     tie_weights: bool = True
+    mlp: bool = True  # False: attention-only blocks (no feed-forward), as in Olsson et al. 2022
 
     def __post_init__(self) -> None:
         validate_fields(self)
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model: {self.d_model} is not divisible by n_heads={self.n_heads}")
-        if self.positions == "rope" and self.d_head % 2:
-            raise ConfigError(
-                f"positions: 'rope' rotates pairs of dimensions, so d_model/n_heads "
-                f"must be even (got d_head={self.d_head})"
-            )
+        POSITION_SCHEMES[self.positions].check(self)
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout: must be in [0, 1), got {self.dropout}")
 
@@ -80,12 +82,38 @@ class ModelConfig:
         return cls(**data)
 
 
+@dataclass(frozen=True, eq=False)
+class HeadGates:
+    """Per-call multipliers on every head's output, for gradients with respect to heads.
+
+    gates maps a kind of ATTENTION_KINDS to a tensor (L, H) or (B, L, H) (one gate per batch
+    row): head h of layer l multiplies its output by gates[kind][..., l, h] before the output
+    projection. All ones leave the forward unchanged; d loss / d gate is the head importance
+    of Michel et al. 2019. Compared and hashed by identity (it holds tensors).
+    """
+
+    gates: dict[str, torch.Tensor]
+
+    def __post_init__(self) -> None:
+        for kind, gate in self.gates.items():
+            if kind not in ATTENTION_KINDS:
+                raise ConfigError(f"head_gates: kind {kind!r} is not one of {ATTENTION_KINDS}")
+            if not isinstance(gate, torch.Tensor) or gate.dim() not in (2, 3):
+                raise ConfigError(f"head_gates: {kind} needs a (L, H) or (B, L, H) tensor")
+
+    def for_layer(self, kind: str, layer: int) -> torch.Tensor | None:
+        """(H,) or (B, H) gates of one layer, or None when this kind is not gated."""
+        gate = self.gates.get(kind)
+        return None if gate is None else gate[..., layer, :]
+
+
 @dataclass(frozen=True)
 class InferenceOptions:
     """Switches for one forward call; none of them touches the weights.
 
     ablate holds (kind, layer, head) triples, kind one of ATTENTION_KINDS: that head's
-    output is zeroed before the output projection.
+    output is zeroed before the output projection. head_gates multiplies head outputs by
+    per-call gates (see HeadGates), for the gradient importance of heads.
     """
 
     causal: bool = True
@@ -94,6 +122,7 @@ class InferenceOptions:
     scale_scores: bool = True
     sliding_window: int | None = None
     ablate: frozenset[tuple[str, int, int]] = field(default_factory=frozenset)
+    head_gates: HeadGates | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ablate", frozenset(tuple(a) for a in self.ablate))

@@ -26,3 +26,22 @@ def describe_device(device: torch.device) -> str:
         props = torch.cuda.get_device_properties(device)
         return f"CUDA: {props.name} ({props.total_memory / 2**30:.0f} GiB)"
     return f"CPU ({torch.get_num_threads()} threads)"
+
+
+def limit_process_memory(device: torch.device, fraction: float) -> bool:
+    """Cap this process's share of an accelerator's memory (a training run's worker calls
+    it before building its model), so one run can never starve serving or other runs.
+    Returns True when a cap was set; CPU devices have none. An allocation beyond the cap
+    raises torch.cuda.OutOfMemoryError in this process only."""
+    if not 0 < fraction <= 1:
+        raise ConfigError(f"memory fraction: must be in (0, 1], got {fraction}")
+    if device.type != "cuda":
+        return False
+    torch.cuda.set_per_process_memory_fraction(fraction, device)
+    return True
+
+
+def release_memory(device: torch.device) -> None:
+    """Give cached accelerator memory back to the device (after a run ends or fails)."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()

@@ -66,8 +66,9 @@ class EncoderBlock(nn.Module):
         self.pre_norm = config.norm_position == "pre"
         self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
         self.norm_self = make_norm(config)
-        self.ffn = FeedForward(config)
-        self.norm_ffn = make_norm(config)
+        # attention-only models (config.mlp False) have no feed-forward sublayer at all
+        self.ffn = FeedForward(config) if config.mlp else None
+        self.norm_ffn = make_norm(config) if config.mlp else None
         self.drop = nn.Dropout(config.dropout)
 
     def residual(
@@ -80,6 +81,12 @@ class EncoderBlock(nn.Module):
     def forward(self, x: torch.Tensor, site: AttentionSite, cache: LayerCache | None = None) -> torch.Tensor:
         """x (B, T, d_model) -> (B, T, d_model)."""
         x = self.residual(x, lambda h: self.self_attn(h, site, cache=cache), self.norm_self)
+        return self.feed_forward(x)
+
+    def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The feed-forward sublayer in its residual connection; identity when attention-only."""
+        if self.ffn is None or self.norm_ffn is None:
+            return x
         return self.residual(x, self.ffn, self.norm_ffn)
 
 
@@ -101,4 +108,4 @@ class DecoderBlock(EncoderBlock):
         """x (B, Tt, d_model), memory (B, Ts, d_model) -> (B, Tt, d_model)."""
         x = self.residual(x, lambda h: self.self_attn(h, site), self.norm_self)
         x = self.residual(x, lambda h: self.cross_attn(h, cross_site, memory), self.norm_cross)
-        return self.residual(x, self.ffn, self.norm_ffn)
+        return self.feed_forward(x)

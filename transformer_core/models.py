@@ -14,70 +14,12 @@ from torch import nn
 
 from transformer_core.attention import AttentionSite, KVCache
 from transformer_core.capture import AttentionCapture
-from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions, ModelConfig
+from transformer_core.config import DEFAULT_OPTIONS, AttentionKind, InferenceOptions, ModelConfig
 from transformer_core.errors import ConfigError, InputError
 from transformer_core.io.tokenizer import PAD_ID
 from transformer_core.layers import DecoderBlock, EncoderBlock, make_norm
 from transformer_core.masks import causal_mask, combine_masks, padding_mask, sliding_window_mask
-from transformer_core.positional import (
-    alibi_bias,
-    alibi_slopes,
-    rope_angles,
-    sinusoidal_positional_encoding,
-)
-
-Rope = tuple[torch.Tensor, torch.Tensor]
-
-
-class PositionalScheme(nn.Module):
-    """One positional scheme. Absolute ones add to embeddings (`embed`); relative ones
-    give RoPE angles for q/k or an ALiBi bias for the scores (`relative`)."""
-
-    def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.scheme, self.max_len, self.d_model = config.positions, config.max_len, config.d_model
-        self.d_head = config.d_head
-        if self.scheme == "learned":
-            self.table = nn.Embedding(config.max_len, config.d_model)
-            nn.init.normal_(self.table.weight, std=0.1)
-        if self.scheme == "sinusoidal":
-            table = sinusoidal_positional_encoding(config.max_len, config.d_model)
-            self.register_buffer("sinusoid", table, persistent=False)
-        if self.scheme == "alibi":
-            self.register_buffer("slopes", alibi_slopes(config.n_heads), persistent=False)
-
-    def embed(self, x: torch.Tensor, positions: torch.Tensor, enabled: bool) -> torch.Tensor:
-        """x (B, T, d_model) plus the absolute code of each position (T,)."""
-        if not enabled or self.scheme not in ("learned", "sinusoidal"):
-            return x
-        last = int(positions[-1]) + 1
-        if self.scheme == "learned":
-            if last > self.max_len:
-                raise InputError(
-                    f"input needs {last} positions but learned positions stop at "
-                    f"{self.max_len}: there is no embedding beyond the trained table"
-                )
-            return x + self.table(positions)
-        table = self.sinusoid
-        if last > table.size(0):  # the formula is defined for any position
-            table = sinusoidal_positional_encoding(last, self.d_model, device=x.device)
-        return x + table[positions].to(x.dtype)
-
-    def relative(
-        self, q_positions: torch.Tensor, k_positions: torch.Tensor, enabled: bool
-    ) -> tuple[Rope | None, torch.Tensor | None]:
-        """(RoPE angles of the new tokens, ALiBi bias (H, Tq, Tk)); None where unused.
-
-        In self-attention the new tokens give both the queries and the new keys (cached
-        keys were rotated when they were new), so one set of angles serves both.
-        """
-        if not enabled:
-            return None, None
-        if self.scheme == "rope":
-            return rope_angles(q_positions, self.d_head), None
-        if self.scheme == "alibi":
-            return None, alibi_bias(self.slopes, q_positions, k_positions)
-        return None, None
+from transformer_core.positional import POSITION_SCHEMES, PositionScheme, Rope
 
 
 class TokenEmbedding(nn.Embedding):
@@ -92,30 +34,6 @@ class TokenEmbedding(nn.Embedding):
         return super().forward(ids) * math.sqrt(self.embedding_dim)
 
 
-def _self_attention_mask(
-    num_queries: int, num_keys: int, causal: bool, window: int | None, device: torch.device
-) -> torch.Tensor | None:
-    return combine_masks(
-        causal_mask(num_queries, num_keys, device=device) if causal else None,
-        sliding_window_mask(num_queries, num_keys, window, device=device) if window else None,
-    )
-
-
-def _site(
-    kind: str, layer: int, options: InferenceOptions, capture: AttentionCapture | None, **facts: object
-) -> AttentionSite:
-    """The per-call facts of one attention layer: its masks and positions (`facts`) plus
-    what every layer takes from the options (scaling, ablated heads) and the capture."""
-    return AttentionSite(
-        kind,
-        layer,
-        scale_scores=options.scale_scores,
-        ablated_heads=tuple(options.ablated_heads(kind, layer)),
-        capture=capture,
-        **facts,  # type: ignore[arg-type]
-    )
-
-
 def _check_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
     if ids.dim() != 2 or ids.size(1) == 0:
         raise InputError(f"{what}: expected token ids of shape (batch, time>0), got {tuple(ids.shape)}")
@@ -123,7 +41,104 @@ def _check_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
         raise InputError(f"{what}: token ids must lie in [0, {vocab_size})")
 
 
-class GPT(nn.Module):
+def _site(
+    kind: AttentionKind,
+    layer: int,
+    options: InferenceOptions,
+    capture: AttentionCapture | None,
+    mask: torch.Tensor | None,
+    *,
+    is_causal: bool = False,
+    rope: Rope | None = None,
+    bias: torch.Tensor | None = None,
+) -> AttentionSite:
+    """The per-call facts of one attention layer: its mask and positions plus what every
+    layer takes from the options (scaling, ablated heads) and the capture."""
+    return AttentionSite(
+        kind,
+        layer,
+        mask=mask,
+        is_causal=is_causal,
+        rope=rope,
+        bias=bias,
+        scale_scores=options.scale_scores,
+        ablated_heads=tuple(options.ablated_heads(kind, layer)),
+        capture=capture,
+        gate=None if options.head_gates is None else options.head_gates.for_layer(kind, layer),
+    )
+
+
+class _Transformer(nn.Module):
+    """What GPT and Seq2Seq share: dropout after the embeddings and the one stack runner."""
+
+    config: ModelConfig
+    drop: nn.Dropout
+
+    def _run_stack(
+        self,
+        ids: torch.Tensor,
+        kind: AttentionKind,
+        embed: TokenEmbedding,
+        scheme: PositionScheme,
+        blocks: nn.ModuleList,
+        *,
+        options: InferenceOptions,
+        capture: AttentionCapture | None,
+        causal: bool,
+        pad_keys: bool,
+        positions: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        memory: torch.Tensor | None = None,
+        memory_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """ids (B, T) -> hidden states (B, T, d_model) after every block (before the final norm).
+
+        The preamble every stack shares, written once: positions -> token embeddings plus
+        absolute codes -> RoPE angles / ALiBi bias -> masks -> blocks. `causal` and
+        `pad_keys` say whether this stack's self-attention is causal and hides PAD keys;
+        the options can switch either off. positions (T,) replaces 0..T-1 (randomized
+        positions); with a cache (GPT: default positions, no PAD keys), ids are the new
+        tokens after cache.length old ones.
+        With memory (B, Ts, d_model) the blocks are decoder blocks that also attend to it,
+        hiding the PAD keys of memory_ids (B, Ts).
+        """
+        T, device = ids.size(1), ids.device
+        past = 0 if cache is None else cache.length
+        q_pos = torch.arange(past, past + T, device=device) if positions is None else positions
+        k_pos = torch.arange(past + T, device=device) if positions is None else positions
+        x = embed(ids)  # (B, T, d_model)
+        rope, bias = None, None
+        if options.positions:
+            codes = scheme.codes(q_pos)
+            x = x if codes is None else x + codes.to(x.dtype)
+            rope, bias = scheme.rotation(q_pos), scheme.bias(q_pos, k_pos)
+        x = self.drop(x)
+
+        causal = causal and options.causal
+        pad_keys = pad_keys and options.padding_mask
+        window = options.sliding_window
+        mask = combine_masks(
+            padding_mask(ids, PAD_ID) if pad_keys else None,
+            causal_mask(T, past + T, device=device) if causal else None,
+            sliding_window_mask(T, past + T, window, device=device) if window else None,
+        )
+        # exactly the square causal mask: the fused kernel can skip building it
+        is_causal = causal and not pad_keys and not window and past == 0
+        cross_mask = padding_mask(memory_ids, PAD_ID) if pad_keys and memory_ids is not None else None
+        for i, block in enumerate(blocks):
+            if capture is not None:  # the residual stream entering block i, e.g. 'self.0.resid_pre'
+                capture.add_residual(f"{kind}.{i}.resid_pre", x)
+            site = _site(kind, i, options, capture, mask, is_causal=is_causal, rope=rope, bias=bias)
+            if memory is None:
+                x = block(x, site, cache=None if cache is None else cache.layers[i])
+            else:
+                x = block(x, site, memory, _site("cross", i, options, capture, cross_mask))
+            if capture is not None:
+                capture.add_residual(f"{kind}.{i}.resid_post", x)
+        return x
+
+
+class GPT(_Transformer):
     """Decoder-only Transformer language model: embeddings, causal blocks, LM head."""
 
     def __init__(self, config: ModelConfig) -> None:
@@ -132,7 +147,7 @@ class GPT(nn.Module):
             raise ConfigError(f"arch: GPT needs arch='gpt', got {config.arch!r}")
         self.config = config
         self.tok_emb = TokenEmbedding(config.vocab_size, config.d_model)
-        self.positions = PositionalScheme(config)
+        self.positions = POSITION_SCHEMES[config.positions](config)
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(EncoderBlock(config) for _ in range(config.n_layers))
         self.final_norm = make_norm(config) if config.norm_position == "pre" else nn.Identity()
@@ -151,34 +166,31 @@ class GPT(nn.Module):
         """idx (B, T) token ids -> logits (B, T, vocab_size). With a cache, idx holds only
         the new tokens and their keys/values are appended to it."""
         _check_ids(idx, self.config.vocab_size, "GPT input")
-        B, T = idx.shape
-        past = cache.length if cache is not None else 0
-        device = idx.device
-        q_pos = torch.arange(past, past + T, device=device)
-        k_pos = torch.arange(past + T, device=device)
-        x = self.drop(self.positions.embed(self.tok_emb(idx), q_pos, options.positions))
-        rope, bias = self.positions.relative(q_pos, k_pos, options.positions)
-        mask = _self_attention_mask(T, past + T, options.causal, options.sliding_window, device)
-        square_causal = options.causal and not options.sliding_window and past == 0
-        for i, block in enumerate(self.blocks):
-            site = _site(
-                "self",
-                i,
-                options,
-                capture,
-                mask=mask,
-                is_causal=square_causal,
-                rope=rope,
-                bias=bias,
-            )
-            x = block(x, site, cache=None if cache is None else cache.layers[i])
+        x = self._run_stack(
+            idx,
+            "self",
+            self.tok_emb,
+            self.positions,
+            self.blocks,
+            options=options,
+            capture=capture,
+            causal=True,
+            pad_keys=False,  # right padding only ever follows real tokens under the causal mask
+            cache=cache,
+        )
         return self.lm_head(self.final_norm(x))
 
     def new_cache(self) -> KVCache:
         return KVCache(len(self.blocks))
 
+    @torch.no_grad()
+    def position_codes(self, num_positions: int) -> torch.Tensor | None:
+        """(num_positions, d_model) codes added to the embeddings at positions 0..n-1, or
+        None when the scheme is relative or none: what the lessons plot, read in one place."""
+        return self.positions.codes(torch.arange(num_positions, device=self.lm_head.weight.device))
 
-class Seq2Seq(nn.Module):
+
+class Seq2Seq(_Transformer):
     """Encoder-decoder Transformer (Vaswani et al.): the decoder reads the encoder's
     memory through cross-attention. RoPE and ALiBi act in self-attention only."""
 
@@ -189,8 +201,9 @@ class Seq2Seq(nn.Module):
         self.config = config
         self.src_emb = TokenEmbedding(config.vocab_size, config.d_model)
         self.tgt_emb = TokenEmbedding(config.vocab_size, config.d_model)
-        self.src_positions = PositionalScheme(config)
-        self.tgt_positions = PositionalScheme(config)
+        scheme = POSITION_SCHEMES[config.positions]
+        self.src_positions = scheme(config)
+        self.tgt_positions = scheme(config)
         self.drop = nn.Dropout(config.dropout)
         self.encoder = nn.ModuleList(EncoderBlock(config) for _ in range(config.n_layers))
         self.decoder = nn.ModuleList(DecoderBlock(config) for _ in range(config.n_layers))
@@ -214,25 +227,18 @@ class Seq2Seq(nn.Module):
         positions (Ts,) replaces 0..Ts-1: randomized positional encodings train with an
         increasing random subset of a larger range (Ruoss et al., 2023)."""
         _check_ids(src, self.config.vocab_size, "source")
-        Ts = src.size(1)
-        pos = torch.arange(Ts, device=src.device) if positions is None else positions
-        x = self.drop(self.src_positions.embed(self.src_emb(src), pos, options.positions))
-        rope, bias = self.src_positions.relative(pos, pos, options.positions)
-        mask = combine_masks(
-            padding_mask(src, PAD_ID) if options.padding_mask else None,
-            _self_attention_mask(Ts, Ts, False, options.sliding_window, src.device),
+        x = self._run_stack(
+            src,
+            "encoder_self",
+            self.src_emb,
+            self.src_positions,
+            self.encoder,
+            options=options,
+            capture=capture,
+            causal=False,
+            pad_keys=True,
+            positions=positions,
         )
-        for i, block in enumerate(self.encoder):
-            site = _site(
-                "encoder_self",
-                i,
-                options,
-                capture,
-                mask=mask,
-                rope=rope,
-                bias=bias,
-            )
-            x = block(x, site)
         return self.encoder_norm(x)
 
     def decode(
@@ -248,33 +254,20 @@ class Seq2Seq(nn.Module):
         """tgt (B, Tt) ids starting with SOS, memory (B, Ts, d_model), src (B, Ts) for its
         padding -> logits (B, Tt, vocab_size). positions (Tt,) as in `encode`."""
         _check_ids(tgt, self.config.vocab_size, "target")
-        Tt = tgt.size(1)
-        pos = torch.arange(Tt, device=tgt.device) if positions is None else positions
-        x = self.drop(self.tgt_positions.embed(self.tgt_emb(tgt), pos, options.positions))
-        rope, bias = self.tgt_positions.relative(pos, pos, options.positions)
-        self_mask = combine_masks(
-            padding_mask(tgt, PAD_ID) if options.padding_mask else None,
-            _self_attention_mask(Tt, Tt, options.causal, options.sliding_window, tgt.device),
+        x = self._run_stack(
+            tgt,
+            "decoder_self",
+            self.tgt_emb,
+            self.tgt_positions,
+            self.decoder,
+            options=options,
+            capture=capture,
+            causal=True,
+            pad_keys=True,
+            positions=positions,
+            memory=memory,
+            memory_ids=src,
         )
-        cross_mask = padding_mask(src, PAD_ID) if options.padding_mask else None
-        for i, block in enumerate(self.decoder):
-            site = _site(
-                "decoder_self",
-                i,
-                options,
-                capture,
-                mask=self_mask,
-                rope=rope,
-                bias=bias,
-            )
-            cross = _site(
-                "cross",
-                i,
-                options,
-                capture,
-                mask=cross_mask,
-            )
-            x = block(x, site, memory, cross)
         return self.lm_head(self.decoder_norm(x))
 
     def forward(
@@ -290,6 +283,12 @@ class Seq2Seq(nn.Module):
         """Teacher-forced logits (B, Tt, vocab_size) for target inputs tgt given src."""
         memory = self.encode(src, options=options, capture=capture, positions=src_positions)
         return self.decode(tgt, memory, src, options=options, capture=capture, positions=tgt_positions)
+
+    @torch.no_grad()
+    def position_codes(self, num_positions: int) -> torch.Tensor | None:
+        """(num_positions, d_model) codes the encoder adds to the source embeddings at
+        positions 0..n-1, or None when the scheme is relative or none (as `GPT.position_codes`)."""
+        return self.src_positions.codes(torch.arange(num_positions, device=self.lm_head.weight.device))
 
 
 def build_model(config: ModelConfig) -> GPT | Seq2Seq:

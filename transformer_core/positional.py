@@ -1,14 +1,26 @@
-"""Positional schemes as pure functions.
+"""Positional schemes: the maths as pure functions, one module class per scheme, one registry.
 
 Absolute schemes (sinusoidal, learned) add a vector to each token embedding; relative
 schemes act inside attention: RoPE rotates q and k, ALiBi adds a distance bias to scores.
+`POSITION_SCHEMES` maps each config name to its class; the config's `Positions` choices,
+the command line, scripts, tests and pages all read it, so a new scheme is one class here
+plus one registry line.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
+from torch import nn
+
+from transformer_core.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from transformer_core.config import ModelConfig
+
+Rope = tuple[torch.Tensor, torch.Tensor]
 
 
 def sinusoidal_positional_encoding(
@@ -56,9 +68,7 @@ def shift_rotation(offset: int, d_model: int) -> torch.Tensor:
     return m
 
 
-def rope_angles(
-    positions: torch.Tensor, d_head: int, base: float = 10000.0
-) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_angles(positions: torch.Tensor, d_head: int, base: float = 10000.0) -> Rope:
     """cos and sin of the RoPE angles, each (T, d_head/2), for integer positions (T,).
 
     Pair i of dimensions (2i, 2i+1) turns by angle position * base^(-2i/d_head).
@@ -106,3 +116,145 @@ def alibi_bias(slopes: torch.Tensor, q_positions: torch.Tensor, k_positions: tor
     """
     distance = (q_positions[:, None] - k_positions[None, :]).abs().to(slopes.dtype)  # (Tq, Tk)
     return -slopes.to(distance.device)[:, None, None] * distance[None, :, :]
+
+
+# ------------------------------------------------------------------ one class per scheme
+
+
+class PositionScheme(nn.Module):
+    """How a model tells attention where each token is; the base class adds nothing.
+
+    A scheme overrides the hooks it uses: `codes` (absolute: vectors added to the token
+    embeddings), `rotation` (turns q and k, RoPE), `bias` (added to the scores, ALiBi).
+    The class facts say the same thing without running a model, for labels and choices;
+    a test checks that they agree with the hooks.
+    """
+
+    display_name: ClassVar[str]  # how pages name the scheme, e.g. "q (after RoPE)"
+    absolute: ClassVar[bool] = False  # codes() adds a vector per position to the embeddings
+    rotates: ClassVar[bool] = False  # rotation() turns q and k in self-attention
+    biases: ClassVar[bool] = False  # bias() adds a per-head position bias to the scores
+    extrapolates: ClassVar[bool] = True  # defined for positions >= config.max_len
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+
+    @classmethod
+    def carries_position(cls) -> bool:
+        """Whether attention gets any position signal: without one it treats its input as a set."""
+        return cls.absolute or cls.rotates or cls.biases
+
+    @classmethod
+    def check(cls, config: ModelConfig) -> None:
+        """Raise ConfigError when `config` cannot use this scheme (ModelConfig calls it)."""
+
+    def codes(self, positions: torch.Tensor) -> torch.Tensor | None:
+        """(T, d_model) vectors added to the embeddings at integer positions (T,), or None."""
+        return None
+
+    def rotation(self, positions: torch.Tensor) -> Rope | None:
+        """(cos, sin), each (T, d_head/2), turning q and the new k at positions (T,), or None.
+
+        In self-attention the new tokens give both the queries and the new keys (cached
+        keys were rotated when they were new), so one set of angles serves both.
+        """
+        return None
+
+    def bias(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor | None:
+        """(H, Tq, Tk) added to the self-attention scores, or None."""
+        return None
+
+
+class NoPositions(PositionScheme):
+    """No position signal: attention sees a set, and the encoder is permutation-equivariant."""
+
+    display_name = "no positions"
+
+
+class SinusoidalPositions(PositionScheme):
+    """Vaswani's fixed sin/cos table added to the embeddings; a formula, so any length works."""
+
+    display_name = "Sinusoidal"
+    absolute = True
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.d_model = config.d_model
+        table = sinusoidal_positional_encoding(config.max_len, config.d_model)
+        self.register_buffer("table", table, persistent=False)
+
+    def codes(self, positions: torch.Tensor) -> torch.Tensor:
+        table: torch.Tensor = self.table
+        last = int(positions.max()) + 1
+        if last > table.size(0):  # past the precomputed rows: compute, never clip
+            table = sinusoidal_positional_encoding(last, self.d_model, device=table.device)
+        return table[positions]
+
+
+class LearnedPositions(PositionScheme):
+    """A trained (max_len, d_model) table added to the embeddings (BERT, GPT-2); it has no
+    row for a position it never saw, so inputs past max_len are refused."""
+
+    display_name = "Learned"
+    absolute = True
+    extrapolates = False
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.table = nn.Embedding(config.max_len, config.d_model)
+        nn.init.normal_(self.table.weight, std=0.1)
+
+    def codes(self, positions: torch.Tensor) -> torch.Tensor:
+        last, max_len = int(positions.max()) + 1, self.table.num_embeddings
+        if last > max_len:
+            raise InputError(
+                f"input needs {last} positions but learned positions stop at "
+                f"{max_len}: there is no embedding beyond the trained table"
+            )
+        return self.table(positions)
+
+
+class RotaryPositions(PositionScheme):
+    """RoPE (Su et al. 2021): rotate q and k so that q.k depends on the offset m - n only."""
+
+    display_name = "RoPE"
+    rotates = True
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.d_head = config.d_head
+
+    @classmethod
+    def check(cls, config: ModelConfig) -> None:
+        if config.d_head % 2:
+            raise ConfigError(
+                f"positions: {config.positions!r} rotates pairs of dimensions, so d_model/n_heads "
+                f"must be even (got d_head={config.d_head})"
+            )
+
+    def rotation(self, positions: torch.Tensor) -> Rope:
+        return rope_angles(positions, self.d_head)
+
+
+class AlibiPositions(PositionScheme):
+    """ALiBi (Press et al. 2021): each head penalises scores linearly in the distance |i - j|."""
+
+    display_name = "ALiBi"
+    biases = True
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.register_buffer("slopes", alibi_slopes(config.n_heads), persistent=False)
+
+    def bias(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
+        return alibi_bias(self.slopes, q_positions, k_positions)
+
+
+# The one list of schemes: config name -> class. Adding a scheme = a class above + a line here.
+POSITION_SCHEMES: dict[str, type[PositionScheme]] = {
+    "sinusoidal": SinusoidalPositions,
+    "learned": LearnedPositions,
+    "rope": RotaryPositions,
+    "alibi": AlibiPositions,
+    "none": NoPositions,
+}

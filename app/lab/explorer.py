@@ -1,11 +1,11 @@
 """Shared pieces of the two explorer pages (/gpt and /reversal).
 
-Three layers, top to bottom:
+Four layers, top to bottom:
 - pure helpers (no Streamlit): input checks and labels (the attention arithmetic shown
   step by step and the head scores live in transformer_core.interp.inspection);
-- computations on a checkpoint through the transformer_core API, cached with
-  st.cache_data keyed by (checkpoint, device, weights checksum, text, options) for
-  shipped models, and never cached globally for a user's own models;
+- computations on a checkpoint through the transformer_core API, pure functions of
+  (checkpoint, args) that pages run through lab.compute.run_cached;
+- figures built from those, cached the same way (by weights, text and options);
 - widgets: head selectors, the clickable grid next to one large head, downloads.
 """
 
@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,7 @@ import streamlit as st
 import torch
 
 from lab import export, plots
-from lab.resources import MY_MODELS_KEY, current_device, load_model
+from lab.compute import cached_call, run_cached
 from transformer_core.capture import AttentionCapture
 from transformer_core.config import InferenceOptions
 from transformer_core.generation import generate, greedy_decode
@@ -35,12 +34,10 @@ from transformer_core.interp.inspection import (  # noqa: F401  (the pages use t
     record_arrays,
     softmax_allowed,
 )
-from transformer_core.interp.trace import trace_gpt, trace_seq2seq
+from transformer_core.interp.trace import GPTTrace, Seq2SeqTrace, trace_gpt, trace_seq2seq
 from transformer_core.io.checkpoint import Checkpoint
 from transformer_core.io.data import encode_source
 from transformer_core.io.tokenizer import PAD_ID, CharTokenizer
-
-CACHE_ENTRIES = 64
 
 # ---------------------------------------------------------------- pure helpers
 
@@ -100,30 +97,30 @@ def top_tokens(probs: np.ndarray, tokenizer: CharTokenizer, k: int = 8) -> list[
     return [(int(i), lab, float(probs[i])) for i, lab in zip(order, labels, strict=True)]
 
 
-# ---------------------------------------------------------------- options
-
-
-def options_key(*, causal: bool = True, padding_mask: bool = True, positions: bool = True,
-                ablate: tuple[tuple[str, int, int], ...] = ()) -> tuple:
-    """A hashable, sorted description of InferenceOptions (what caches are keyed by)."""
-    return (bool(causal), bool(padding_mask), bool(positions), tuple(sorted(ablate)))
-
-
-def make_options(key: tuple) -> InferenceOptions:
-    causal, padding_mask, positions, ablate = key
-    return InferenceOptions(causal=causal, padding_mask=padding_mask, positions=positions,
-                            ablate=frozenset(ablate))
-
-
 # ---------------------------------------------------------------- computations
+# Module-level pure functions of (checkpoint, args), run through lab.compute.run_cached:
+# cached by the weights' checksum, the device and the arguments (InferenceOptions as is).
 
 
 @dataclass(frozen=True)
 class GPTView:
-    tokens: list[str]
-    attention: np.ndarray  # (L, H, T, T)
-    next_probs: np.ndarray  # (V,)
-    records: list[dict[str, Any]]  # per layer, see record_arrays
+    """A GPT's trace of one text (its capture dropped) and the numpy parts of every
+    layer's capture for the step-by-step view (see record_arrays)."""
+
+    trace: GPTTrace
+    records: list[dict[str, Any]]  # per layer
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.trace.tokens
+
+    @property
+    def attention(self) -> np.ndarray:  # (L, H, T, T)
+        return self.trace.attention["self"]
+
+    @property
+    def next_probs(self) -> np.ndarray:  # (V,)
+        return self.trace.next_token_probs
 
 
 @dataclass(frozen=True)
@@ -135,14 +132,6 @@ class Sample:
 
 
 @dataclass(frozen=True)
-class ReversalView:
-    output: str
-    source_tokens: list[str]
-    target_tokens: list[str]
-    attention: dict[str, np.ndarray]
-
-
-@dataclass(frozen=True)
 class PaddingView:
     texts: list[str]
     tokens: list[list[str]]  # per row, PAD shown as <pad>
@@ -151,38 +140,33 @@ class PaddingView:
     outputs: list[str]
 
 
-def gpt_view_plain(ckpt: Checkpoint, text: str, opts: tuple) -> GPTView:
-    tr = trace_gpt(ckpt.model, ckpt.tokenizer, text, make_options(opts))
+def gpt_view(ckpt: Checkpoint, text: str, options: InferenceOptions) -> GPTView:
+    tr = trace_gpt(ckpt.model, ckpt.tokenizer, text, options)
     layers = sorted((r for r in tr.capture.records if r.kind == "self"), key=lambda r: r.layer)
-    return GPTView(tr.tokens, tr.attention["self"], tr.next_token_probs, [record_arrays(r) for r in layers])
+    return GPTView(replace(tr, capture=AttentionCapture()), [record_arrays(r) for r in layers])
 
 
-def generate_plain(ckpt: Checkpoint, text: str, max_new: int, temperature: float, top_k: int,
-                   top_p: float, seed: int, opts: tuple) -> list[Sample]:
+def sample(ckpt: Checkpoint, text: str, max_new: int, temperature: float, top_k: int, top_p: float,
+           seed: int, options: InferenceOptions) -> list[Sample]:
     tok = ckpt.tokenizer
     steps = generate(
         ckpt.model, tok.encode(text), max_new, temperature=temperature,
-        top_k=top_k or None, top_p=top_p if top_p < 1 else None, seed=seed, options=make_options(opts),
+        top_k=top_k or None, top_p=top_p if top_p < 1 else None, seed=seed, options=options,
     )
-    out = []
-    for s in steps:
-        out.append(Sample(
-            label=tok.token_labels([s.token])[0], text=tok.decode([s.token], skip_special=False),
-            prob=s.prob, top=[(tok.token_labels([i])[0], p) for i, p in s.top],
-        ))
-    return out
+    return [Sample(label=tok.token_labels([s.token])[0], text=tok.decode([s.token], skip_special=False),
+                   prob=s.prob, top=[(tok.token_labels([i])[0], p) for i, p in s.top]) for s in steps]
 
 
-def reversal_plain(ckpt: Checkpoint, text: str, opts: tuple) -> ReversalView:
-    tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, text, make_options(opts), max_new_tokens=len(text) + 2)
-    return ReversalView(tr.output, tr.source_tokens, tr.target_tokens, tr.attention)
+def reversal_view(ckpt: Checkpoint, text: str, options: InferenceOptions) -> Seq2SeqTrace:
+    """Greedy output and every head's attention (the capture dropped: the page needs none)."""
+    tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, text, options, max_new_tokens=len(text) + 2)
+    return replace(tr, capture=AttentionCapture())
 
 
 @torch.no_grad()
-def padding_plain(ckpt: Checkpoint, texts: tuple[str, ...], opts: tuple) -> PaddingView:
+def padding_view(ckpt: Checkpoint, texts: tuple[str, ...], options: InferenceOptions) -> PaddingView:
     """Encoder self-attention of a PAD-padded batch, and each row's greedy output."""
     model, tok = ckpt.model, ckpt.tokenizer
-    options = make_options(opts)
     src = encode_source(tok, list(texts), next(model.parameters()).device)
     capture = AttentionCapture()
     model.encode(src, options=options, capture=capture)
@@ -197,67 +181,35 @@ def padding_plain(ckpt: Checkpoint, texts: tuple[str, ...], opts: tuple) -> Padd
     )
 
 
-# the biggest entries (q, k, v and scores of every layer), so half as many
-@st.cache_data(max_entries=CACHE_ENTRIES // 2, show_spinner=False)
-def _gpt_view_cached(_ckpt: Checkpoint, model_key: tuple, text: str, opts: tuple) -> GPTView:
-    return gpt_view_plain(_ckpt, text, opts)
+def trace_of(ckpt: Checkpoint, text: str, options: InferenceOptions) -> GPTTrace | Seq2SeqTrace:
+    """The cached trace the explorer page of this checkpoint's architecture shows."""
+    if ckpt.config.arch == "gpt":
+        return cached_call(gpt_view, ckpt, text, options).trace
+    return cached_call(reversal_view, ckpt, text, options)
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
-def _generate_cached(_ckpt: Checkpoint, model_key: tuple, text: str, max_new: int, temperature: float,
-                     top_k: int, top_p: float, seed: int, opts: tuple) -> list[Sample]:
-    return generate_plain(_ckpt, text, max_new, temperature, top_k, top_p, seed, opts)
+# ---------------------------------------------------------------- figures, cached like the numbers
+# A rerun that leaves text and options alone (a click on a selector, a second visitor of the
+# same link) reuses the built figure: the grid is the costliest thing a page sends.
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
-def _reversal_cached(_ckpt: Checkpoint, model_key: tuple, text: str, opts: tuple) -> ReversalView:
-    return reversal_plain(_ckpt, text, opts)
+def grid_figure(ckpt: Checkpoint, text: str, options: InferenceOptions, kind: str, selected: tuple[int, int],
+                cell_titles: list[list[str]], cell_px: int) -> plots.ReadyFigure:
+    """Every head of one attention kind, clickable, the selected head outlined."""
+    tr = trace_of(ckpt, text, options)
+    queries, keys = tr.axes(kind)
+    return plots.attention_grid(tr.attention[kind], queries, keys, cell_titles=cell_titles, selected=selected,
+                                cell_px=cell_px, colorbar=False, clickable=True)
 
 
-@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
-def _padding_cached(_ckpt: Checkpoint, model_key: tuple, texts: tuple[str, ...], opts: tuple) -> PaddingView:
-    return padding_plain(_ckpt, texts, opts)
-
-
-def is_user_model(name: str) -> bool:
-    return name in st.session_state.get(MY_MODELS_KEY, {})
-
-
-MEMO_KEY, MEMO_ENTRIES = "_explorer_memo", 8
-
-
-def _run(cached: Callable[..., Any], plain: Callable[..., Any], name: str, *args: Any) -> Any:
-    """A shipped model's result comes from the shared cache. A user's own model never
-    keys the global cache (its name means nothing to other users): its results are kept
-    in that user's session only, the last few, keyed by the model object itself."""
-    ckpt = load_model(name)
-    if is_user_model(name):
-        memo: dict = st.session_state.setdefault(MEMO_KEY, {})
-        key = (plain.__name__, id(ckpt), args)
-        if key not in memo:
-            while len(memo) >= MEMO_ENTRIES:
-                memo.pop(next(iter(memo)))
-            memo[key] = plain(ckpt, *args)
-        return memo[key]
-    key = (name, str(current_device()), ckpt.meta.get("weights_sha256", ""))
-    return cached(ckpt, key, *args)
-
-
-def gpt_view(name: str, text: str, opts: tuple) -> GPTView:
-    return _run(_gpt_view_cached, gpt_view_plain, name, text, opts)
-
-
-def sample(name: str, text: str, max_new: int, temperature: float, top_k: int, top_p: float, seed: int,
-           opts: tuple) -> list[Sample]:
-    return _run(_generate_cached, generate_plain, name, text, max_new, temperature, top_k, top_p, seed, opts)
-
-
-def reversal_view(name: str, text: str, opts: tuple) -> ReversalView:
-    return _run(_reversal_cached, reversal_plain, name, text, opts)
-
-
-def padding_view(name: str, texts: tuple[str, ...], opts: tuple) -> PaddingView:
-    return _run(_padding_cached, padding_plain, name, texts, opts)
+def head_figure(ckpt: Checkpoint, text: str, options: InferenceOptions, kind: str, layer: int, head: int,
+                title: str, mark_future: bool, height: int) -> plots.ReadyFigure:
+    """One head drawn large; mark_future outlines keys after the query that get weight."""
+    tr = trace_of(ckpt, text, options)
+    queries, keys = tr.axes(kind)
+    weights = tr.attention[kind][layer, head]
+    return plots.head_heatmap(weights, queries, keys, title, height=height,
+                              highlight=future_cells(weights) if mark_future else None)
 
 
 # ---------------------------------------------------------------- widgets
@@ -305,49 +257,41 @@ def _pick_head(chart_key: str, prefix: str) -> None:
 
 
 def grid_and_head(
-    attention: np.ndarray, query_tokens: list[str], key_tokens: list[str], *, prefix: str, name: str,
-    layer: int, head: int, grid_title: str, head_title: str, cell_titles: list[list[str]] | None = None,
-    highlight: np.ndarray | None = None, highlight_name: str = "future position",
+    name: str, text: str, options: InferenceOptions, kind: str, *, prefix: str, chart: str, layer: int,
+    head: int, head_title: str, cell_titles: list[list[str]], mark_future: bool = False,
 ) -> None:
-    """The whole (L, H) grid, clickable, next to the selected head drawn large.
+    """The whole (L, H) grid of `kind`, clickable, next to the selected head drawn large.
 
     Sized for a 1280 x 720 projector: the grid column is about 440 px wide, so each head
     gets a roughly square cell of 440 / n_heads pixels.
     """
-    L, H = attention.shape[:2]
+    L, H = len(cell_titles), len(cell_titles[0])
     cell_px = int(min(150, max(70, 440 / H)))
     left, right = st.columns([1.15, 1], gap="medium")
-    with left:
-        chart_key = f"{prefix}{name}_grid"
-        st.plotly_chart(
-            plots.attention_grid(attention, query_tokens, key_tokens, title=grid_title,
-                                 cell_titles=cell_titles, selected=(layer, head), cell_px=cell_px,
-                                 colorbar=False, clickable=True),
-            key=chart_key, on_select=functools.partial(_pick_head, chart_key, prefix),
-            selection_mode="points", config=plots.PNG_CONFIG,
-        )
-    with right:
-        height = max(330, min(520, cell_px * L + 60))
-        st.plotly_chart(
-            plots.head_heatmap(attention[layer, head], query_tokens, key_tokens, head_title,
-                               highlight=highlight, highlight_name=highlight_name, height=height),
-            key=f"{prefix}{name}_head", config=plots.PNG_CONFIG,
-        )
+    chart_key = f"{prefix}{chart}_grid"
+    left.plotly_chart(
+        run_cached(grid_figure, name, text, options, kind, (layer, head), cell_titles, cell_px),
+        key=chart_key, on_select=functools.partial(_pick_head, chart_key, prefix),
+        selection_mode="points", config=plots.PNG_CONFIG,
+    )
+    height = max(330, min(520, cell_px * L + 60))
+    right.plotly_chart(
+        run_cached(head_figure, name, text, options, kind, layer, head, head_title, mark_future, height),
+        key=f"{prefix}{chart}_head", config=plots.PNG_CONFIG,
+    )
 
 
-def download_buttons(prefix: str, stem: str, payload: Callable[[], dict[str, Any]],
-                     attention: dict[str, np.ndarray], query_tokens: dict[str, list[str]],
-                     key_tokens: dict[str, list[str]]) -> None:
-    """JSON ([layer][head][query][key], like `trace --json`) and long-form CSV, built on click."""
+def download_buttons(prefix: str, stem: str, checkpoint: str, trace: GPTTrace | Seq2SeqTrace,
+                     **extra: Any) -> None:
+    """JSON (the `trace --json` object plus `extra`) and long-form CSV, built on click."""
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem)[:60] or "attention"
     row = st.container(horizontal=True)
     row.download_button(
-        "Attention as JSON", data=lambda: export.attention_json_payload(payload()),
+        "Attention as JSON", data=lambda: export.trace_json_text(trace, checkpoint, **extra),
         file_name=f"{stem}.json", mime="application/json", on_click="ignore",
         icon=":material/download:", key=prefix + "json",
     )
     row.download_button(
-        "Attention as CSV", data=lambda: export.attention_csv(attention, query_tokens, key_tokens),
-        file_name=f"{stem}.csv", mime="text/csv", on_click="ignore", icon=":material/download:",
-        key=prefix + "csv",
+        "Attention as CSV", data=lambda: export.attention_csv(trace), file_name=f"{stem}.csv",
+        mime="text/csv", on_click="ignore", icon=":material/download:", key=prefix + "csv",
     )

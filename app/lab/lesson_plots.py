@@ -3,16 +3,60 @@
 Figures only: every number arrives computed (the `lessons` package). Fonts are large
 enough for a projector; colours are shared across pages: scaled/first series indigo,
 unscaled/second series orange.
+
+Every builder is cached by its inputs (`figure_cache`): building a plotly figure costs
+10-50 ms of CPU, so a rerun that leaves a figure's inputs alone reuses the built one.
+Long series are thinned and samples pre-binned before they are sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+import streamlit as st
 from plotly.subplots import make_subplots
-from lessons import Saturation, Schedules
+
+from lab import plots
+from lessons.training import Schedules
+from lessons.variance import Saturation
+
+
+class SharedFigure(go.Figure):
+    """A finished figure that every run and every user reads and nobody changes (see
+    figure_cache). st.plotly_chart asks each figure for to_dict() on every run, a deep copy
+    of the whole figure (2-6 ms each); a shared figure makes that dict once. Serialising
+    it (plotly.io.to_json) does not modify it."""
+
+    def to_dict(self) -> dict:
+        frozen = self.__dict__.get("_frozen_dict")
+        if frozen is None:
+            frozen = self.__dict__["_frozen_dict"] = super().to_dict()
+        return frozen
+
+
+def figure_cache(builder: Callable[..., go.Figure], max_entries: int = 64) -> Callable[..., go.Figure]:
+    """`builder`, cached by its arguments and returning a SharedFigure.
+
+    Figures are pure functions of their inputs, so one built figure serves every run and
+    user (st.cache_resource, max_entries per builder). Not st.cache_data: its pickle round trip
+    re-validates a plotly figure, which costs as much as building it (18-25 ms measured).
+    """
+
+    @functools.wraps(builder)
+    def build(*args: Any, **kwargs: Any) -> go.Figure:
+        fig = builder(*args, **kwargs)
+        fig.__class__ = SharedFigure  # same data; only to_dict is remembered
+        return fig
+
+    return st.cache_resource(max_entries=max_entries, show_spinner=False)(build)
+
+
+#: the explorers' grid of heads, cached like the figures below (fewer: a model's grid can be MBs)
+attention_grid = figure_cache(plots.attention_grid, max_entries=16)
 
 FIRST = "#4f46e5"  # scaled, sinusoidal, Gaussian
 SECOND = "#ea580c"  # unscaled, learned, boxcar
@@ -27,6 +71,7 @@ def _finish(fig: go.Figure, title: str, height: int, **layout: object) -> go.Fig
     return fig
 
 
+@figure_cache
 def value_heatmap(
     z: np.ndarray,
     x_labels: Sequence[str],
@@ -99,6 +144,7 @@ def value_heatmap(
     )
 
 
+@figure_cache
 def retrieval_figure(
     tokens: Sequence[str], values: np.ndarray, weights: np.ndarray, context: np.ndarray
 ) -> go.Figure:
@@ -159,6 +205,7 @@ def retrieval_figure(
     return _finish(fig, "", 380, showlegend=False)
 
 
+@figure_cache
 def kernel_figure(
     locations: Sequence[float],
     prices: Sequence[float],
@@ -224,8 +271,24 @@ def kernel_figure(
     return _finish(fig, "", 400, barmode="group", legend={"orientation": "h", "y": -0.25})
 
 
+def _density_bars(samples: np.ndarray, x_max: float, bins: int, color: str, name: str) -> go.Bar:
+    """A probability-density histogram of samples (n,) over [-x_max, x_max], binned here so
+    that bins numbers are sent instead of n samples (plotly's histnorm="probability density")."""
+    density, edges = np.histogram(samples, bins=bins, range=(-x_max, x_max), density=True)
+    width = edges[1] - edges[0]
+    return go.Bar(
+        x=edges[:-1] + width / 2,
+        y=density,
+        width=width,
+        marker_color=color,
+        name=name,
+        hovertemplate=f"score %{{x:.1f}} ± {width / 2:g}<br>density %{{y:.4f}}<extra></extra>",
+    )
+
+
+@figure_cache
 def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_max: float = 50.0) -> go.Figure:
-    """Histograms of q.k and of q.k / sqrt(d_k) on one fixed x range, so growth shows."""
+    """Histograms of q.k and of q.k / sqrt(d_k) (n,) each on one fixed x range, so growth shows."""
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -233,22 +296,14 @@ def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_max: float
         horizontal_spacing=0.08,
         subplot_titles=(f"q·k   (variance {raw.var():.1f})", f"q·k / √d_k   (variance {scaled.var():.2f})"),
     )
-    bins = {"start": -x_max, "end": x_max, "size": x_max / 50}
-    fig.add_trace(
-        go.Histogram(x=raw, xbins=bins, histnorm="probability density", marker_color=SECOND, name="unscaled"),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Histogram(x=scaled, xbins=bins, histnorm="probability density", marker_color=FIRST, name="scaled"),
-        row=1,
-        col=2,
-    )
+    fig.add_trace(_density_bars(raw, x_max, 100, SECOND, "unscaled"), row=1, col=1)
+    fig.add_trace(_density_bars(scaled, x_max, 100, FIRST, "scaled"), row=1, col=2)
     fig.update_xaxes(range=[-x_max, x_max], title="score")
     fig.update_yaxes(title="density", row=1, col=1)
     return _finish(fig, f"d_k = {d_k}: {raw.size} random (q, k) pairs", 360, showlegend=False, bargap=0.02)
 
 
+@figure_cache
 def saturation_figure(sat: Saturation, d_k: int, n_keys: int) -> go.Figure:
     """Entropy, max weight and softmax gradient norm against d_k (log axis), both ways."""
     fig = make_subplots(
@@ -283,6 +338,7 @@ def saturation_figure(sat: Saturation, d_k: int, n_keys: int) -> go.Figure:
     return _finish(fig, "", 360, legend={"orientation": "h", "y": -0.22})
 
 
+@figure_cache
 def row_bars(raw_weights: np.ndarray, scaled_weights: np.ndarray, d_k: int) -> go.Figure:
     """One row of attention weights at d_k, unscaled next to scaled."""
     keys = [f"k{i}" for i in range(len(raw_weights))]
@@ -302,12 +358,13 @@ def row_bars(raw_weights: np.ndarray, scaled_weights: np.ndarray, d_k: int) -> g
     )
 
 
+@figure_cache
 def pe_heatmap(table: np.ndarray, title: str, *, seen: int | None = None, zabs: float = 1.0) -> go.Figure:
     """A position table (P, d) drawn with position across and dimension down."""
     table = np.asarray(table)
     fig = go.Figure(
         go.Heatmap(
-            z=table.T,
+            z=table.T.astype(np.float32),  # hover shows 4 decimals: half the bytes of float64
             x=np.arange(table.shape[0]),
             y=np.arange(table.shape[1]),
             colorscale="RdBu",
@@ -330,6 +387,7 @@ def pe_heatmap(table: np.ndarray, title: str, *, seen: int | None = None, zabs: 
     return _finish(fig, title, 380)
 
 
+@figure_cache
 def waves_figure(table: np.ndarray, dims: Sequence[int]) -> go.Figure:
     """Chosen dimensions of a position table as functions of position."""
     fig = go.Figure()
@@ -349,10 +407,11 @@ def waves_figure(table: np.ndarray, dims: Sequence[int]) -> go.Figure:
     return _finish(fig, "chosen dimensions as waves", 340, legend={"orientation": "h", "y": -0.25})
 
 
+@figure_cache
 def similarity_heatmap(matrix: np.ndarray, title: str) -> go.Figure:
     fig = go.Figure(
         go.Heatmap(
-            z=matrix,
+            z=np.asarray(matrix, dtype=np.float32),
             colorscale="RdBu",
             zmid=0,
             zmin=-1,
@@ -366,6 +425,7 @@ def similarity_heatmap(matrix: np.ndarray, title: str) -> go.Figure:
     return _finish(fig, title, 420)
 
 
+@figure_cache
 def lines_figure(
     series: dict[str, np.ndarray],
     title: str,
@@ -399,6 +459,7 @@ def lines_figure(
     return _finish(fig, title, height, legend={"orientation": "h", "y": -0.25})
 
 
+@figure_cache
 def rope_path_figure(path: np.ndarray, positions: Sequence[int], radians_per_step: float) -> go.Figure:
     """Arrows from the origin to a 2-D pair rotated to each position."""
     fig = go.Figure()
@@ -448,6 +509,7 @@ def rope_path_figure(path: np.ndarray, positions: Sequence[int], radians_per_ste
     return _finish(fig, f"the pair turns {radians_per_step:.4f} rad per position", 440)
 
 
+@figure_cache
 def slopes_figure(slopes: np.ndarray) -> go.Figure:
     heads = [f"head {h}" for h in range(len(slopes))]
     fig = go.Figure(
@@ -466,20 +528,32 @@ def slopes_figure(slopes: np.ndarray) -> go.Figure:
     return _finish(fig, "slope per head", 380)
 
 
+def _thin(n: int, keep: Sequence[int], points: int = 800) -> np.ndarray:
+    """Sorted indices (<= points + len(keep),) spread over 0..n-1 plus the ones in keep:
+    a smooth curve of 50,000 steps looks the same drawn through 800 of them."""
+    grid = np.linspace(0, n - 1, min(n, points)).round().astype(int)
+    extra = np.clip(np.asarray(keep, dtype=int), 0, n - 1)
+    return np.unique(np.concatenate([grid, extra]))
+
+
+@figure_cache
 def lr_figure(schedules: Schedules, warmup: int) -> go.Figure:
-    """Learning rate against step for the two schedules, warm-up end marked."""
+    """Learning rate against step (n,) for the two schedules, warm-up end marked; drawn
+    through at most ~800 steps, always including the peak at the end of warm-up."""
+    idx = _thin(len(schedules.steps), [warmup - 2, warmup - 1, warmup])
+    steps = schedules.steps[idx]
     fig = go.Figure(
         [
             go.Scatter(
-                x=schedules.steps,
-                y=schedules.vaswani,
+                x=steps,
+                y=schedules.vaswani[idx],
                 mode="lines",
                 name="warm-up, then 1/√step",
                 line={"color": FIRST, "width": 3},
             ),
             go.Scatter(
-                x=schedules.steps,
-                y=schedules.cosine,
+                x=steps,
+                y=schedules.cosine[idx],
                 mode="lines",
                 name="warm-up, then cosine",
                 line={"color": SECOND, "width": 3},
@@ -497,6 +571,7 @@ def lr_figure(schedules: Schedules, warmup: int) -> go.Figure:
     return _finish(fig, "", 360, legend={"orientation": "h", "y": 1.12})
 
 
+@figure_cache
 def smoothing_figure(distribution: np.ndarray, target: int) -> go.Figure:
     classes = [f"class {i}" for i in range(len(distribution))]
     one_hot = np.zeros(len(distribution))

@@ -1,19 +1,79 @@
 """Plotly figures shared by the pages: one head large, all heads as small multiples.
 
-Heatmaps label rows with query tokens and columns with key tokens, show exact weights on
-hover, and use one colour scale for every head of a grid.
+Heatmaps label rows with query tokens and columns with key tokens, show weights on hover,
+and use one colour scale for every head of a grid. `head_heatmap` and `attention_grid`
+draw every attention map of the app through one trace builder (`_attention_trace`).
+
+Every builder writes the figure as the plain JSON dict plotly.js reads, arrays as typed
+arrays (base64), and returns it as a `ReadyFigure`: building plotly's objects validates
+every property (50-70 ms for a 4 x 4 grid of 64 x 64 maps, more than the model's forward
+pass) and st.plotly_chart then deep-copies them again; a ready dict costs neither.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+from typing import Any
+
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
+import plotly.io as pio
 
 COLORSCALE = "Blues"
 FUTURE_COLOR = "rgba(220, 38, 38, 0.9)"  # red outline: weight where the causal mask would forbid it
 PNG_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
-PICKS_PER_AXIS = 12  # clickable points per subplot axis in a grid (see attention_grid)
+PICKS_PER_AXIS = 8  # clickable points per subplot axis in a grid (see attention_grid)
+
+
+class ReadyFigure(go.Figure):
+    """A figure held as its finished JSON dict {"data": [...], "layout": {...}}.
+
+    to_dict() returns that dict itself (st.plotly_chart only serialises it), so nothing is
+    validated or copied per run. The dict is shared: treat the figure as read-only. It
+    carries the default template (Streamlit's, which st.plotly_chart would add), so it
+    looks exactly like a figure built with plotly's objects.
+    """
+
+    def __init__(self, spec: dict[str, Any] | None = None, **_: Any) -> None:
+        super().__init__()
+        spec = spec or {}
+        layout = dict(spec.get("layout") or {})
+        layout.setdefault("template", _template(str(pio.templates.default)))
+        data = [dict(t) for t in spec.get("data") or []]
+        # BaseFigure.to_dict (a subclass that caches it, e.g. lesson_plots.SharedFigure) reads these
+        self._data, self._layout = data, layout
+        self.__dict__["_spec"] = {"data": data, "layout": layout}
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.__dict__["_spec"]
+
+    def to_plotly_json(self) -> dict[str, Any]:
+        return self.to_dict()
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, Any]]]:  # pickling (st.cache_data) keeps the dict
+        return (ReadyFigure, (self.to_dict(),))
+
+
+@functools.cache
+def _template(name: str) -> dict[str, Any]:
+    return pio.templates[name].to_plotly_json() if name in pio.templates else {}
+
+
+@functools.cache
+def _colorscale(name: str) -> list[list[Any]]:
+    return [list(step) for step in plotly.colors.get_colorscale(name)]
+
+
+def typed(values: np.ndarray, dtype: str = "f4") -> dict[str, str]:
+    """A numpy array as a plotly.js typed array ({"dtype", "bdata", "shape"}): a quarter to
+    a tenth of the bytes of a JSON list, decoded by the browser without parsing."""
+    arr = np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<"))
+    out = {"dtype": dtype, "bdata": base64.b64encode(arr.tobytes()).decode("ascii")}
+    if arr.ndim > 1:
+        out["shape"] = ", ".join(str(n) for n in arr.shape)
+    return out
 
 
 def _unique(labels: list[str]) -> list[str]:
@@ -35,6 +95,34 @@ def _tick_angle(labels: list[str], width_px: float = 330.0) -> int:
     return 0 if widest_pair * 3.5 <= slot else -90
 
 
+# ---------------------------------------------------------------- attention maps
+
+GRID_STEPS = 10_000  # grid weights travel as whole percent + hundredths of a percent: 1e-4 steps
+
+
+def grid_encoding(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weights in [0, 1] as (whole percent, hundredths of a percent), both uint8.
+
+    Why: two bytes a cell instead of four, the colour follows the percent (101 shades, more
+    than a small map shows) and the hover still reads exactly, e.g. "12.34%".
+    """
+    steps = np.rint(np.clip(np.asarray(weights, dtype=np.float64), 0.0, 1.0) * GRID_STEPS).astype(np.int64)
+    return (steps // 100).astype(np.uint8), (steps % 100).astype(np.uint8)
+
+
+def _attention_trace(weights: np.ndarray, xs: list[str], ys: list[str], *, compact: bool,
+                     hover_prefix: str = "", value_name: str = "weight") -> dict[str, Any]:
+    """One (Tq, Tk) attention map as a heatmap trace: exact float32 values (compact=False),
+    or the grid's two-byte encoding (compact=True, see grid_encoding) on a 0-100 scale."""
+    where = f"{hover_prefix}query %{{y}}<br>key %{{x}}<br>{value_name} "
+    if compact:
+        percent, hundredths = grid_encoding(weights)
+        return {"type": "heatmap", "z": typed(percent, "u1"), "customdata": typed(hundredths, "u1"),
+                "x": xs, "y": ys, "hovertemplate": where + "%{z}.%{customdata:02d}%<extra></extra>"}
+    return {"type": "heatmap", "z": typed(weights, "f4"), "x": xs, "y": ys,
+            "hovertemplate": where + "%{z:.4f}<extra></extra>"}
+
+
 def head_heatmap(
     weights: np.ndarray,
     query_tokens: list[str],
@@ -48,37 +136,35 @@ def head_heatmap(
     colorscale: str = COLORSCALE,
     zmin: float = 0.0,
     height: int = 460,
-) -> go.Figure:
-    """One (Tq, Tk) matrix; cells where highlight is True get a red outline."""
+) -> ReadyFigure:
+    """One (Tq, Tk) matrix, exact values on hover; cells where highlight is True get a red outline."""
     ys, xs = _unique(query_tokens), _unique(key_tokens)
-    fig = go.Figure(
-        go.Heatmap(
-            z=np.asarray(weights, dtype=np.float32), x=xs, y=ys, zmin=zmin, zmax=zmax,
-            colorscale=colorscale,
-            hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
-            colorbar={"title": value_name},
-        )
-    )
+    heat = _attention_trace(weights, xs, ys, compact=False, value_name=value_name)
+    heat.update(zmin=zmin, zmax=zmax, colorscale=_colorscale(colorscale),
+                colorbar={"title": {"text": value_name}})
+    data = [heat]
     if highlight is not None and highlight.any():
         qi, ki = np.nonzero(highlight)
         size = 14 if max(len(xs), len(ys)) <= 20 else 9 if max(len(xs), len(ys)) <= 40 else 5
-        fig.add_trace(
-            go.Scatter(
-                x=[xs[k] for k in ki], y=[ys[q] for q in qi], mode="markers", hoverinfo="skip",
-                marker={"symbol": "square-open", "size": size, "color": FUTURE_COLOR, "line": {"width": 2}},
-                name=highlight_name, showlegend=True,
-            )
-        )
-    fig.update_yaxes(autorange="reversed", title="query", tickmode="array", tickvals=ys,
-                     ticktext=query_tokens, tickfont=_tick_font(len(ys)))
+        data.append({
+            "type": "scatter", "x": [xs[k] for k in ki], "y": [ys[q] for q in qi], "mode": "markers",
+            "hoverinfo": "skip", "name": highlight_name, "showlegend": True,
+            "marker": {"symbol": "square-open", "size": size, "color": FUTURE_COLOR, "line": {"width": 2}},
+        })
     angle = _tick_angle(key_tokens)
-    fig.update_xaxes(title="key", tickmode="array", tickvals=xs, ticktext=key_tokens, side="top",
-                     tickfont=_tick_font(len(xs)), tickangle=angle)
-    top = 110 if angle else 95
-    fig.update_layout(title={"text": title, "y": 0.99, "yref": "container", "yanchor": "top"},
-                      height=height, margin={"l": 10, "r": 10, "t": top, "b": 10},
-                      legend={"orientation": "h", "y": -0.02})
-    return fig
+    layout = {
+        "yaxis": {"autorange": "reversed", "title": {"text": "query"}, "tickmode": "array", "tickvals": ys,
+                  "ticktext": list(query_tokens), "tickfont": _tick_font(len(ys))},
+        "xaxis": {"title": {"text": "key"}, "tickmode": "array", "tickvals": xs, "ticktext": list(key_tokens),
+                  "side": "top", "tickfont": _tick_font(len(xs)), "tickangle": angle},
+        "title": {"text": title, "y": 0.99, "yref": "container", "yanchor": "top"},
+        "height": height, "margin": {"l": 10, "r": 10, "t": 110 if angle else 95, "b": 10},
+        "legend": {"orientation": "h", "y": -0.02},
+    }
+    return ReadyFigure({"data": data, "layout": layout})
+
+
+_TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # colour bar of a grid: weights, though its scale runs in percent
 
 
 def _picks(n: int) -> np.ndarray:
@@ -98,16 +184,15 @@ def attention_grid(
     cell_px: int = 170,
     colorbar: bool = True,
     clickable: bool = False,
-) -> go.Figure:
-    """Small multiples of (L, H, Tq, Tk): row = layer, column = head, one colour scale.
+) -> ReadyFigure:
+    """Small multiples of (L, H, Tq, Tk) weights in [0, 1]: row = layer, column = head, one
+    colour scale (a shared colour axis); hover shows each cell's weight as a percentage
+    with two decimals (the grid travels in 1e-4 steps, see grid_encoding).
 
     clickable: heatmaps cannot be selected in plotly, so each subplot then also carries an
-    invisible scatter of up to 12 x 12 points (hover shows that cell's weight) whose
+    invisible scatter of up to 8 x 8 points (hover shows that cell's weight) whose
     customdata is (layer, head); with st.plotly_chart(on_select=..., selection_mode="points")
     a click selects one of them and `selected_head` reads which head it was.
-
-    The figure is assembled as plain data and built without plotly's per-property
-    validation (the slow part of make_subplots/add_trace for 16 heads of 64 x 64).
     """
     L, H, Tq, Tk = attention.shape
     height = max(200, cell_px * L + (80 if title else 55))
@@ -142,17 +227,15 @@ def attention_grid(
                 "text": text, "x": x0 + width / 2, "y": top, "xref": "paper", "yref": "paper",
                 "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 12},
             })
-            traces.append({
-                "type": "heatmap", "z": data[layer, head], "x": xs, "y": ys, "coloraxis": "coloraxis", **axes,
-                "hovertemplate": (f"layer {layer} head {head}<br>query %{{y}}<br>key %{{x}}"
-                                  "<br>weight %{z:.4f}<extra></extra>"),
-            })
+            traces.append({**_attention_trace(data[layer, head], xs, ys, compact=True,
+                                              hover_prefix=f"layer {layer} head {head}<br>"),
+                           "coloraxis": "coloraxis", **axes})
             if clickable:
                 traces.append({
                     "type": "scatter", "x": pick_x, "y": pick_y, "mode": "markers", **axes,
                     "marker": {"size": marker_px, "color": "rgba(0,0,0,0)", "opacity": 0},
                     "customdata": [[layer, head]] * len(rows),
-                    "text": [f"{v:.4f}" for v in data[layer, head][rows, cols]],
+                    "text": [f"{100 * v:.2f}%" for v in data[layer, head][rows, cols]],
                     "hovertemplate": (f"<b>layer {layer} head {head}</b> (click to open)<br>query %{{y}}"
                                       "<br>key %{x}<br>weight %{text}<extra></extra>"),
                     "showlegend": False,
@@ -167,13 +250,32 @@ def attention_grid(
             })
     layout.update(
         title={"text": title}, height=height, hovermode="closest",
-        coloraxis={"colorscale": plotly.colors.get_colorscale(COLORSCALE), "cmin": 0, "cmax": zmax,
-                   "showscale": colorbar, "colorbar": {"title": {"text": "weight"}, "thickness": 12}},
+        coloraxis={"colorscale": _colorscale(COLORSCALE), "cmin": 0, "cmax": 100 * zmax, "showscale": colorbar,
+                   "colorbar": {"title": {"text": "weight"}, "thickness": 12, "tickmode": "array",
+                                "tickvals": [100 * zmax * f for f in _TICKS],
+                                "ticktext": [f"{zmax * f:g}" for f in _TICKS]}},
         margin={"l": 5, "r": 5, "t": 80 if title else 45, "b": 5},  # 45: the modebar clears the titles
     )
     if clickable:
         layout["clickmode"] = "event+select"
-    return go.Figure(data=traces, layout=layout, _validate=False)
+    return ReadyFigure({"data": traces, "layout": layout})
+
+
+def heatmap_values(trace: dict[str, Any]) -> np.ndarray:
+    """The weights a heatmap trace of this module carries (float32 or the grid's encoding),
+    from its JSON (what the browser receives): (Tq, Tk)."""
+
+    def decode(spec: Any) -> np.ndarray:
+        if isinstance(spec, dict) and "bdata" in spec:
+            arr = np.frombuffer(base64.b64decode(spec["bdata"]), dtype=np.dtype(spec["dtype"]).newbyteorder("<"))
+            shape = [int(n) for n in str(spec.get("shape", len(arr))).split(",")]
+            return arr.reshape(shape)
+        return np.asarray(spec, dtype=np.float64)
+
+    z = decode(trace["z"])
+    if z.dtype == np.uint8 and "customdata" in trace:
+        return (z.astype(np.float64) * 100 + decode(trace["customdata"])) / GRID_STEPS
+    return z.astype(np.float64)
 
 
 def selected_head(event: object) -> tuple[int, int] | None:
@@ -192,50 +294,50 @@ def selected_head(event: object) -> tuple[int, int] | None:
     return None
 
 
+# ---------------------------------------------------------------- vectors and bars
+
+_LEGEND_TOP = {"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"}
+_MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
+
+
 def vector_bars(vectors: dict[str, np.ndarray], title: str = "", *, height: int = 260,
-                x_title: str = "dimension") -> go.Figure:
+                x_title: str = "dimension") -> ReadyFigure:
     """Grouped bars of one or more equal-length vectors (e.g. q before and after RoPE)."""
-    fig = go.Figure()
-    for name, vec in vectors.items():
-        vec = np.asarray(vec, dtype=np.float32)
-        fig.add_trace(go.Bar(x=list(range(len(vec))), y=vec, name=name,
-                             hovertemplate=f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>"))
-    fig.update_layout(title=title, height=height, barmode="group", xaxis_title=x_title,
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10},
-                      legend={"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"})
-    return fig
+    data = [{"type": "bar", "x": list(range(len(vec))), "y": typed(vec), "name": name,
+             "hovertemplate": f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>"} for name, vec in vectors.items()]
+    layout = {"title": {"text": title}, "height": height, "barmode": "group",
+              "xaxis": {"title": {"text": x_title}}, "margin": _MARGIN, "legend": _LEGEND_TOP}
+    return ReadyFigure({"data": data, "layout": layout})
 
 
 def token_bars(labels: list[str], values: dict[str, np.ndarray], title: str = "", *,
-               height: int = 280, y_title: str = "probability") -> go.Figure:
+               height: int = 280, y_title: str = "probability") -> ReadyFigure:
     """Bars over tokens (keys or vocabulary entries), one series per entry of `values`."""
-    fig = go.Figure()
     xs = _unique(labels)
-    for name, vals in values.items():
-        fig.add_trace(go.Bar(x=xs, y=np.asarray(vals, dtype=np.float32), name=name,
-                             hovertemplate=f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"))
-    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=labels, tickfont=_tick_font(len(xs)),
-                     tickangle=0)
-    fig.update_layout(title=title, height=height, barmode="group", yaxis_title=y_title,
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10},
-                      legend={"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"},
-                      showlegend=len(values) > 1)
-    return fig
+    data = [{"type": "bar", "x": xs, "y": typed(vals), "name": name,
+             "hovertemplate": f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"} for name, vals in values.items()]
+    layout = {"title": {"text": title}, "height": height, "barmode": "group",
+              "xaxis": {"tickmode": "array", "tickvals": xs, "ticktext": list(labels),
+                        "tickfont": _tick_font(len(xs)), "tickangle": 0},
+              "yaxis": {"title": {"text": y_title}}, "margin": _MARGIN, "legend": _LEGEND_TOP,
+              "showlegend": len(values) > 1}
+    return ReadyFigure({"data": data, "layout": layout})
 
 
 def matrix_heatmap(matrix: np.ndarray, row_labels: list[str], title: str = "", *,
-                   height: int = 300, value_name: str = "value") -> go.Figure:
+                   height: int = 300, value_name: str = "value") -> ReadyFigure:
     """A (rows, dims) matrix of vectors (e.g. every key vector of one head), diverging colours."""
     m = np.asarray(matrix, dtype=np.float32)
     bound = float(np.abs(m).max()) or 1.0
     ys = _unique(row_labels)
-    fig = go.Figure(go.Heatmap(
-        z=m, y=ys, x=list(range(m.shape[1])), zmin=-bound, zmax=bound, colorscale="RdBu", reversescale=True,
-        hovertemplate=f"%{{y}}<br>dimension %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
-        colorbar={"title": value_name, "thickness": 12},
-    ))
-    fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=ys, ticktext=row_labels,
-                     tickfont={"size": 12 if len(ys) <= 12 else 9 if len(ys) <= 24 else 7})
-    fig.update_layout(title=title, height=height, xaxis_title="dimension",
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
-    return fig
+    data = [{
+        "type": "heatmap", "z": typed(m), "y": ys, "x": list(range(m.shape[1])), "zmin": -bound, "zmax": bound,
+        "colorscale": _colorscale("RdBu"), "reversescale": True,
+        "hovertemplate": f"%{{y}}<br>dimension %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+        "colorbar": {"title": {"text": value_name}, "thickness": 12},
+    }]
+    layout = {"title": {"text": title}, "height": height, "xaxis": {"title": {"text": "dimension"}},
+              "yaxis": {"autorange": "reversed", "tickmode": "array", "tickvals": ys, "ticktext": list(row_labels),
+                        "tickfont": {"size": 12 if len(ys) <= 12 else 9 if len(ys) <= 24 else 7}},
+              "margin": _MARGIN}
+    return ReadyFigure({"data": data, "layout": layout})

@@ -1,8 +1,10 @@
 """Models and devices for the pages.
 
-Shipped models are loaded once per (checkpoint, device) with st.cache_resource and are
-never mutated (inference options are per call). Models a user trains live only in that
-user's st.session_state.
+Models are loaded once per (checkpoint, device) with st.cache_resource and are never
+mutated (inference options are per call): shipped names, and run ids (`run-` + hex) of
+models trained on /train, which live on disk in the runs folder. A run id is a capability:
+whoever has it may open the model, so caching by id shares nothing that was private. The
+session keeps only the ids of its own runs (MY_MODELS_KEY), to offer them as choices.
 """
 
 from __future__ import annotations
@@ -15,14 +17,18 @@ import torch
 from transformer_core.device import describe_device, resolve_device
 from transformer_core.errors import CheckpointError
 from transformer_core.io.checkpoint import (
+    META_FILE,
     Checkpoint,
+    is_run_id,
     list_checkpoints,
     load_checkpoint,
     read_meta,
+    run_checkpoint_path,
     shipped_checkpoint_path,
 )
 
-MY_MODELS_KEY = "my_models"  # session_state: {label: Checkpoint}
+MY_MODELS_KEY = "my_models"  # session_state: {run id: {"label": str, "task": "reverse" | "lm"}}
+URL_CHECKPOINT_PARAMS = ("checkpoint", "a", "b")  # query parameters that may name a run id
 
 
 def configure_torch() -> None:
@@ -58,12 +64,63 @@ def _load_shipped(name: str, device: str) -> Checkpoint:
     return load_checkpoint(shipped_checkpoint_path(name), torch.device(device))
 
 
+@st.cache_resource(max_entries=16, show_spinner="Loading your model…")
+def _load_run(run_id: str, device: str, saved_at: float) -> Checkpoint:
+    return load_checkpoint(run_id, torch.device(device))
+
+
 def load_model(name: str) -> Checkpoint:
-    """A shipped checkpoint (cached, shared by all users) or one of this user's models."""
-    mine = st.session_state.get(MY_MODELS_KEY, {})
-    if name in mine:
-        return mine[name]
-    return _load_shipped(name, str(current_device()))
+    """A shipped checkpoint or a saved run, by name or run id, on the current device.
+
+    Raises CheckpointError with a message for people when the name is unknown, the run
+    expired (evicted), has not saved a model yet, or its files are corrupt. Every result
+    has meta["weights_sha256"]."""
+    device = str(current_device())
+    if is_run_id(name):
+        folder = run_checkpoint_path(name)
+        return _load_run(name, device, (folder / META_FILE).stat().st_mtime)
+    return _load_shipped(name, device)
+
+
+def remember_run(run_id: str, label: str, task: str) -> None:
+    """Offer this run in the explorers of this session (a page adopts ids it is given)."""
+    st.session_state.setdefault(MY_MODELS_KEY, {})[run_id] = {"label": label, "task": task}
+
+
+def checkpoint_label(name: str) -> str:
+    """What a selector shows: shipped names as they are, runs as 'label · run-1a2b3c4d…'."""
+    mine = st.session_state.get(MY_MODELS_KEY, {}).get(name)
+    return f"{mine['label']} · {name[:12]}…" if mine else name
+
+
+def _saved_run_task(run_id: str) -> str | None:
+    """The task of a saved run, or None when the id has no loadable model here."""
+    try:
+        return read_meta(run_checkpoint_path(run_id)).get("task")
+    except CheckpointError:
+        return None
+
+
+def _adopt_url_runs(task: str) -> None:
+    """A run id in the page's URL (a shared link) becomes a choice; an unknown, expired or
+    unfinished one gets a visible notice instead of a silent fallback."""
+    for param in URL_CHECKPOINT_PARAMS:
+        value = st.query_params.get(param)
+        if not value or not value.startswith("run-") or value in st.session_state.get(MY_MODELS_KEY, {}):
+            continue
+        try:
+            meta = read_meta(run_checkpoint_path(value))
+        except CheckpointError as e:
+            st.error(
+                f"The link's model cannot be opened: {e}. Showing a shipped model instead.",
+                icon=":material/link_off:",
+            )
+            continue
+        if meta.get("task") == task:
+            label = (
+                str(meta.get("command") or "").removeprefix("trained on the /train page as ") or "shared run"
+            )
+            remember_run(value, label, task)
 
 
 @st.cache_data(ttl=600)
@@ -79,7 +136,13 @@ def shipped_checkpoints() -> dict[str, dict]:
 
 
 def model_choices(task: str) -> list[str]:
-    """Shipped checkpoint names for 'reverse' or 'lm', then this user's trained models."""
+    """Shipped checkpoint names for 'reverse' or 'lm', then this session's saved runs of
+    that task (run ids; a run id in the page's URL is adopted, see `_adopt_url_runs`)."""
+    _adopt_url_runs(task)
     shipped = [n for n, m in shipped_checkpoints().items() if m.get("task") == task]
-    mine = [n for n, c in st.session_state.get(MY_MODELS_KEY, {}).items() if c.task == task]
+    mine = [
+        run_id
+        for run_id, entry in st.session_state.get(MY_MODELS_KEY, {}).items()
+        if entry["task"] == task and _saved_run_task(run_id) == task
+    ]
     return shipped + mine

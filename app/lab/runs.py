@@ -1,111 +1,114 @@
-"""The /train page's plumbing: the server-wide run cap, this session's run, downloads."""
+"""The /train page's plumbing: the box-wide run queue, this session's runs, their progress,
+downloads and the shipped length table. Training itself happens in worker processes
+(transformer_core.train.worker); this module only submits, stops and reads.
+"""
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import streamlit as st
-import torch
 
-from lab.resources import MY_MODELS_KEY
-from transformer_core.io.checkpoint import CHECKPOINTS_DIR, Checkpoint, save_checkpoint
-from transformer_core.train.runs import BackgroundRun, RunSlots
-from transformer_core.train.tasks import ReversalTask
+from lab.resources import MY_MODELS_KEY, remember_run
+from transformer_core.io.checkpoint import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE, runs_dir
+from transformer_core.train.presets import REPORT_LENGTHS
+from transformer_core.train.runs import RunInfo, RunProgress, RunQueue, RunRequest, default_max_runs
 
-RUN_KEY, OWNER_KEY = "train_run", "train_run_owner"
-REPORT_LENGTHS = [3, 5, 7, 10, 12, 15]
+__all__ = ["REPORT_LENGTHS"]
+CURRENT_KEY, PROGRESS_KEY = "train_current", "train_progress"  # session_state: run id; {run id: RunProgress}
 LENGTH_TABLE = CHECKPOINTS_DIR / "length_generalization.json"
+MAX_POINTS = 400  # points per chart line: the live panel stays cheap to redraw
 
 
-FORM_KEYS = ("train_task", "train_positions", "train_preset")
+FORM_KEYS = (
+    "train_task",
+    "train_positions",
+    "train_preset",
+    "train_d_model",
+    "train_n_layers",
+    "train_n_heads",
+    "train_steps",
+    "train_batch",
+    "train_lr",
+    "train_schedule",
+)
 
 
-def keep_form_state() -> None:
-    """Keep the /train choices while the user is on other pages (Streamlit drops the
-    state of widgets a run does not draw unless the key is assigned to itself)."""
-    for key in FORM_KEYS:
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+@st.cache_resource(max_entries=4)
+def _queue(root: str, max_running: int) -> RunQueue:
+    return RunQueue(Path(root), max_running=max_running)
 
 
-def remembered(name: str, default: Any) -> Any:
-    """The last value of a keyless /train widget in this session, else default."""
-    return st.session_state.get(f"_kept_{name}", default)
+def run_queue() -> RunQueue:
+    """This process's handle on the box-wide queue (state on disk, shared by every app
+    process): ATTENTION_LAB_RUNS_DIR, ATTENTION_LAB_MAX_RUNS (default 2 on CPU, 4 on CUDA)."""
+    return _queue(str(runs_dir()), default_max_runs())
 
 
-def remember(name: str, value: Any) -> Any:
-    """Store a keyless widget's value (fed back through `remembered`, it survives visits to
-    other pages, which drop the state of widgets they do not draw)."""
-    st.session_state[f"_kept_{name}"] = value
-    return value
+def submit(request: RunRequest, corpus: str | None = None) -> str:
+    """Queue a run for this session and make it the one the page shows; returns its id."""
+    run_id = run_queue().submit(request, corpus)
+    remember_run(run_id, request.label, request.train_config().task)
+    st.session_state[CURRENT_KEY] = run_id
+    return run_id
 
 
-@st.cache_resource
-def run_slots() -> RunSlots:
-    """One per server: ATTENTION_LAB_MAX_RUNS runs at once (default 2 on CPU, 4 on CUDA)."""
-    default = 4 if torch.cuda.is_available() else 2
-    return RunSlots(int(os.environ.get("ATTENTION_LAB_MAX_RUNS", default)))
+def current_run_id() -> str | None:
+    return st.session_state.get(CURRENT_KEY)
 
 
-class _Owner:
-    """A token kept only in session_state: when the session goes, the run stops."""
+def open_run(run_id: str) -> RunInfo | None:
+    """Make a run (from a link) the page's current run; None when the id is unknown here."""
+    info = run_queue().info(run_id)
+    if info is not None:
+        st.session_state[CURRENT_KEY] = run_id
+        if info.status != "evicted":
+            remember_run(run_id, info.label, info.task)
+    return info
 
 
-def current_run() -> BackgroundRun | None:
-    return st.session_state.get(RUN_KEY)
+def progress(run_id: str) -> RunProgress:
+    """The session's incremental reader of a run's progress (only new lines are parsed)."""
+    readers: dict[str, RunProgress] = st.session_state.setdefault(PROGRESS_KEY, {})
+    if run_id not in readers:
+        readers[run_id] = RunProgress(run_queue().folder(run_id))
+    return readers[run_id]
 
 
-def start_run(run: BackgroundRun) -> None:
-    """Start `run` as this session's run, stopping any earlier one (one run per session)."""
-    old = current_run()
-    if old is not None and not old.finished:
-        old.stop()
-    st.session_state[OWNER_KEY] = owner = _Owner()
-    st.session_state[RUN_KEY] = run.start(owner=owner)
+def evicted_runs() -> list[RunInfo]:
+    """This session's runs that were deleted to keep the runs folder within its budget."""
+    infos = [run_queue().info(r) for r in st.session_state.get(MY_MODELS_KEY, {})]
+    return [i for i in infos if i is not None and i.status == "evicted"]
 
 
-def as_checkpoint(run: BackgroundRun, positions: str) -> Checkpoint:
-    """Wrap a finished run's model like a loaded checkpoint (for the explorers)."""
-    task = run.task
-    meta = {
-        "task": task.name,
-        "metrics": run.metrics,
-        "train_args": {**run.config.to_dict(), "positions": positions},
-        "config": run.model.config.to_dict(),
-    }
-    return Checkpoint(name=run.label, model=run.model.eval(), tokenizer=task.tokenizer, meta=meta)
+def thin(values: list[Any], limit: int = MAX_POINTS) -> list[Any]:
+    """Every k-th value so that at most about `limit` remain (the last one always kept)."""
+    stride = max(1, len(values) // limit)
+    return (
+        values[::stride] if not values or (len(values) - 1) % stride == 0 else values[::stride] + values[-1:]
+    )
 
 
-def publish(run: BackgroundRun, positions: str) -> str:
-    """Make the run's model selectable in this session's explorers; returns its label."""
-    models = st.session_state.setdefault(MY_MODELS_KEY, {})
-    if run.label not in models and run.model is not None:
-        models[run.label] = as_checkpoint(run, positions)
-    return run.label
+def curves(p: RunProgress) -> pd.DataFrame:
+    """Loss and learning rate by step, thinned to MAX_POINTS rows."""
+    return pd.DataFrame(
+        {"step": thin(p.steps), "loss": thin(p.losses), "learning rate": thin(p.lrs)}
+    ).set_index("step")
 
 
-def checkpoint_zip(ckpt: Checkpoint) -> bytes:
-    """The checkpoint folder (model.safetensors + checkpoint.json) as a zip archive."""
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = save_checkpoint(
-            Path(tmp) / ckpt.name,
-            ckpt.model,
-            ckpt.tokenizer,
-            train_args=ckpt.meta.get("train_args"),
-            metrics=ckpt.meta.get("metrics"),
-            command="trained in the Attention Lab /train page",
-        )
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-            for path in sorted(folder.iterdir()):
-                zf.write(path, f"{ckpt.name}/{path.name}")
-        return buf.getvalue()
+def checkpoint_zip(run_id: str) -> bytes:
+    """The run's checkpoint (model.safetensors + checkpoint.json) as a zip archive."""
+    folder = run_queue().folder(run_id)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in (WEIGHTS_FILE, META_FILE):
+            zf.write(folder / name, f"{run_id}/{name}")
+    return buf.getvalue()
 
 
 @st.cache_data
@@ -114,9 +117,3 @@ def length_table() -> dict:
     if not LENGTH_TABLE.is_file():
         return {}
     return json.loads(LENGTH_TABLE.read_text())
-
-
-def reversal_eval_lengths(task: object) -> None:
-    """Evaluate reversal runs at the training lengths and beyond (12, 15)."""
-    if isinstance(task, ReversalTask):
-        task.eval_lengths = REPORT_LENGTHS

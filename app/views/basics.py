@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 from lab import lesson_plots as lp
-from lab.params import init_state, write_state
+from lab.state import init_state, write_state
 from lab.plots import PNG_CONFIG
 
-import lessons as L
+from lessons import basics as lesson
 
-PERM_TOKENS = ("the", "dog", "bit", "man")
+PERM_TOKENS = lesson.PERM_TOKENS
 PERMUTATIONS = [",".join(map(str, p)) for p in itertools.permutations(range(len(PERM_TOKENS)))]
 HEAD_CHOICES = (1, 2, 4)
 
@@ -29,14 +29,14 @@ def _in(lo: float, hi: float):
 
 P = "basics_"  # session_state prefix; the URL keeps the short names
 DEFAULTS = {
-    "q": L.QKV_QUERY,
-    "k1": L.QKV_KEYS[0],
-    "k2": L.QKV_KEYS[1],
-    "k3": L.QKV_KEYS[2],
-    "k4": L.QKV_KEYS[3],
-    "len1": L.PADDED_VALID_LENS[0],
-    "len2": L.PADDED_VALID_LENS[1],
-    "house": L.HOUSE_QUERY,
+    "q": lesson.QKV_QUERY,
+    "k1": lesson.QKV_KEYS[0],
+    "k2": lesson.QKV_KEYS[1],
+    "k3": lesson.QKV_KEYS[2],
+    "k4": lesson.QKV_KEYS[3],
+    "len1": lesson.PADDED_VALID_LENS[0],
+    "len2": lesson.PADDED_VALID_LENS[1],
+    "house": lesson.HOUSE_QUERY,
     "sigma": 1.0,
     "width": 1.0,
     "batch": 1,
@@ -63,49 +63,20 @@ def chart(fig, key: str) -> None:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def retrieval(q: float, keys: tuple[float, ...]) -> L.Retrieval:
-    return L.retrieve(q, keys, L.QKV_VALUES)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def masked(scores: tuple[tuple[float, ...], ...], lens: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    return L.masked_rows(scores, lens)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
 def kernels(house: float, sigma: float, width: float) -> dict:
     grid = np.linspace(0.0, 11.0, 221)
     widths = {"gaussian": sigma, "boxcar": width}
     return {
         "fits": {
-            k: L.kernel_regression(house, L.HOUSE_LOCATIONS, L.HOUSE_PRICES, k, w) for k, w in widths.items()
+            k: lesson.kernel_regression(house, lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, k, w)
+            for k, w in widths.items()
         },
         "grid": grid,
         "curves": {
-            k: L.kernel_regression_curve(grid, L.HOUSE_LOCATIONS, L.HOUSE_PRICES, k, w)
+            k: lesson.kernel_regression_curve(grid, lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, k, w)
             for k, w in widths.items()
         },
     }
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def matrix_example() -> L.MatrixAttention:
-    return L.matrix_attention(L.BATCH_Q, L.BATCH_K, L.BATCH_V)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def heads_example(n_heads: int) -> L.HeadSplit:
-    return L.split_heads(L.SPLIT_X, n_heads)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def perm_vectors() -> np.ndarray:
-    return np.round(np.random.default_rng(7).standard_normal((len(PERM_TOKENS), 4)), 2)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def perm_check(perm: str, positions: bool) -> L.PermutationCheck:
-    return L.permutation_check(perm_vectors(), [int(i) for i in perm.split(",")], add_positions=positions)
 
 
 def frame(matrix: np.ndarray, rows: list[str], cols: list[str], digits: int = 4) -> pd.DataFrame:
@@ -128,18 +99,18 @@ st.markdown(
 )
 cols = st.columns(5)
 cols[0].number_input("query q", min_value=-5.0, max_value=5.0, step=0.1, key=P + "q")
-for i, token in enumerate(L.QKV_TOKENS):
+for i, token in enumerate(lesson.QKV_TOKENS):
     cols[i + 1].number_input(f"key of '{token}'", min_value=-5.0, max_value=5.0, step=0.1, key=f"{P}k{i + 1}")
 keys = tuple(float(st.session_state[f"{P}k{i + 1}"]) for i in range(4))
-res = retrieval(float(st.session_state[P + "q"]), keys)
+res = lesson.retrieve(float(st.session_state[P + "q"]), keys, lesson.QKV_VALUES)
 left, right = st.columns([2, 3])
 with left:
     st.dataframe(
         pd.DataFrame(
             {
-                "token": L.QKV_TOKENS,
+                "token": lesson.QKV_TOKENS,
                 "key": keys,
-                "value": [str(v) for v in L.QKV_VALUES],
+                "value": [str(v) for v in lesson.QKV_VALUES],
                 "score q·k": np.round(res.scores, 4),
                 "weight": np.round(res.weights, 4),
             }
@@ -152,7 +123,10 @@ with left:
         f"The weights sum to {res.weights.sum():.4f}. Larger scores win, but nobody gets exactly zero."
     )
 with right:
-    chart(lp.retrieval_figure(L.QKV_TOKENS, np.asarray(L.QKV_VALUES), res.weights, res.context), "qkv_fig")
+    chart(
+        lp.retrieval_figure(lesson.QKV_TOKENS, np.asarray(lesson.QKV_VALUES), res.weights, res.context),
+        "qkv_fig",
+    )
 
 # ---------------------------------------------------------------------------------------
 st.header("2 · Masking padded positions")
@@ -164,7 +138,7 @@ st.markdown(
 c1, c2, c3 = st.columns([2, 1, 1])
 with c1:
     edited = st.data_editor(
-        pd.DataFrame(L.PADDED_SCORES, columns=[f"key {j}" for j in range(4)], index=["row 1", "row 2"]),
+        pd.DataFrame(lesson.PADDED_SCORES, columns=[f"key {j}" for j in range(4)], index=["row 1", "row 2"]),
         key=P + "mask_scores",
         num_rows="fixed",
     )
@@ -175,8 +149,8 @@ if not np.isfinite(scores).all():
     st.warning("Empty or non-numeric scores count as 0.")
     scores = np.nan_to_num(scores, nan=0.0, posinf=0.0, neginf=0.0)
 lens = (int(st.session_state[P + "len1"]), int(st.session_state[P + "len2"]))
-plain, masked_w = masked(tuple(map(tuple, scores.tolist())), lens)
-pad = ~L.valid_length_mask(lens, 4)
+plain, masked_w = lesson.masked_rows(scores, lens)
+pad = ~lesson.valid_length_mask(lens, 4)
 key_labels = [f"k{j}" for j in range(4)]
 row_labels = ["row 1", "row 2"]
 c1, c2 = st.columns(2)
@@ -225,8 +199,8 @@ else:
     m2.caption("No known house lies inside the window, so the boxcar has nothing to average.")
 chart(
     lp.kernel_figure(
-        L.HOUSE_LOCATIONS,
-        L.HOUSE_PRICES,
+        lesson.HOUSE_LOCATIONS,
+        lesson.HOUSE_PRICES,
         house,
         {k: f.weights for k, f in fits.items()},
         kr["grid"],
@@ -237,8 +211,8 @@ chart(
 st.dataframe(
     pd.DataFrame(
         {
-            "location": L.HOUSE_LOCATIONS,
-            "price": L.HOUSE_PRICES,
+            "location": lesson.HOUSE_LOCATIONS,
+            "price": lesson.HOUSE_PRICES,
             "Gaussian weight": np.round(fits["gaussian"].weights, 4),
             "boxcar weight": np.round(np.nan_to_num(fits["boxcar"].weights), 4),
         }
@@ -263,15 +237,15 @@ st.segmented_control(
     "sequence in the batch", [1, 2], key=P + "batch", format_func=lambda b: f"sequence {b}", required=True
 )
 b = int(st.session_state[P + "batch"] or 1) - 1
-mat = matrix_example()
+mat = lesson.matrix_attention(lesson.BATCH_Q, lesson.BATCH_K, lesson.BATCH_V)
 c1, c2, c3 = st.columns([1, 2, 1])
 with c1:
     st.markdown("**Q**")
-    st.dataframe(frame(L.BATCH_Q[b], ["q0", "q1"], ["x", "y"], 2), key=P + "mat_q")
+    st.dataframe(frame(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"], 2), key=P + "mat_q")
     st.markdown("**K** and **V**")
     st.dataframe(
         pd.DataFrame(
-            np.hstack([L.BATCH_K[b], L.BATCH_V[b]]),
+            np.hstack([lesson.BATCH_K[b], lesson.BATCH_V[b]]),
             index=[f"k{j}" for j in range(4)],
             columns=["k.x", "k.y", "v.x", "v.y"],
         ),
@@ -306,10 +280,10 @@ c1, c2 = st.columns([1, 3])
 with c1:
     st.markdown("**X** (4 tokens, d = 4)")
     st.dataframe(
-        frame(L.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)], 1), key=P + "split_x"
+        frame(lesson.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)], 1), key=P + "split_x"
     )
     st.radio("number of heads", HEAD_CHOICES, key=P + "heads", horizontal=True)
-heads = heads_example(int(st.session_state[P + "heads"]))
+heads = lesson.split_heads(lesson.SPLIT_X, int(st.session_state[P + "heads"]))
 with c2:
     hcols = st.columns(len(heads.columns))
     toks = [f"t{i}" for i in range(4)]
@@ -357,7 +331,7 @@ c2.button("Shuffle", icon=":material/shuffle:", on_click=_shuffle)
 c3.toggle("add sinusoidal positions", key=P + "positions")
 perm = st.session_state[P + "perm"]
 order = [int(i) for i in perm.split(",")]
-check = perm_check(perm, bool(st.session_state[P + "positions"]))
+check = lesson.permutation_check(lesson.PERM_X, order, add_positions=bool(st.session_state[P + "positions"]))
 dims = [f"d{j}" for j in range(4)]
 c1, c2 = st.columns(2)
 with c1:
@@ -375,6 +349,6 @@ if equivariant:
 else:
     st.info("With positions added, the same token gets a different output in a different slot.")
 with st.expander("the token vectors"):
-    st.dataframe(frame(perm_vectors(), list(PERM_TOKENS), dims, 2), key=P + "perm_x")
+    st.dataframe(frame(lesson.PERM_X, list(PERM_TOKENS), dims, 2), key=P + "perm_x")
 
 write_state(list(DEFAULTS), prefix=P)

@@ -11,6 +11,7 @@ from lab import params, plots
 from lab.resources import load_model, model_choices
 
 from transformer_core.errors import CheckpointError, ConfigError, InputError
+from transformer_core.positional import POSITION_SCHEMES
 
 P = "gpt_"  # session_state prefix; the URL uses the bare names
 URL_KEYS = ["checkpoint", "text", "layer", "head", "query", "nopos", "nocausal", "ablate",
@@ -194,6 +195,7 @@ query = qcol.selectbox("Query character", positions, key=P + "query",
                        format_func=lambda i: f"position {i}: {tokens[i]}")
 params.write_state(URL_KEYS, prefix=P)  # the clamped selectors
 steps = ex.query_steps(view.records[layer], head, query)
+scheme = POSITION_SCHEMES[cfg.positions].display_name  # names the rotation and the bias
 d_k = steps.q.shape[0]
 has_bias = steps.bias is not None
 with fcol:
@@ -202,14 +204,15 @@ with fcol:
              r"\mathrm{out} = \sum_j w_j\, v_j")
     st.caption(f"Layer {layer}, head {head}, query {ex.md_code(tokens[query])} at position {query}; "
                f"d_k = {d_k}, so the scores are multiplied by 1/√{d_k} = {steps.scale:.4f}."
-               + (" ALiBi adds the distance penalty b_j." if has_bias else ""))
+               + (f" {scheme} adds the distance penalty b_j." if has_bias else ""))
 
-vecs = {"q (before RoPE)": steps.q_raw, "q (after RoPE)": steps.q} if steps.rotated else {"q": steps.q}
+vecs = ({f"q (before {scheme})": steps.q_raw, f"q (after {scheme})": steps.q} if steps.rotated
+        else {"q": steps.q})
 v1, v2 = st.columns(2)
 v1.plotly_chart(plots.vector_bars(vecs, f"Query vector of '{tokens[query]}'"), key=P + "qvec",
                 config=plots.PNG_CONFIG)
 if steps.rotated:
-    after, before = v2.tabs(["keys after RoPE", "keys before RoPE"])
+    after, before = v2.tabs([f"keys after {scheme}", f"keys before {scheme}"])
     after.plotly_chart(plots.matrix_heatmap(steps.k, tokens, "Key vectors, rotated: what the scores use",
                                             height=300, value_name="k"),
                        key=P + "kmat", config=plots.PNG_CONFIG)
@@ -227,7 +230,7 @@ shifted = np.where(steps.allowed, np.exp(steps.scores - steps.scores[steps.allow
 table = {"key": [f"{j}: {t}" for j, t in enumerate(tokens)], "q·k": steps.dot,
          f"× 1/√{d_k}": steps.scaled}
 if has_bias:
-    table["+ ALiBi bias"] = steps.bias
+    table[f"+ {scheme} bias"] = steps.bias
 table["score s"] = steps.scores
 table["mask"] = np.where(steps.allowed, "allowed", "masked")
 table["e^(s − max)"] = shifted

@@ -6,17 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
+import torch
 from lab import lesson_plots as lp
-from lab.params import init_state, write_state
-from lab.plots import PNG_CONFIG, attention_grid
+from lab.state import init_state, write_state
+from lab.plots import PNG_CONFIG
 from lab.resources import load_model, model_choices, shipped_checkpoints
 
-import lessons as L
+from lessons import positions as lesson
+from lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
 from transformer_core.errors import CheckpointError
-
-ROPE_D_HEAD = 16
-ROPE_STARTS = (0, 5, 20, 50, 100)
-LEARNED_EXPECTED = ("reverse-learned", "gpt-learned")
+from transformer_core.positional import sinusoidal_positional_encoding
 
 
 def _in(lo: float, hi: float):
@@ -60,51 +59,35 @@ def chart(fig, key: str) -> None:
     st.plotly_chart(fig, key=P + key, config=PNG_CONFIG)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
 def sinusoids(length: int, d_model: int) -> dict[str, np.ndarray]:
-    table = L.sinusoidal_table(length, d_model)
+    table = sinusoidal_positional_encoding(length, d_model, dtype=torch.float64).numpy()
     return {
         "table": table,
-        "cos": L.cosine_similarity_matrix(table),
-        "adjacent": L.adjacent_similarity(table),
+        "cos": lesson.cosine_similarity_matrix(table),
+        "adjacent": lesson.adjacent_similarity(table),
     }
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def shift(length: int, d_model: int, offset: int) -> tuple[L.ShiftCheck, np.ndarray]:
-    p = min(10, length - 1)
-    return L.shift_check(length, d_model, offset), L.sinusoid_table([p, p + offset], d_model)
+def shift(length: int, d_model: int, offset: int) -> tuple[lesson.ShiftCheck, int, np.ndarray]:
+    """The check over `length` positions, and one example p with PE(p), PE(p + offset) (2, d)."""
+    p = max(min(10, length - 1), -offset)
+    table = sinusoidal_positional_encoding(p + max(offset, 0) + 1, d_model, dtype=torch.float64).numpy()
+    return lesson.shift_check(length, d_model, offset), p, table[[p, p + offset]]
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def rope_path(x: float, y: float, n: int, pair: int) -> np.ndarray:
-    return L.rope_pair_path([x, y], np.arange(n + 1), ROPE_D_HEAD, pair)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def rope_qk() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(3)
-    return rng.standard_normal(ROPE_D_HEAD), rng.standard_normal(ROPE_D_HEAD)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
 def rope_table(offset: int) -> pd.DataFrame:
-    q, k = rope_qk()
+    q, k = lesson.ROPE_Q, lesson.ROPE_K
     pairs = [(n + offset, n) for n in ROPE_STARTS if n + offset >= 0]
     return pd.DataFrame(
         {
             "query position m": [m for m, _ in pairs],
             "key position n": [n for _, n in pairs],
             "offset m − n": [m - n for m, n in pairs],
-            "RoPE score": L.rope_scores(q, k, pairs),
-            "added sinusoid score": L.absolute_scores(q, k, pairs),
+            "RoPE score": lesson.rope_scores(q, k, pairs),
+            "added sinusoid score": lesson.absolute_scores(q, k, pairs),
         }
     )
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def alibi(n_heads: int, length: int, content: bool) -> L.AlibiDemo:
-    return L.alibi_demo(n_heads, length, content=1.0 if content else 0.0)
 
 
 def learned_choices() -> list[str]:
@@ -163,9 +146,9 @@ with c2:
         except CheckpointError as e:
             st.warning(f"{name}: {e}")
             continue
-        table = L.learned_position_table(ckpt.model)
+        table = lesson.learned_position_table(ckpt.model)
         learned_tables[name] = (table, ckpt.meta)
-        adjacent[f"{name} (learned, d_model = {table.shape[1]})"] = L.adjacent_similarity(table[:length])
+        adjacent[f"{name} (learned, d_model = {table.shape[1]})"] = lesson.adjacent_similarity(table[:length])
     chart(
         lp.lines_figure(
             adjacent,
@@ -194,11 +177,13 @@ st.markdown(
 )
 st.slider("offset Δ", -25, 25, key=P + "offset")
 offset = int(st.session_state[P + "offset"])
-check, pair = shift(length, d_model, offset)
-p = min(10, length - 1)
+check, p, pair = shift(length, d_model, offset)
 c1, c2 = st.columns([1, 2])
 with c1:
-    st.metric(f"max |M·PE(p) − PE(p+Δ)| over p = 0..{length - 1}", f"{check.max_abs_error:.1e}")
+    st.metric(
+        f"max |M·PE(p) − PE(p+Δ)| over p = {check.first}..{check.first + length - 1}",
+        f"{check.max_abs_error:.1e}",
+    )
     st.caption("Computed in double precision: zero up to rounding.")
     n_show = min(d_model, 6)
     st.dataframe(
@@ -253,9 +238,9 @@ with c2:
     if vx == 0 and vy == 0:
         st.info("The zero vector has no direction to rotate: set x or y.")
     else:
-        path = rope_path(vx, vy, n_pos, pair_idx)
+        path = lesson.rope_pair_path([vx, vy], np.arange(n_pos + 1), ROPE_D_HEAD, pair_idx)
         chart(
-            lp.rope_path_figure(path, list(range(n_pos + 1)), L.rope_frequency(ROPE_D_HEAD, pair_idx)),
+            lp.rope_path_figure(path, list(range(n_pos + 1)), lesson.rope_frequency(ROPE_D_HEAD, pair_idx)),
             "rope_fig",
         )
 st.markdown(
@@ -289,7 +274,7 @@ c4.toggle(
     key=P + "alibi_content",
     help="Off: every content score is 0, so only the distance bias shapes the weights.",
 )
-demo = alibi(n_heads, a_len, bool(st.session_state[P + "alibi_content"]))
+demo = lesson.alibi_demo(n_heads, a_len, content=1.0 if st.session_state[P + "alibi_content"] else 0.0)
 head = int(st.session_state[P + "alibi_head"])
 c1, c2, c3 = st.columns([2, 3, 3])
 with c1:
@@ -339,7 +324,7 @@ titles = [
     for r in range(n_heads // per_row)
 ]
 chart(
-    attention_grid(
+    lp.attention_grid(
         grid,
         labels,
         labels,
@@ -370,7 +355,7 @@ else:
         st.session_state[P + "learned_model"] = names[0]
     st.selectbox("checkpoint", names, key=P + "learned_model")
     table, meta = learned_tables[st.session_state[P + "learned_model"]]
-    seen = L.positions_seen_in_training(meta)
+    seen = lesson.positions_seen_in_training(meta)
     max_len = table.shape[0]
     c1, c2, c3 = st.columns(3)
     c1.metric("rows in the table (max_len)", max_len)
@@ -399,10 +384,12 @@ else:
             "learned_norm",
         )
     with c2:
-        reference = L.sinusoidal_table(max_len, table.shape[1])
         chart(
             lp.lines_figure(
-                {"sinusoidal": L.adjacent_similarity(reference), "learned": L.adjacent_similarity(table)},
+                {
+                    "sinusoidal": sinusoids(max_len, table.shape[1])["adjacent"],
+                    "learned": lesson.adjacent_similarity(table),
+                },
                 "adjacent-position similarity",
                 y_title="cosine",
                 y_range=[-0.5, 1.05],

@@ -1,6 +1,13 @@
-"""Train a model in the browser and watch its attention heads form."""
+"""Train a model and watch its attention heads form.
+
+The run trains in its own worker process (transformer_core.train.worker); this page
+submits it to the box-wide queue, then only reads its progress files. Every run is saved
+under its run id, which is the link to it: `/train?run=<id>` reopens this view from any
+browser, `/reversal?checkpoint=<id>` (or `/gpt?...`) explores the model.
+"""
 
 import datetime
+import time
 
 import pandas as pd
 import streamlit as st
@@ -9,81 +16,86 @@ from lab.resources import current_device
 from lab.runs import (
     REPORT_LENGTHS,
     checkpoint_zip,
-    current_run,
+    current_run_id,
+    curves,
+    evicted_runs,
     length_table,
-    publish,
-    remember,
-    remembered,
-    reversal_eval_lengths,
-    run_slots,
-    start_run,
+    open_run,
+    progress,
+    run_queue,
+    submit,
 )
 
-from transformer_core.config import POSITION_SCHEMES
-from transformer_core.errors import ConfigError, InputError
+from transformer_core.errors import CheckpointError, ConfigError, InputError
 from transformer_core.io.data import corpus_from_bytes
-from transformer_core.train.runs import BackgroundRun
-from transformer_core.train.trainer import TrainConfig, prepare_run
+from transformer_core.positional import POSITION_SCHEMES
+from transformer_core.train.presets import (
+    DEFAULT_SIZE,
+    LIMITS,
+    SIZES,
+    TRAIN_LENGTHS,
+    optim_defaults,
+    page_config,
+)
+from transformer_core.train.runs import RunError, RunInfo, RunProgress, RunRequest
 
 MAX_UPLOAD_BYTES = 5_000_000
-PRESETS = {  # task -> preset -> model overrides
-    "reverse": {
-        "tiny": dict(d_model=32, n_layers=1, n_heads=2, d_ff=128),
-        "small": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256),
-        "medium": dict(d_model=128, n_layers=3, n_heads=4, d_ff=512),
-    },
-    "lm": {
-        "tiny": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256),
-        "small": dict(d_model=128, n_layers=4, n_heads=4, d_ff=512),
-        "medium": dict(d_model=192, n_layers=6, n_heads=6, d_ff=768),
-    },
-}
-DEFAULT_STEPS, DEFAULT_BATCH, DEFAULT_LR = (
-    {"reverse": 3000, "lm": 1000},
-    {"reverse": 64, "lm": 32},
-    {"reverse": 2e-3, "lm": 3e-3},
-)
 TASK_LABELS = {"reverse": "String reversal (encoder-decoder)", "lm": "Character language model (GPT)"}
+EXPLORER = {"reverse": ("reversal", "Reversal explorer"), "lm": ("gpt", "GPT explorer")}
+SCHEDULES = ["cosine", "vaswani", "constant"]
+POLL_TIERS = ((3.0, 1.0), (20.0, 3.0), (float("inf"), 8.0))  # (idle seconds below, poll every)
+SCHEMES = list(POSITION_SCHEMES)
 
 st.title("Train a model")
 st.caption(
     "Pick a task and a positional scheme, press Start, and watch the loss fall while the "
-    "attention of a fixed probe input changes. The run keeps going while you visit other "
-    "pages; when it ends, your model appears as a choice in the explorers."
+    "attention of a fixed probe input changes. The run trains on the server even when you "
+    "close this tab; it is saved under a private link that works from any browser."
 )
 
+
 # ---------------------------------------------------------------- 1. the run's settings
+def apply_size() -> None:
+    """Set the shape widgets to the chosen size preset of the chosen task."""
+    size = SIZES[st.session_state["train_task"]][st.session_state["train_preset"]]
+    st.session_state.update(
+        train_d_model=size["d_model"], train_n_layers=size["n_layers"], train_n_heads=size["n_heads"]
+    )
+
+
+def apply_task() -> None:
+    """A new task: its preset shape, steps, batch size and learning rate."""
+    apply_size()
+    defaults = optim_defaults(st.session_state["train_task"])
+    st.session_state.update(train_steps=defaults.steps, train_batch=defaults.batch_size, train_lr=defaults.lr)
+
+
+if "train_task" not in st.session_state:
+    st.session_state.update(train_task="reverse", train_positions="rope", train_preset=DEFAULT_SIZE)
+    st.session_state["train_schedule"] = SCHEDULES[0]
+    apply_task()
+
 with st.container(border=True):
     c1, c2, c3 = st.columns(3)
-    st.session_state.setdefault("train_task", "reverse")
-    st.session_state.setdefault("train_positions", "rope")
-    task = c1.radio("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task")
-    positions = c2.selectbox("Positional scheme", POSITION_SCHEMES, key="train_positions")
-    st.session_state.setdefault("train_preset", "small")
-    preset = c3.select_slider("Model size", list(PRESETS[task]), key="train_preset")
-    size = dict(PRESETS[task][preset])
+    task = c1.radio(
+        "Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task", on_change=apply_task
+    )
+    positions = c2.selectbox("Positional scheme", SCHEMES, key="train_positions")
+    preset = c3.select_slider("Model size", list(SIZES[task]), key="train_preset", on_change=apply_size)
     with st.expander("Model shape and optimiser (the device is chosen in the sidebar)"):
         a1, a2, a3 = st.columns(3)
-        size["d_model"] = a1.number_input("d_model", 16, 256, size["d_model"], step=16)
-        size["n_layers"] = a2.number_input("layers", 1, 6, size["n_layers"])
-        size["n_heads"] = a3.number_input("heads", 1, 8, size["n_heads"])
-        size["d_ff"] = 4 * size["d_model"]
+        d_model = a1.number_input("d_model", *LIMITS.d_model, step=16, key="train_d_model")
+        n_layers = a2.number_input("layers", *LIMITS.n_layers, key="train_n_layers")
+        n_heads = a3.number_input("heads", *LIMITS.n_heads, key="train_n_heads")
         b1, b2, b3, b4 = st.columns(4)
-        steps = b1.number_input(
-            "Steps", 10, 10_000, remembered(f"steps_{task}", DEFAULT_STEPS[task]), step=100
-        )
-        batch_size = b2.number_input("Batch size", 1, 256, remembered(f"batch_{task}", DEFAULT_BATCH[task]))
-        lr = b3.number_input(
-            "Peak learning rate", 1e-5, 1e-1, remembered(f"lr_{task}", DEFAULT_LR[task]), format="%.4f"
-        )
-        remember(f"steps_{task}", steps), remember(f"batch_{task}", batch_size), remember(f"lr_{task}", lr)
+        steps = b1.number_input("Steps", 10, LIMITS.steps[1], step=100, key="train_steps")
+        batch_size = b2.number_input("Batch size", *LIMITS.batch_size, key="train_batch")
+        lr = b3.number_input("Peak learning rate", 1e-5, 1e-1, format="%.4f", key="train_lr")
         schedule = b4.selectbox(
-            "Schedule",
-            ["cosine", "vaswani", "constant"],
+            "Schedule", SCHEDULES, key="train_schedule",
             help="cosine: warm-up then cosine decay; vaswani: warm-up then 1/sqrt(step)",
-        )
-    text, corpus_error = None, False
-    device = str(current_device())
+        )  # fmt: skip
+    corpus, corpus_error = None, False
     if task == "lm":
         upload = st.file_uploader(
             "Corpus (optional): a UTF-8 .txt file up to 5 MB, e.g. TinyShakespeare",
@@ -92,143 +104,182 @@ with st.container(border=True):
         )
         if upload is not None:
             try:
-                text = corpus_from_bytes(upload.getvalue(), name=upload.name, max_bytes=MAX_UPLOAD_BYTES)
-                st.caption(f"Using **{upload.name}**: {len(text):,} characters, {len(set(text))} distinct.")
+                corpus = corpus_from_bytes(upload.getvalue(), name=upload.name, max_bytes=MAX_UPLOAD_BYTES)
+                st.caption(
+                    f"Using **{upload.name}**: {len(corpus):,} characters, {len(set(corpus))} distinct."
+                )
             except InputError as e:
                 st.error(f"{e}. Remove the file to train on the default corpus.")
                 corpus_error = True
         else:
             st.caption("Using the default corpus: the documentation topics bundled with Python.")
 
-run = current_run()
-start_col, stop_col, info_col = st.columns([1, 1, 4])
-active = run is not None and not run.finished
-if start_col.button("Start", type="primary", icon=":material/play_arrow:", disabled=active or corpus_error):
-    try:
-        config = TrainConfig(
-            task=task,
-            steps=int(steps),
-            batch_size=int(batch_size),
-            lr=float(lr),
-            schedule=schedule,
-            warmup=min(200, int(steps) // 10),
-            device=device,
-            eval_every=max(1, int(steps) // 5),
-            snapshot_every=max(1, int(steps) // 40),
-        )
-        model, task_obj = prepare_run(config, positions, text=text, **size)
-    except (ConfigError, InputError) as e:
-        st.error(str(e))
-        st.stop()
-    reversal_eval_lengths(task_obj)
+
+def start(
+    task: str, scheme: str, size: str, shape: dict[str, int], corpus: str | None = None, **optim
+) -> None:
+    """Submit a run (the form's, or a length-table row's) and show it."""
     stamp = datetime.datetime.now().strftime("%H:%M:%S")
     name = "reverse" if task == "reverse" else "gpt"
-    start_run(BackgroundRun(model, task_obj, config, run_slots(), label=f"my-{name}-{positions} ({stamp})"))
-    st.session_state["train_run_positions"] = positions
+    try:
+        config = page_config(task, device=str(current_device()), **optim)
+        request = RunRequest(config.to_dict(), scheme, size, shape, label=f"my-{name}-{scheme} {stamp}")
+        run_id = submit(request, corpus)
+    except (ConfigError, InputError, RunError) as e:
+        st.error(str(e))
+        return
+    st.query_params["run"] = run_id
+    for key in ("train_poll", "train_last_progress"):
+        st.session_state.pop(key, None)
     st.rerun()
+
+
+# ---------------------------------------------------------------- 2. this run: link, start, stop
+link_id = st.query_params.get("run")
+if link_id and link_id != current_run_id():
+    info = open_run(link_id)
+    if info is None:
+        st.error(
+            f"Unknown or expired run `{link_id[:40]}`: no run with this id is stored on this server. "
+            "Check the link, or start a new run below.",
+            icon=":material/link_off:",
+        )
+for gone in evicted_runs():
+    st.warning(f"Your run **{gone.label}** ({gone.id}) was {gone.error}.", icon=":material/delete:")
+
+queue = run_queue()
+run_id = current_run_id()
+info = queue.info(run_id) if run_id else None
+active = info is not None and info.active
+start_col, stop_col, info_col = st.columns([1, 1, 4])
+if start_col.button("Start", type="primary", icon=":material/play_arrow:", disabled=active or corpus_error):
+    shape = dict(d_model=int(d_model), n_layers=int(n_layers), n_heads=int(n_heads))
+    start(task, positions, preset, shape, corpus, steps=int(steps), batch_size=int(batch_size), lr=float(lr),
+          schedule=schedule)  # fmt: skip
 if stop_col.button("Stop", icon=":material/stop:", disabled=not active):
-    run.stop()
-    run.join(timeout=5)
+    queue.stop(run_id)
+    deadline = time.monotonic() + 2.0  # the worker stops after its current step and saves
+    while queue.info(run_id).active and time.monotonic() < deadline:
+        time.sleep(0.05)
     st.rerun()
-slots = run_slots()
+running, waiting = queue.counts()
 info_col.caption(
-    f"Device: **{device}** · server-wide: {slots.running} of "
-    f"{slots.max_running} training slots busy, {slots.waiting} waiting"
+    f"Device: **{current_device()}** · this server: {running} of {queue.max_running} training slots busy, "
+    f"{waiting} waiting"
 )
 
 
-# ---------------------------------------------------------------- 2. live progress
-def show_progress(run: BackgroundRun) -> None:
-    if run.status == "queued":
-        st.info(f"Waiting for a free training slot: you are number {run.queue_position or 1} in the queue.")
-        return
-    total = run.config.steps
-    done = run.step
-    rate = done / run.elapsed if run.elapsed else 0.0
-    eta = (total - done) / rate if rate else float("nan")
-    st.progress(
-        done / total,
-        text=(
-            f"**{run.label}** · {run.status} · step {done:,} / {total:,} · {run.tokens_per_s:,.0f} tokens/s"
-            + (
-                f" · ETA {eta:,.0f} s"
-                if run.status == "running" and eta == eta
-                else f" · {run.elapsed:,.1f} s"
-            )
-        ),
+# ---------------------------------------------------------------- 3. live progress
+def progress_text(info: RunInfo, p: RunProgress) -> str:
+    total = p.total or 1
+    rate = p.step / p.elapsed if p.elapsed else 0.0
+    eta = (total - p.step) / rate if rate else None
+    timing = (
+        f" · ETA {eta:,.0f} s" if info.status == "running" and eta is not None else f" · {p.elapsed:,.1f} s"
     )
-    if run.error:
-        st.error(f"The run stopped: {run.error}")
-    if not run.steps:
+    return (
+        f"**{info.label}** · {info.status} · step {p.step:,} / {total:,} · {p.tokens_per_s:,.0f} tokens/s"
+        + timing
+    )
+
+
+def show_progress(info: RunInfo, p: RunProgress) -> None:
+    if info.status == "queued":
+        st.info(f"Waiting for a free training slot: you are number {info.position or 1} in the queue.")
         return
-    stride = max(1, len(run.steps) // 400)  # keep the charts light
-    curve = pd.DataFrame(
-        {"step": run.steps[::stride], "loss": run.losses[::stride], "learning rate": run.lrs[::stride]}
-    ).set_index("step")
+    if info.status == "starting" and not p.steps:
+        st.info("Starting the training process…")
+        return
+    st.progress(min(1.0, p.step / (p.total or 1)), text=progress_text(info, p))
+    if info.status == "failed":
+        st.error(f"The run stopped: {info.error}")
+    elif info.error:
+        st.info(f"The run was {info.error}.")
+    if not p.steps:
+        return
+    frame = curves(p)
     left, right = st.columns(2)
     left.markdown("**Training loss**")
-    left.line_chart(curve[["loss"]], height=220)
+    left.line_chart(frame[["loss"]], height=220)
     right.markdown("**Learning rate**")
-    right.line_chart(curve[["learning rate"]], height=220)
-    if run.evals:
-        evals = pd.DataFrame(run.evals).set_index("step")
+    right.line_chart(frame[["learning rate"]], height=220)
+    if p.evals:
+        evals = pd.DataFrame(p.evals).set_index("step")
         metric = [c for c in evals.columns if c.startswith("exact_match@") or c == "val_loss"]
-        st.markdown(
-            "**Evaluation** ("
-            + (
-                "greedy exact match per length"
-                if run.task.name == "reverse"
-                else "validation loss, nats per character"
-            )
-            + ")"
+        what = (
+            "greedy exact match per length"
+            if info.task == "reverse"
+            else "validation loss, nats per character"
         )
+        st.markdown(f"**Evaluation** ({what})")
         st.line_chart(evals[metric], height=220)
-    show_snapshots(run)
+    show_snapshots(p)
 
 
-def show_snapshots(run: BackgroundRun) -> None:
-    if not run.snapshots:
+def show_snapshots(p: RunProgress) -> None:
+    """The snapshot scrubber: attention of the probe input at each saved step."""
+    if not p.snapshots:
         return
-    st.markdown(f"**Attention of the probe input “{run.task.probe}” during training**")
-    kinds = [k for k in ("cross", "encoder_self", "decoder_self", "self") if k in run.snapshots[0][1]]
+    last = len(p.snapshots) - 1
     c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
-    index = (
-        c1.slider(
-            "Snapshot", 0, len(run.snapshots) - 1, len(run.snapshots) - 1, key="snap_index", format="%d"
-        )
-        if len(run.snapshots) > 1
-        else 0
-    )
+    index = c1.slider("Snapshot", 0, last, last, key="snap_index", format="%d") if last else 0
+    try:
+        snap = p.load_snapshot(min(index, last))
+    except CheckpointError as e:
+        st.warning(str(e))
+        return
+    kinds = [k for k in ("cross", "encoder_self", "decoder_self", "self") if k in snap]
+    probe = "".join(t for t in snap["source_tokens"] if not t.startswith("<"))
+    st.caption(f"Attention of the probe input “{probe}” during training")
     kind = c2.selectbox("Attention", kinds, key="snap_kind")
-    step, snap = run.snapshots[index]
     L, H = snap[kind].shape[:2]
     layer = c3.number_input("Layer", 0, L - 1, L - 1, key="snap_layer")
     head = c4.number_input("Head", 0, H - 1, 0, key="snap_head")
     queries = snap["target_tokens"] if kind in ("cross", "decoder_self") else snap["source_tokens"]
     keys = snap["target_tokens"] if kind == "decoder_self" else snap["source_tokens"]
-    title = f"step {step}: {kind} layer {layer} head {head}"
+    title = f"step {snap['step']}: {kind} layer {layer} head {head}"
     if "output" in snap:
         title += f" — output “{snap['output']}”"
     st.plotly_chart(
-        head_heatmap(snap[kind][layer, head], queries, keys, title, height=380),
+        head_heatmap(snap[kind][int(layer), int(head)], queries, keys, title, height=380),
         config=PNG_CONFIG,
         key="snap_fig",
     )
 
 
-def live_panel(run: BackgroundRun) -> None:
-    show_progress(run)
-    if run.finished and st.session_state.get("train_seen") != (run.ticket, run.status):
-        st.session_state["train_seen"] = (run.ticket, run.status)
-        st.rerun(scope="app")  # draw the results section below
+def poll_interval(idle: float) -> float:
+    """Seconds between live-panel polls after `idle` seconds without new progress."""
+    return next(every for below, every in POLL_TIERS if idle < below)
 
 
-def show_results(run: BackgroundRun) -> None:
+def live_panel(run_id: str) -> None:
+    """Redrawn by itself while the run is active: every second while progress arrives,
+    backing off to every 3 s, then 8 s, while nothing changes (a queued run, a long
+    evaluation). Only new progress lines are read; the charts hold at most 400 points."""
+    info = queue.info(run_id)
+    p = progress(run_id)
+    now = time.monotonic()
+    if p.refresh() or "train_last_progress" not in st.session_state:
+        st.session_state["train_last_progress"] = now
+    if info.status == "queued":
+        queue.dispatch()  # a slot may have been freed by a worker that died
+    show_progress(info, p)
+    if not info.active:
+        st.rerun(scope="app")  # draw the results section
+    wanted = poll_interval(now - st.session_state["train_last_progress"])
+    if wanted != st.session_state.get("train_poll", POLL_TIERS[0][1]):
+        st.session_state["train_poll"] = wanted
+        st.rerun(scope="app")  # a fragment's interval is fixed when the page draws it
+
+
+def show_results(info: RunInfo, p: RunProgress) -> None:
     st.subheader("Results")
-    if run.status == "stopped" and not run.metrics:
-        st.info("The run was stopped before its final evaluation; the model is still yours to explore.")
-    if run.task.name == "reverse" and run.metrics:
-        em, tok = run.metrics["exact_match"], run.metrics["token_accuracy"]
+    if info.status == "failed":
+        return
+    if info.status == "stopped" and not p.metrics:
+        st.info("The run was stopped before its final evaluation; the model is saved all the same.")
+    if info.task == "reverse" and p.metrics:
+        em, tok = p.metrics["exact_match"], p.metrics["token_accuracy"]
         table = pd.DataFrame(
             {
                 "length": [int(n) for n in em],
@@ -236,45 +287,42 @@ def show_results(run: BackgroundRun) -> None:
                 "token accuracy (teacher-forced)": list(tok.values()),
             }
         )
-        table["in training range"] = table["length"].between(run.config.min_len, run.config.max_len)
+        table["in training range"] = table["length"].between(*TRAIN_LENGTHS)
         st.dataframe(table, hide_index=True)
-    elif run.metrics:
-        st.metric("Validation loss (nats per character)", f"{run.metrics['val_loss']:.3f}")
-    if run.model is None:
-        return
-    if run.task.name == "lm":
-        from transformer_core.generation import generate
-
-        prompt = run.task.probe
-        ids = run.task.tokenizer.encode(prompt)
-        sample = generate(run.model, ids, 200, temperature=0.8, seed=0)
+    elif p.metrics:
+        st.metric("Validation loss (nats per character)", f"{p.metrics['val_loss']:.3f}")
+    if p.sample:
         st.markdown("**Sample** (temperature 0.8)")
-        st.code(prompt + run.task.tokenizer.decode([s.token for s in sample]), language=None, wrap_lines=True)
-    label = publish(run, st.session_state.get("train_run_positions", "?"))
+        st.code(p.sample, language=None, wrap_lines=True)
+    if not queue.has_checkpoint(info.id):
+        return
+    page, title = EXPLORER[info.task]
     st.success(
-        f"**{label}** is now a choice in the {'Reversal' if run.task.name == 'reverse' else 'GPT'} "
-        "explorer for the rest of this session."
+        f"**{info.label}** is saved and is now a choice in the {title}. Its private links "
+        "(anyone with a link can open the model, from any browser, until old runs are cleared):"
     )
-    from lab.resources import MY_MODELS_KEY
-
-    ckpt = st.session_state[MY_MODELS_KEY][label]
+    st.code(f"/{page}?checkpoint={info.id}\n/train?run={info.id}", language=None)
+    st.page_link(f"views/{page}.py", label=f"Open it in the {title}", icon=":material/open_in_new:")
     st.download_button(
         "Download checkpoint (.zip: safetensors + JSON)",
-        checkpoint_zip(ckpt),
-        file_name=f"{label.split(' ')[0]}.zip",
+        lambda: checkpoint_zip(info.id),
+        file_name=f"{info.id}.zip",
         mime="application/zip",
         icon=":material/download:",
+        on_click="ignore",
     )
 
 
-if run is not None:
-    if run.finished:
-        live_panel(run)
-        show_results(run)
-    else:  # redraw only this panel every second while the run trains
-        st.fragment(run_every=1.0)(live_panel)(run)
+if info is not None and info.status != "evicted":
+    if info.active:
+        st.fragment(run_every=st.session_state.get("train_poll", POLL_TIERS[0][1]))(live_panel)(run_id)
+    else:
+        p = progress(info.id)
+        p.refresh()
+        show_progress(info, p)
+        show_results(info, p)
 
-# ---------------------------------------------------------------- 3. length generalisation
+# ---------------------------------------------------------------- 4. length generalisation
 st.divider()
 st.subheader("Length generalisation: which positional scheme reverses longer strings?")
 st.caption(
@@ -307,21 +355,6 @@ if rows:
 else:
     st.info("No precomputed results shipped (checkpoints/length_generalization.json is missing).")
 rerun_cols = st.columns([2, 1])
-row_scheme = rerun_cols[0].selectbox("Re-run one row yourself", POSITION_SCHEMES, key="length_rerun_scheme")
+row_scheme = rerun_cols[0].selectbox("Re-run one row yourself", SCHEMES, key="length_rerun_scheme")
 if rerun_cols[1].button("Train this row", disabled=active, key="length_rerun"):
-    config = TrainConfig(
-        task="reverse",
-        steps=3000,
-        batch_size=64,
-        lr=2e-3,
-        warmup=200,
-        device=str(current_device()),
-        eval_every=600,
-        snapshot_every=75,
-    )
-    model, task_obj = prepare_run(config, row_scheme, **PRESETS["reverse"]["small"])
-    reversal_eval_lengths(task_obj)
-    stamp = datetime.datetime.now().strftime("%H:%M:%S")
-    start_run(BackgroundRun(model, task_obj, config, run_slots(), label=f"my-reverse-{row_scheme} ({stamp})"))
-    st.session_state["train_run_positions"] = row_scheme
-    st.rerun()
+    start("reverse", row_scheme, DEFAULT_SIZE, {})  # the shipped model's size and schedule

@@ -7,16 +7,16 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 from lab import lesson_plots as lp
-from lab.params import init_state, write_state
-from lab.plots import PNG_CONFIG, attention_grid
-from lab.resources import current_device, load_model, model_choices, shipped_checkpoints
+from lab.compute import run_cached
+from lab.state import init_state, write_state
+from lab.plots import PNG_CONFIG
+from lab.resources import load_model, model_choices
 
-import lessons as L
+from lessons import training
+from lessons import variance as lesson
+from lessons.variance import SATURATION_DIMS, TABLE_DIMS
 from transformer_core.errors import CheckpointError, InputError
-from transformer_core.io.checkpoint import Checkpoint
 
-TABLE_DIMS = (4, 16, 64, 256)
-SATURATION_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 KIND_LABELS = {
     "self": "self-attention",
     "encoder_self": "encoder self-attention",
@@ -70,48 +70,22 @@ def chart(fig, key: str) -> None:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def samples(d_k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    return L.score_samples(d_k, n)
+    return lesson.score_samples(d_k, n)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def variance_table(dims: tuple[int, ...], n: int) -> L.VarianceTable:
-    return L.score_variance_table(dims, n)
+def variance_table(dims: tuple[int, ...], n: int) -> lesson.VarianceTable:
+    return lesson.score_variance_table(dims, n)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def saturation(n_keys: int) -> L.Saturation:
-    return L.softmax_saturation(SATURATION_DIMS, n_keys, n_rows=128)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def row(d_k: int, n_keys: int) -> L.SoftmaxRow:
-    return L.softmax_row(d_k, n_keys, seed=1)
-
-
-@st.cache_data(max_entries=32, show_spinner="Running the model twice…")
-def shipped_comparison(name: str, device: str, text: str, _ckpt: Checkpoint) -> L.ScalingComparison:
-    """Shipped models never change, so (name, device, text) identifies the result."""
-    return L.compare_scaling(_ckpt.model, _ckpt.tokenizer, text)
-
-
-def comparison(name: str, ckpt: Checkpoint, text: str) -> L.ScalingComparison:
-    if name in shipped_checkpoints():
-        return shipped_comparison(name, str(current_device()), text, ckpt)
-    return L.compare_scaling(ckpt.model, ckpt.tokenizer, text)  # a user's own model: not shared
+def saturation(n_keys: int) -> lesson.Saturation:
+    return lesson.softmax_saturation(SATURATION_DIMS, n_keys, n_rows=128)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def schedules(d_model: int, warmup: int, total: int) -> L.Schedules:
-    return L.lr_schedules(d_model, warmup, total)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def smoothing(classes: int, eps: float) -> L.SmoothedTarget:
-    return L.smoothed_target(classes, smoothing_class(classes), eps)
-
-
-def smoothing_class(classes: int) -> int:
-    return min(2, classes - 1)
+def schedules(d_model: int, warmup: int, total: int) -> training.Schedules:
+    return training.lr_schedules(d_model, warmup, total)
 
 
 st.title("Why divide by √d_k")
@@ -161,7 +135,7 @@ st.markdown(
 st.slider("keys per query", 2, 64, key=P + "keys")
 n_keys = int(st.session_state[P + "keys"])
 chart(lp.saturation_figure(saturation(n_keys), d_k, n_keys), "sat_fig")
-r = row(d_k, n_keys)
+r = lesson.softmax_row(d_k, n_keys, seed=1)
 c1, c2 = st.columns([3, 2])
 with c1:
     chart(lp.row_bars(r.raw_weights, r.scaled_weights, d_k), "row_fig")
@@ -171,13 +145,13 @@ with c2:
             {
                 "unscaled": [
                     r.raw_weights.max(),
-                    L.entropy(r.raw_weights),
-                    L.softmax_jacobian_norm(r.raw_weights),
+                    lesson.entropy(r.raw_weights),
+                    lesson.softmax_jacobian_norm(r.raw_weights),
                 ],
                 "scaled": [
                     r.scaled_weights.max(),
-                    L.entropy(r.scaled_weights),
-                    L.softmax_jacobian_norm(r.scaled_weights),
+                    lesson.entropy(r.scaled_weights),
+                    lesson.softmax_jacobian_norm(r.scaled_weights),
                 ],
             },
             index=["largest weight", "entropy (nats)", "gradient norm"],
@@ -215,7 +189,12 @@ else:
         c2.text_input("input text", key=P + "scale_text", max_chars=200)
         c3.toggle("no scaling", key=P + "no_scaling", help="Score = q·k instead of q·k / √d_k in every head.")
         try:
-            cmp = comparison(st.session_state[P + "scale_model"], ckpt, st.session_state[P + "scale_text"])
+            with st.spinner("Running the model twice…"):
+                cmp = run_cached(
+                    lesson.compare_scaling,
+                    st.session_state[P + "scale_model"],
+                    st.session_state[P + "scale_text"],
+                )
         except InputError as e:
             cmp = None
             st.error(f"That input cannot be used: {e}")
@@ -263,7 +242,7 @@ else:
             setting = "no scaling" if tag == "unscaled" else "scaled as trained"
             title = f"{KIND_LABELS.get(kind, kind)}, {setting}"
             chart(
-                attention_grid(
+                lp.attention_grid(
                     att,
                     cmp.query_tokens[tag][kind],
                     cmp.key_tokens[tag][kind],
@@ -302,10 +281,12 @@ st.markdown(
 c1, c2 = st.columns(2)
 c1.slider("number of classes", 2, 30, key=P + "classes")
 c2.slider("smoothing ε", 0.0, 0.5, step=0.01, key=P + "eps")
-sm = smoothing(int(st.session_state[P + "classes"]), float(st.session_state[P + "eps"]))
+classes = int(st.session_state[P + "classes"])
+true_class = min(2, classes - 1)
+sm = training.smoothed_target(classes, true_class, float(st.session_state[P + "eps"]))
 c1, c2 = st.columns([3, 1])
 with c1:
-    chart(lp.smoothing_figure(sm.distribution, smoothing_class(len(sm.distribution))), "ls_fig")
+    chart(lp.smoothing_figure(sm.distribution, true_class), "ls_fig")
 with c2:
     st.metric("probability on the true class", f"{sm.target_mass:.4f}")
     st.metric("each other class", f"{sm.distribution.min():.4f}")

@@ -6,6 +6,7 @@ import base64
 import json
 
 import numpy as np
+from lab.plots import heatmap_values
 from streamlit.testing.v1 import AppTest
 
 
@@ -23,7 +24,8 @@ def charts(at: AppTest) -> dict[str, dict]:
 
 
 def heatmaps(fig: dict) -> list[np.ndarray]:
-    return [array(t["z"]) for t in fig["data"] if t["type"] == "heatmap"]
+    """Every heatmap's values as sent: exact float32 for a single map, 1e-4 steps in a grid."""
+    return [heatmap_values(t) for t in fig["data"] if t["type"] == "heatmap"]
 
 
 def texts(at: AppTest, kind: str) -> list[str]:

@@ -6,9 +6,11 @@ the page shows; widgets are driven the way a user would, and deep links through 
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -59,6 +61,18 @@ def figure_titles(at: AppTest) -> list[str]:
         title = layout.get("title", {})
         out.append(title.get("text", "") if isinstance(title, dict) else str(title))
     return out
+
+
+def figure_specs(at: AppTest) -> dict[str, dict]:
+    """Every plotly figure on the page as sent, by element key."""
+    return {chart.key: json.loads(chart.proto.spec) for chart in at.get("plotly_chart")}
+
+
+def numbers(values: list | dict) -> np.ndarray:
+    """A trace's array as sent: a plain list, or plotly's typed array {"dtype", "bdata"}."""
+    if isinstance(values, dict):
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
+    return np.asarray(values)
 
 
 def test_basics_shows_the_worked_numbers() -> None:
@@ -193,3 +207,28 @@ def test_variance_no_scaling_on_a_shipped_model() -> None:
     at.text_input(key="variance_scale_text").set_value("héllo").run()
     assert_ok(at)
     assert at.warning and "é" in at.warning[0].value
+
+
+def test_variance_sends_thinned_curves_and_binned_histograms() -> None:
+    at = open_view("variance", total=50000, warmup=4000, lr_d_model=512, samples=10000)
+    specs = figure_specs(at)
+    sent = sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
+    assert sent < 200_000  # 50,000 steps x 2 curves and 2 x 10,000 samples would be over 1.5 MB
+    lr = next(s for key, s in specs.items() if key.endswith("lr_fig"))
+    for trace in lr["data"]:
+        steps, rates = numbers(trace["x"]), numbers(trace["y"])
+        assert 790 <= len(steps) <= 810 and steps[0] == 1 and steps[-1] == 50000
+        assert 4000 in steps and np.all(np.diff(steps) > 0)
+        assert rates.max() == pytest.approx(512**-0.5 * 4000**-0.5)  # the peak is drawn, not skipped
+    hist = next(s for key, s in specs.items() if key.endswith("var_hist"))
+    for trace in hist["data"]:
+        assert trace["type"] == "bar" and len(numbers(trace["x"])) == 100
+        assert (numbers(trace["y"]) * trace["width"]).sum() == pytest.approx(1.0)  # a density
+
+
+def test_positions_negative_offset_checks_real_positions() -> None:
+    at = open_view("positions", offset=-25, length=50, d_model=64)
+    assert float(metric(at, "max |M·PE(p) − PE(p+Δ)| over p = 25..74")) < 1e-12
+    shift = table(at, "PE(25)", "M·PE(25)", "PE(0)")
+    assert (shift["M·PE(25)"] - shift["PE(0)"]).abs().max() < 1e-3
+    assert shift["PE(0)"].tolist() == [0.0, 1.0] * 3  # sin 0, cos 0

@@ -1,20 +1,26 @@
-"""/train driven through Streamlit's AppTest: a run to the end, stop, and the queue."""
+"""/train driven through Streamlit's AppTest: a run to the end in a worker process, stop,
+the box-wide queue, links by run id (after a restart too) and the unknown-id notice."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from transformer_core.train.runs import RunQueue, new_run_id
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def open_train() -> AppTest:
+def open_train(query: dict[str, str] | None = None) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=120)
     at.run()
     at.switch_page("views/train.py")
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
     at.run()
     assert not at.exception
     return at
@@ -28,7 +34,7 @@ def click(at: AppTest, label: str) -> None:
     next(b for b in at.button if b.label == label).click().run()
 
 
-def wait_until(predicate, timeout: float = 60.0) -> None:
+def wait_until(predicate, timeout: float = 90.0) -> None:
     deadline = time.time() + timeout
     while not predicate():
         assert time.time() < deadline, "timed out"
@@ -36,22 +42,31 @@ def wait_until(predicate, timeout: float = 60.0) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_slots(monkeypatch: pytest.MonkeyPatch):
-    from lab.runs import run_slots
+def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "runs"
+    monkeypatch.setenv("ATTENTION_LAB_RUNS_DIR", str(root))
+    monkeypatch.setenv("ATTENTION_LAB_RUN_NICE", "0")
+    return root
 
-    run_slots.clear()
-    yield
-    run_slots.clear()
+
+def queue(max_running: int = 2) -> RunQueue:
+    return RunQueue(max_running=max_running)
 
 
-def test_tiny_reversal_run_to_completion() -> None:
+def status(run_id: str) -> str:
+    return queue().info(run_id).status
+
+
+def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     at = open_train()
     at.select_slider(key="train_preset").set_value("tiny")
     set_steps(at, 20)
     click(at, "Start")
-    run = at.session_state["train_run"]
-    run.join(120)
-    assert run.status == "done"
+    run_id = at.session_state["train_current"]
+    assert run_id.startswith("run-") and at.query_params["run"] == run_id
+    wait_until(lambda: status(run_id) == "done", timeout=180)
+    info = queue().info(run_id)
+    assert info.pid and info.pid != os.getpid()  # trained in a child process
     at.run()
     assert not at.exception
     progress = at.get("progress")[0].proto.text
@@ -62,10 +77,18 @@ def test_tiny_reversal_run_to_completion() -> None:
     assert list(table["length"]) == [3, 5, 7, 10, 12, 15]
     assert table["greedy exact match"].between(0, 1).all()
     assert table["in training range"].tolist() == [True, True, True, True, False, False]
-    assert any(run.label in s.value for s in at.success)
-    assert run.label in at.session_state["my_models"]
+    assert any("is now a choice in the Reversal explorer" in s.value for s in at.success)
+    assert any(f"/reversal?checkpoint={run_id}" in c.value for c in at.code)
+    assert run_id in at.session_state["my_models"]
     assert at.get("download_button")
     assert at.get("plotly_chart")  # the snapshot scrubber's heatmap
+
+    from lab.runs import _queue  # a restart of the app: no cached queue, a new session
+
+    _queue.clear()
+    later = open_train({"run": run_id})
+    assert "step 20 / 20" in later.get("progress")[0].proto.text
+    assert run_id in later.session_state["my_models"]
 
 
 def test_stop_ends_the_run_within_a_second() -> None:
@@ -73,13 +96,16 @@ def test_stop_ends_the_run_within_a_second() -> None:
     at.select_slider(key="train_preset").set_value("tiny")
     set_steps(at, 10_000)
     click(at, "Start")
-    run = at.session_state["train_run"]
-    wait_until(lambda: run.step >= 2)
+    run_id = at.session_state["train_current"]
+    from transformer_core.train.runs import RunProgress
+
+    progress = RunProgress(queue().folder(run_id))
+    wait_until(lambda: (progress.refresh(), progress.step >= 2)[1], timeout=180)
     t0 = time.perf_counter()
     click(at, "Stop")
-    assert not run.alive and time.perf_counter() - t0 < 5.0  # includes the page rerun
-    assert run.status == "stopped" and run.step < 10_000
+    assert status(run_id) == "stopped" and time.perf_counter() - t0 < 5.0  # includes the page rerun
     assert not at.exception
+    assert "stopped" in at.get("progress")[0].proto.text
 
 
 def test_runs_beyond_the_cap_wait_in_a_visible_queue(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,15 +115,22 @@ def test_runs_beyond_the_cap_wait_in_a_visible_queue(monkeypatch: pytest.MonkeyP
         at.select_slider(key="train_preset").set_value("tiny")
         set_steps(at, 10_000)
     click(first, "Start")
-    run_a = first.session_state["train_run"]
-    wait_until(lambda: run_a.status == "running")
+    run_a = first.session_state["train_current"]
+    wait_until(lambda: status(run_a) == "running", timeout=180)
     click(second, "Start")
-    run_b = second.session_state["train_run"]
-    wait_until(lambda: run_b.queue_position == 1)
+    run_b = second.session_state["train_current"]
+    assert queue().info(run_b).position == 1
     second.run()
     assert any("number 1 in the queue" in i.value for i in second.info)
-    assert run_b.status == "queued" and not run_b.steps
     click(first, "Stop")
-    wait_until(lambda: run_b.status == "running")
+    wait_until(lambda: status(run_b) in ("starting", "running"), timeout=60)
+    second.run()
     click(second, "Stop")
-    assert run_a.status == run_b.status == "stopped"
+    wait_until(lambda: status(run_b) == "stopped", timeout=30)
+    assert status(run_a) == "stopped"
+
+
+def test_an_unknown_run_id_shows_a_notice() -> None:
+    at = open_train({"run": new_run_id()})
+    assert any("Unknown or expired run" in e.value for e in at.error)
+    assert not at.get("progress")

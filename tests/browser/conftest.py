@@ -39,6 +39,7 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = _free_port()
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
     env = {**os.environ, "ATTENTION_LAB_DEVICE": "cpu", "PYTHONPATH": str(ROOT)}
+    env["ATTENTION_LAB_RUNS_DIR"] = str(tmp_path_factory.mktemp("runs"))  # trained runs, not <repo>/runs
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [

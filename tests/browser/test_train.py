@@ -1,13 +1,19 @@
-"""/train in a real browser: start a run, leave the page and come back, stop it."""
+"""/train in a real browser: start a run, leave the page and come back, stop it; the run's
+link opens it in another browser context; an unknown id shows a notice."""
 
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+from transformer_core.train.runs import new_run_id
 
 
-def test_start_navigate_away_and_stop(page: Page, app_url: str, tmp_path: Path) -> None:
+def test_start_navigate_away_stop_and_open_by_link(
+    page: Page, browser: Browser, app_url: str, tmp_path: Path
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, app_url + "/train", tmp_path / "train-open.png")
     steps = page.get_by_label("Steps")
     if not steps.is_visible():
@@ -17,10 +23,12 @@ def test_start_navigate_away_and_stop(page: Page, app_url: str, tmp_path: Path) 
     wait_for_app(page)
     page.locator('[data-testid="stMain"]').get_by_role("button", name="Start").click()
     progress = page.locator('[data-testid="stProgress"]')
-    expect(progress).to_contain_text("running", timeout=60_000)
+    expect(progress).to_contain_text("running", timeout=90_000)
     expect(page.locator('[data-testid="stVegaLiteChart"]').first).to_be_visible(timeout=60_000)
-    page.screenshot(path=str(tmp_path / "train-running.png"), full_page=True)
+    page.screenshot(path=str(tmp_path / "train-running.png"))
     assert_no_exception(page)
+    run_id = parse_qs(urlparse(page.url).query)["run"][0]
+    assert run_id.startswith("run-") and len(run_id) >= 20
 
     page.get_by_role("link", name="Reversal explorer").click()
     wait_for_app(page)
@@ -35,5 +43,29 @@ def test_start_navigate_away_and_stop(page: Page, app_url: str, tmp_path: Path) 
     expect(page.locator('[data-testid="stProgress"]')).to_contain_text("stopped", timeout=15_000)
     assert step_text != page.locator('[data-testid="stProgress"]').inner_text()
     expect(page.get_by_text("is now a choice in the Reversal explorer")).to_be_visible(timeout=30_000)
-    page.screenshot(path=str(tmp_path / "train-stopped.png"), full_page=True)
+    expect(page.get_by_text(f"/reversal?checkpoint={run_id}")).to_be_visible()
+    page.screenshot(path=str(tmp_path / "train-stopped.png"))
+    page.screenshot(path=str(tmp_path / "train-stopped-full.png"), full_page=True)
     assert_no_exception(page)
+
+    # another browser (a new context: no cookies, no session) opens the run by its link
+    other = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        fresh = other.new_page()
+        fresh.set_default_timeout(60_000)
+        open_page(fresh, f"{app_url}/reversal?checkpoint={run_id}")
+        main = fresh.locator('[data-testid="stMain"]')
+        expect(main.locator('[data-testid="stSelectbox"]').first).to_contain_text(run_id[:12])
+        expect(main.locator('[data-testid="stAlertContentError"]')).to_have_count(0)
+        open_page(fresh, f"{app_url}/train?run={run_id}", tmp_path / "train-by-link.png")
+        expect(fresh.locator('[data-testid="stProgress"]')).to_contain_text("stopped")
+    finally:
+        other.close()
+
+
+def test_an_unknown_run_id_shows_a_notice(page: Page, app_url: str) -> None:
+    unknown = new_run_id()
+    open_page(page, f"{app_url}/train?run={unknown}")
+    expect(page.get_by_text("Unknown or expired run")).to_be_visible()
+    open_page(page, f"{app_url}/reversal?checkpoint={unknown}")
+    expect(page.get_by_text("cannot be opened")).to_be_visible()

@@ -1,130 +1,259 @@
-"""Background runs: the server-wide cap, the queue, stop, and freeing a run's memory."""
+"""Training runs out of the web process: worker processes, the cross-process cap and FIFO
+queue (SQLite in the runs folder), stop, persistence by run id, disk budget, failures."""
 
 from __future__ import annotations
 
-import gc
-import threading
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
+import torch
 
-from transformer_core.train.runs import BackgroundRun, RunSlots
-from transformer_core.train.trainer import TrainConfig, prepare_run
+from transformer_core.device import limit_process_memory
+from transformer_core.errors import CheckpointError, ConfigError
+from transformer_core.io.checkpoint import META_FILE, load_checkpoint
+from transformer_core.train import worker
+from transformer_core.train.runs import (
+    PROGRESS_FILE,
+    RunProgress,
+    RunQueue,
+    RunRequest,
+    gpu_fraction,
+    new_run_id,
+)
+from transformer_core.train.tasks import ReversalTask
 
 
-def _run(slots: RunSlots, steps: int = 100_000, **kw) -> BackgroundRun:
-    config = TrainConfig(task="reverse", steps=steps, batch_size=4, device="cpu", eval_every=0, **kw)
-    model, task = prepare_run(config, "none", d_model=16, n_layers=1, n_heads=2, d_ff=32)
-    task.eval_lengths, task.eval_samples = [3], 4
-    return BackgroundRun(model, task, config, slots)
+@pytest.fixture
+def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "runs"
+    monkeypatch.setenv("ATTENTION_LAB_RUNS_DIR", str(root))
+    monkeypatch.setenv("ATTENTION_LAB_RUN_NICE", "0")
+    return root
 
 
-def _wait(predicate, timeout: float = 30.0) -> None:
+def request(steps: int = 20_000, **train: object) -> RunRequest:
+    fields = dict(task="reverse", steps=steps, batch_size=4, device="cpu", eval_every=0, **train)
+    return RunRequest(train=fields, positions="none", size="tiny", label="test run")
+
+
+def wait(predicate, timeout: float = 60.0, every: float = 0.02) -> None:
     deadline = time.time() + timeout
     while not predicate():
         if time.time() > deadline:
             raise AssertionError("timed out waiting")
-        time.sleep(0.02)
+        time.sleep(every)
 
 
-def test_runs_beyond_the_cap_queue_in_order() -> None:
-    slots = RunSlots(max_running=2)
-    runs = [_run(slots) for _ in range(4)]
-    for r in runs:
-        r.start()
-    _wait(lambda: runs[0].status == "running" and runs[1].status == "running")
-    _wait(lambda: slots.waiting == 2)
-    assert runs[2].status == "queued" and runs[3].status == "queued"
-    assert (runs[2].queue_position, runs[3].queue_position) == (1, 2)
-    assert slots.running == 2
-    runs[0].stop()
-    _wait(lambda: runs[2].status == "running")
-    assert runs[3].status == "queued" and runs[3].queue_position == 1
-    for r in reversed(runs):  # the waiting one first, so it never gets a slot
-        r.stop()
-        r.join(10)
-    assert all(not r.alive for r in runs) and slots.running == 0 and slots.waiting == 0
-    assert runs[3].status == "stopped" and runs[3].model is None  # never ran, memory freed
+def process_gone(pid: int) -> bool:
+    """Exited (a zombie not yet reaped by its parent counts as exited)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
-def test_stop_takes_effect_within_a_second() -> None:
-    run = _run(RunSlots(1)).start()
-    _wait(lambda: run.step >= 3)
+def status(queue: RunQueue, run_id: str) -> str:
+    info = queue.info(run_id)
+    assert info is not None
+    return info.status
+
+
+def stop_all(queue: RunQueue, ids: list[str]) -> None:
+    for run_id in ids:
+        queue.stop(run_id)
+    for run_id in ids:
+        wait(lambda r=run_id: status(queue, r) in ("done", "stopped", "failed"), timeout=30)
+
+
+def test_a_run_trains_in_a_child_process_and_is_saved_under_its_id(runs_root: Path) -> None:
+    queue = RunQueue(max_running=1)
+    run_id = queue.submit(request(steps=20, snapshot_every=10))
+    assert run_id.startswith("run-") and len(run_id) >= 4 + 16
+    wait(lambda: status(queue, run_id) == "done", timeout=120)
+    info = queue.info(run_id)
+    assert info.pid is not None and info.pid != os.getpid()  # trained in a child process
+    progress = RunProgress(queue.folder(run_id))
+    assert progress.refresh() and progress.done and progress.steps == list(range(1, 21))
+    start = json.loads((queue.folder(run_id) / PROGRESS_FILE).read_text().splitlines()[0])
+    assert start["kind"] == "start" and start["pid"] == info.pid != os.getpid()
+    assert [s["step"] for s in progress.snapshots] == [1, 10, 20]
+    snap = progress.load_snapshot(2)
+    assert snap["cross"].ndim == 4 and snap["source_tokens"][-1] == "<eos>"
+    assert set(progress.metrics) >= {"exact_match", "token_accuracy"}
+    assert "exact_match@15" in progress.evals[-1]
+    assert not progress.refresh()  # nothing new: nothing to redraw
+    ckpt = load_checkpoint(run_id)  # a run id is a CKPT, from the runs folder
+    assert ckpt.name == run_id and ckpt.task == "reverse" and len(ckpt.meta["weights_sha256"]) == 64
+    assert ckpt.metrics["steps"] == 20
+    # a restart: a new queue object (a new app process) still lists it
+    again = RunQueue(max_running=1)
+    assert again.info(run_id).status == "done" and again.has_checkpoint(run_id)
+    assert again.counts() == (0, 0)
+
+
+def test_stop_takes_effect_within_a_second_and_the_model_is_kept(runs_root: Path) -> None:
+    queue = RunQueue(max_running=1)
+    run_id = queue.submit(request())
+    progress = RunProgress(queue.folder(run_id))
+    wait(lambda: (progress.refresh(), progress.step >= 3)[1], timeout=120)
     t0 = time.perf_counter()
-    run.stop()
-    run.join(5)
-    assert not run.alive and time.perf_counter() - t0 < 1.0
-    assert run.status == "stopped" and run.step < 100_000
+    queue.stop(run_id)
+    wait(lambda: status(queue, run_id) == "stopped", timeout=5, every=0.01)
+    assert time.perf_counter() - t0 < 1.0
+    ckpt = load_checkpoint(run_id)
+    assert 3 <= ckpt.metrics["steps"] < 20_000
+    wait(lambda: process_gone(queue.info(run_id).pid), timeout=30)
 
 
-def test_finished_run_records_history_and_metrics() -> None:
-    run = _run(RunSlots(1), steps=20, snapshot_every=10).start()
-    run.join(60)
-    assert run.status == "done" and run.steps == list(range(1, 21))
-    assert len(run.losses) == len(run.lrs) == 20
-    assert [s for s, _ in run.snapshots] == [1, 10, 20]
-    assert set(run.snapshots[0][1]) >= {"cross", "encoder_self", "decoder_self", "source_tokens"}
-    assert "exact_match@3" in run.evals[-1] and set(run.metrics) == {"exact_match", "token_accuracy"}
+def test_two_app_processes_share_the_cap_and_a_third_run_queues(runs_root: Path) -> None:
+    first = RunQueue(max_running=2)
+    a = first.submit(request())
+    code = (
+        "from transformer_core.train.runs import RunQueue, RunRequest;"
+        "r = RunRequest(train=dict(task='reverse', steps=20000, batch_size=4, device='cpu', eval_every=0),"
+        " positions='none', size='tiny');"
+        "print(RunQueue(max_running=2).submit(r))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    b = other.stdout.strip().splitlines()[-1]  # submitted by another process
+    second = RunQueue(max_running=2)  # a third queue object, as a third app process would have
+    c = second.submit(request())
+    d = first.submit(request())
+    wait(lambda: status(first, a) == "running" and status(first, b) == "running", timeout=120)
+    assert (second.info(c).status, second.info(c).position) == ("queued", 1)
+    assert (first.info(d).status, first.info(d).position) == ("queued", 2)
+    assert first.counts() == second.counts() == (2, 2)
+    first.stop(a)
+    wait(lambda: status(second, c) in ("starting", "running"), timeout=60)
+    assert status(first, d) == "queued" and first.info(d).position == 1
+    first.stop(d)  # a waiting run is cancelled at once, without ever starting
+    assert status(first, d) == "stopped" and not first.has_checkpoint(d)
+    stop_all(second, [b, c])
+    assert first.counts() == (0, 0)
+    for run_id in (a, b, c):  # every worker process has exited
+        wait(lambda r=run_id: process_gone(first.info(r).pid), timeout=30)
 
 
-def test_a_dropped_owner_stops_its_run() -> None:
-    class Owner:
-        pass
-
-    owner = Owner()
-    run = _run(RunSlots(1)).start(owner=owner)
-    _wait(lambda: run.step >= 1)
-    del owner
-    gc.collect()
-    run.join(5)
-    assert not run.alive and run.status == "stopped"
+def test_a_dead_worker_fails_its_run_and_frees_the_slot(runs_root: Path) -> None:
+    queue = RunQueue(max_running=1)
+    run_id = queue.submit(request())
+    wait(lambda: status(queue, run_id) == "running", timeout=120)
+    os.kill(queue.info(run_id).pid, signal.SIGKILL)
+    wait(lambda: (queue.dispatch(), status(queue, run_id) == "failed")[1], timeout=30, every=0.2)
+    assert "ended unexpectedly" in queue.info(run_id).error and queue.counts() == (0, 0)
 
 
-def test_a_failing_run_reports_and_frees_its_slot() -> None:
-    slots = RunSlots(1)
-    run = _run(slots, steps=5)
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("boom")
-
-    run.task.loss = broken  # type: ignore[method-assign]
-    run.start()
-    run.join(10)
-    assert run.status == "failed" and "boom" in run.error and run.model is None
-    assert slots.running == 0
+def test_unknown_and_malformed_ids_are_clear_errors(runs_root: Path) -> None:
+    queue = RunQueue(max_running=1)
+    unknown = new_run_id()
+    assert queue.info(unknown) is None and queue.info("../etc") is None
+    with pytest.raises(CheckpointError, match="unknown or expired run"):
+        load_checkpoint(unknown)
+    with pytest.raises(CheckpointError, match="not a run id"):
+        load_checkpoint("run-xyz")
 
 
-def test_slot_count_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="max_running"):
-        RunSlots(0)
+def _claimed(queue: RunQueue, req: RunRequest) -> str:
+    """A run submitted and claimed, for a worker executed in this process (spawn=False)."""
+    run_id = queue.submit(req)
+    assert queue.info(run_id).status == "starting"
+    return run_id
 
 
-def test_waiting_run_cancelled_before_it_starts() -> None:
-    slots = RunSlots(1)
-    first, second = _run(slots).start(), _run(slots).start()
-    _wait(lambda: second.queue_position == 1)
-    second.stop()
-    second.join(5)
-    assert second.status == "stopped" and not second.steps
-    first.stop()
-    first.join(5)
-    assert threading.active_count() >= 1
-
-
-def test_out_of_memory_stops_only_that_run_with_a_message() -> None:
-    import torch
-
-    slots = RunSlots(1)
-    run = _run(slots, steps=5)
+def test_out_of_memory_fails_only_that_run_with_a_message(
+    runs_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queue = RunQueue(max_running=1, spawn=False)
 
     def out_of_memory(*args, **kwargs):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    run.task.loss = out_of_memory  # type: ignore[method-assign]
-    run.start()
-    run.join(10)
-    assert run.status == "failed" and "ran out of memory" in run.error
-    assert slots.running == 0
-    other = _run(slots, steps=3).start()  # the server keeps serving
-    other.join(30)
-    assert other.status == "done"
+    with monkeypatch.context() as m:
+        m.setattr(ReversalTask, "loss", out_of_memory)
+        failing = _claimed(queue, request(steps=5))
+        assert worker.execute(queue, failing) == "failed"
+    info = queue.info(failing)
+    assert info.status == "failed" and "ran out of memory" in info.error and queue.counts() == (0, 0)
+    ok = _claimed(queue, request(steps=3))  # the next run trains normally
+    assert worker.execute(queue, ok) == "done" and load_checkpoint(ok).metrics["steps"] == 3
+
+
+def test_a_broken_request_fails_with_a_message(runs_root: Path) -> None:
+    queue = RunQueue(max_running=1, spawn=False)
+    run_id = _claimed(queue, request(steps=5))
+    (queue.folder(run_id) / "request.json").write_text("{not json")
+    assert worker.execute(queue, run_id) == "failed"
+    assert "request.json is unreadable" in queue.info(run_id).error
+
+
+def test_disk_budget_evicts_the_oldest_finished_runs(runs_root: Path) -> None:
+    queue = RunQueue(max_running=1, spawn=False)
+    done = []
+    for _ in range(2):
+        run_id = _claimed(queue, request(steps=2))
+        assert worker.execute(queue, run_id) == "done"
+        done.append(run_id)
+    one_run = sum(p.stat().st_size for p in queue.folder(done[0]).rglob("*") if p.is_file())
+    tight = RunQueue(max_running=1, spawn=False, max_bytes=int(one_run * 1.5))
+    assert tight.enforce_disk_budget() == [done[0]]
+    assert tight.info(done[0]).status == "evicted" and "runs folder" in tight.info(done[0]).error
+    with pytest.raises(CheckpointError, match="unknown or expired"):
+        load_checkpoint(done[0])
+    assert load_checkpoint(done[1]).name == done[1]  # the newer one stays
+    running = _claimed(tight, request(steps=2))  # active runs are never evicted
+    tight.max_bytes = 1
+    assert done[1] in tight.enforce_disk_budget() and queue.folder(running).is_dir()
+
+
+def test_corrupt_run_files_are_reported_not_fatal(runs_root: Path) -> None:
+    queue = RunQueue(max_running=1, spawn=False)
+    run_id = _claimed(queue, request(steps=2, snapshot_every=1))
+    worker.execute(queue, run_id)
+    folder = queue.folder(run_id)
+    with open(folder / PROGRESS_FILE, "a") as f:
+        f.write("{broken line\n")
+    progress = RunProgress(folder)
+    assert progress.refresh() and progress.done and progress.steps == [1, 2]
+    (folder / "snapshots" / "step-000001.safetensors").write_bytes(b"junk")
+    with pytest.raises(CheckpointError, match="unreadable"):
+        progress.load_snapshot(0)
+    meta = json.loads((folder / META_FILE).read_text())
+    meta["weights_sha256"] = "0" * 64
+    (folder / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="checksum"):
+        load_checkpoint(run_id)
+
+
+def test_requests_are_bounded() -> None:
+    with pytest.raises(ConfigError, match="steps"):
+        request(steps=10**6).validate()
+    big = dataclasses.replace(request(), shape={"d_model": 4096})
+    with pytest.raises(ConfigError, match="d_model"):
+        big.validate()
+    with pytest.raises(ConfigError, match="max_running"):
+        RunQueue(Path("/tmp/unused-runs-dir-test"), max_running=0)
+
+
+def test_gpu_memory_is_capped_per_run_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: calls.append((f, d)))
+    assert not limit_process_memory(torch.device("cpu"), 0.5) and calls == []
+    assert limit_process_memory(torch.device("cuda", 0), 0.2)
+    assert calls == [(0.2, torch.device("cuda", 0))]
+    assert gpu_fraction(4) == pytest.approx(0.2)
+    monkeypatch.setenv("ATTENTION_LAB_RUN_GPU_FRACTION", "0.3")
+    assert gpu_fraction(4) == 0.3
+    monkeypatch.setenv("ATTENTION_LAB_RUN_GPU_FRACTION", "2")
+    with pytest.raises(ConfigError, match="GPU_FRACTION"):
+        gpu_fraction(4)
+    with pytest.raises(ConfigError, match="fraction"):
+        limit_process_memory(torch.device("cpu"), 0.0)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from transformer_core.cli import build_parser, parse_ablation
 from transformer_core.io.checkpoint import SHIPPED_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,3 +180,11 @@ def test_bad_ablation_and_empty_input(tiny_reverse) -> None:
     assert result.returncode == 2 and "ablate" in result.stderr
     result = cli("trace", str(out), "", check=False)
     assert result.returncode == 2 and "empty" in result.stderr
+
+
+def test_repeated_ablate_flags_accumulate() -> None:
+    """`--ablate 0.0 --ablate 1.1` means the same as `--ablate 0.0 1.1` (DESIGN.md)."""
+    repeated = build_parser().parse_args(["trace", "gpt-rope", "x", "--ablate", "0.0", "--ablate", "1.1"])
+    together = build_parser().parse_args(["trace", "gpt-rope", "x", "--ablate", "0.0", "1.1"])
+    assert repeated.ablate == together.ablate == ["0.0", "1.1"]
+    assert parse_ablation(repeated.ablate, "gpt") == frozenset({("self", 0, 0), ("self", 1, 1)})

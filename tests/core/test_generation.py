@@ -7,12 +7,13 @@ import pytest
 import torch
 
 from transformer_core.capture import AttentionCapture
-from transformer_core.config import POSITION_SCHEMES, InferenceOptions
+from transformer_core.config import InferenceOptions
 from transformer_core.errors import InputError
 from transformer_core.generation import filter_logits, generate, greedy_decode
 from transformer_core.interp.trace import trace_gpt, trace_seq2seq
 from transformer_core.io.data import encode_source, reversal_tokenizer
 from transformer_core.io.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID, CharTokenizer
+from transformer_core.positional import POSITION_SCHEMES
 
 # ------------------------------------------------------------------ KV cache
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import typing
 
 import pytest
 import torch
@@ -10,19 +11,88 @@ from torch import nn
 
 from transformer_core.attention import AttentionSite
 from transformer_core.capture import AttentionCapture
-from transformer_core.config import DEFAULT_OPTIONS, POSITION_SCHEMES, InferenceOptions, ModelConfig
+from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions, ModelConfig
 from transformer_core.errors import ConfigError, InputError
 from transformer_core.io.tokenizer import EOS_ID, PAD_ID, SOS_ID
 from transformer_core.layers import EncoderBlock, FeedForward, RMSNorm
 from transformer_core.models import GPT, Seq2Seq, build_model
-from transformer_core.positional import apply_rope, rope_angles
+from transformer_core.positional import POSITION_SCHEMES, apply_rope, sinusoidal_positional_encoding
 
 ATOL = 1e-5
 
 
 def test_all_five_position_schemes_are_offered():
-    # the parametrisations below run over POSITION_SCHEMES: make sure it is the full list
-    assert set(POSITION_SCHEMES) == {"sinusoidal", "learned", "rope", "alibi", "none"}
+    # the parametrisations below run over POSITION_SCHEMES: make sure the five of the
+    # contract are in it (a new scheme joins them by its registry line)
+    assert {"sinusoidal", "learned", "rope", "alibi", "none"} <= set(POSITION_SCHEMES)
+
+
+def test_config_choices_are_the_registry():
+    # one list: the config's Literal (what validate_fields checks) is built from the registry
+    hint = typing.get_type_hints(ModelConfig)["positions"]
+    assert typing.get_args(hint) == tuple(POSITION_SCHEMES)
+    for name in POSITION_SCHEMES:
+        assert ModelConfig(positions=name).positions == name
+
+
+@pytest.mark.parametrize("arch", ["gpt", "seq2seq"])
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
+def test_models_hold_the_registry_class_under_the_checkpoint_names(tiny_config, arch, positions):
+    # shipped safetensors load strictly by name: only a learned table is a weight, and it
+    # keeps its names (positions.table.weight; src_/tgt_positions.table.weight)
+    model = build_model(tiny_config(arch, positions))
+    scheme = POSITION_SCHEMES[positions]
+    holders = ["positions"] if arch == "gpt" else ["src_positions", "tgt_positions"]
+    for holder in holders:
+        assert type(getattr(model, holder)) is scheme
+    position_keys = sorted(k for k in model.state_dict() if "positions" in k)
+    expected = [f"{h}.table.weight" for h in holders] if positions == "learned" else []
+    assert position_keys == sorted(expected)
+
+
+def _embedded(model: nn.Module, run, options: InferenceOptions = DEFAULT_OPTIONS) -> torch.Tensor:
+    """What the first stack receives after the embeddings (the dropout's input)."""
+    seen: list[torch.Tensor] = []
+    handle = model.drop.register_forward_hook(lambda module, args, out: seen.append(args[0]))
+    with torch.no_grad():
+        run(options)
+    handle.remove()
+    return seen[0]
+
+
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
+def test_position_codes_are_what_gpt_adds_to_its_embeddings(make_gpt, positions):
+    model = make_gpt(positions)
+    idx = torch.tensor([[4, 5, 6, 7, 8, 9]])
+    codes = model.position_codes(6)
+    added = _embedded(model, lambda o: model(idx, options=o)) - _embedded(
+        model, lambda o: model(idx, options=o), InferenceOptions(positions=False)
+    )
+    if POSITION_SCHEMES[positions].absolute:
+        assert codes is not None and codes.shape == (6, 16) and not codes.requires_grad
+        torch.testing.assert_close(added[0], codes)
+        assert codes.abs().max() > 1e-3
+    else:
+        assert codes is None
+        assert torch.equal(added, torch.zeros_like(added))
+
+
+def test_position_codes_read_the_tables(make_gpt, make_seq2seq):
+    learned = make_gpt("learned", max_len=8)
+    assert torch.equal(learned.position_codes(8), learned.positions.table.weight)
+    with pytest.raises(InputError, match="8"):
+        learned.position_codes(9)  # no row past the trained table
+    s2s = make_seq2seq("learned")
+    torch.testing.assert_close(s2s.position_codes(16), s2s.src_positions.table.weight)  # the source side
+    assert not torch.equal(s2s.position_codes(16), s2s.tgt_positions.table.weight)
+    sinusoidal = make_gpt("sinusoidal", max_len=8)
+    torch.testing.assert_close(sinusoidal.position_codes(12), sinusoidal_positional_encoding(12, 16))
+    src = torch.tensor([[4, 5, 6, EOS_ID]])
+    s2s_sin = make_seq2seq("sinusoidal")
+    added = _embedded(s2s_sin, lambda o: s2s_sin.encode(src, options=o)) - _embedded(
+        s2s_sin, lambda o: s2s_sin.encode(src, options=o), InferenceOptions(positions=False)
+    )
+    torch.testing.assert_close(added[0], s2s_sin.position_codes(4))
 
 
 def _gpt_batch() -> torch.Tensor:
@@ -67,7 +137,7 @@ def _check_record(record, expect_bias: bool) -> None:
 # ------------------------------------------------------------------ fast path == capture path
 
 
-@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 def test_gpt_fast_and_capture_paths_agree(make_gpt, positions):
     model = make_gpt(positions)
     idx = _gpt_batch()
@@ -82,10 +152,10 @@ def test_gpt_fast_and_capture_paths_agree(make_gpt, positions):
     causal = torch.tril(torch.ones(7, 7, dtype=torch.bool))
     for record in capture.records:
         assert record.weights.shape == (2, 2, 7, 7)
-        _check_record(record, expect_bias=positions == "alibi")
+        _check_record(record, expect_bias=POSITION_SCHEMES[positions].biases)
         assert torch.equal(record.full_mask[0, 0], causal)
-        if positions == "rope":
-            cos, sin = _rope_for(model, 7)
+        if POSITION_SCHEMES[positions].rotates:
+            cos, sin = model.positions.rotation(torch.arange(7))
             torch.testing.assert_close(record.q, apply_rope(record.q_raw, cos, sin))
             torch.testing.assert_close(record.k, apply_rope(record.k_raw, cos, sin))
             assert not torch.allclose(record.q, record.q_raw)
@@ -95,11 +165,32 @@ def test_gpt_fast_and_capture_paths_agree(make_gpt, positions):
     assert capture.weights("self").shape == (2, 2, 7, 7)  # (L, H, T, T)
 
 
-def _rope_for(model: GPT, T: int):
-    return rope_angles(torch.arange(T), model.config.d_head)
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
+def test_gpt_training_path_runs_the_fused_causal_kernel(make_gpt, monkeypatch, positions):
+    # the speed of training rests on this: no capture -> torch's fused kernel, told
+    # is_causal instead of given a mask whenever there is no score bias to merge
+    calls: list[dict] = []
+    fused = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    model = make_gpt(positions).train()
+    model(_gpt_batch()).sum().backward()
+    assert len(calls) == model.config.n_layers
+    biased = POSITION_SCHEMES[positions].biases
+    for kwargs in calls:
+        assert kwargs.get("is_causal", False) is not biased
+        assert (kwargs.get("attn_mask") is None) is not biased
+    calls.clear()
+    with torch.no_grad():
+        model.eval()(_gpt_batch(), options=InferenceOptions(sliding_window=2))
+    assert calls and all(not kw.get("is_causal") and kw["attn_mask"] is not None for kw in calls)
 
 
-@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 @pytest.mark.parametrize(
     "options",
     [
@@ -129,7 +220,7 @@ def test_gpt_paths_agree_under_options(make_gpt, positions, options):
             assert torch.equal(full, (j <= i) & (i - j < options.sliding_window))
 
 
-@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 def test_seq2seq_fast_and_capture_paths_agree(make_seq2seq, positions):
     model = make_seq2seq(positions)
     src, tgt = _seq2seq_batch()
@@ -147,7 +238,7 @@ def test_seq2seq_fast_and_capture_paths_agree(make_seq2seq, positions):
     assert sorted(capture.names) == sorted(
         ["encoder_self.0", "encoder_self.1", "decoder_self.0", "decoder_self.1", "cross.0", "cross.1"]
     )
-    relative_bias = positions == "alibi"
+    relative_bias = POSITION_SCHEMES[positions].biases
     src_valid = src != PAD_ID
     tgt_valid = tgt != PAD_ID
     for layer in range(2):
@@ -204,32 +295,33 @@ def test_padding_mask_option_lets_queries_see_padding(make_seq2seq):
     torch.testing.assert_close(fast[0], masked[0], atol=ATOL, rtol=ATOL)
 
 
-@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 def test_relative_schemes_score_only_offsets(make_gpt, positions):
     # a run of one repeated token: every q_raw and k_raw of layer 0 is the same vector, so
     # the scores can differ between (i, j) pairs only through the positional scheme.
     # Relative schemes (RoPE, ALiBi) make them depend on i - j alone (a Toeplitz matrix);
     # absolute schemes do not; without positions every score is equal.
     model = make_gpt(positions)
+    scheme = POSITION_SCHEMES[positions]
     capture = AttentionCapture()
     with torch.no_grad():
         model(torch.full((1, 8), 7), options=InferenceOptions(causal=False), capture=capture)
     scores = capture["self.0"].scores[0]  # (H, T, T)
     diagonals = [torch.diagonal(scores, offset, dim1=-2, dim2=-1) for offset in range(-7, 8)]
     spread = max(float((d - d.mean(-1, keepdim=True)).abs().max()) for d in diagonals)
-    if positions in ("rope", "alibi"):
+    if scheme.absolute:
+        assert spread > 1e-3
+    elif scheme.rotates or scheme.biases:
         assert spread < 1e-4
         assert (diagonals[7][:, 0] - diagonals[9][:, 0]).abs().max() > 1e-3  # offsets 0, 2 differ
-    elif positions == "none":
-        torch.testing.assert_close(scores, scores[..., :1, :1].expand_as(scores))
     else:
-        assert spread > 1e-3
+        torch.testing.assert_close(scores, scores[..., :1, :1].expand_as(scores))
 
 
 # ------------------------------------------------------------------ causality
 
 
-@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 @pytest.mark.parametrize("captured", [False, True], ids=["fused", "capture"])
 def test_gpt_later_tokens_never_change_earlier_logits(make_gpt, positions, captured):
     model = make_gpt(positions)
@@ -250,7 +342,7 @@ def test_gpt_later_tokens_never_change_earlier_logits(make_gpt, positions, captu
         assert (na[:, :4] - nb[:, :4]).abs().max() > 1e-4
 
 
-@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 def test_seq2seq_decoder_is_causal(make_seq2seq, positions):
     model = make_seq2seq(positions)
     src = torch.tensor([[4, 5, 6, 7, EOS_ID]])
@@ -273,19 +365,19 @@ PERM = torch.tensor([3, 0, 5, 1, 4, 2])
 SRC = torch.tensor([[4, 5, 6, 7, 8, 9], [10, 11, 12, 13, 14, 15]])
 
 
-@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 def test_encoder_permutation_equivariance_only_without_positions(make_seq2seq, positions):
     model = make_seq2seq(positions)
     with torch.no_grad():
         out = model.encode(SRC)
         out_perm = model.encode(SRC[:, PERM])
-    if positions == "none":
+    if not POSITION_SCHEMES[positions].carries_position():
         torch.testing.assert_close(out_perm, out[:, PERM], atol=ATOL, rtol=ATOL)
     else:
         assert (out_perm - out[:, PERM]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 def test_dropping_positions_makes_every_scheme_permutation_equivariant(make_seq2seq, positions):
     model = make_seq2seq(positions)
     options = InferenceOptions(positions=False)
@@ -294,7 +386,7 @@ def test_dropping_positions_makes_every_scheme_permutation_equivariant(make_seq2
         out_perm = model.encode(SRC[:, PERM], options=options)
         with_positions = model.encode(SRC)
     torch.testing.assert_close(out_perm, out[:, PERM], atol=ATOL, rtol=ATOL)
-    if positions != "none":
+    if POSITION_SCHEMES[positions].carries_position():
         assert (with_positions - out).abs().max() > 1e-3
 
 
@@ -524,7 +616,7 @@ def test_learned_positions_stop_at_max_len(make_gpt, make_seq2seq):
             s2s.encode(torch.full((1, 9), 5))
 
 
-@pytest.mark.parametrize("positions", ["sinusoidal", "rope", "alibi", "none"])
+@pytest.mark.parametrize("positions", [name for name, cls in POSITION_SCHEMES.items() if cls.extrapolates])
 def test_formula_schemes_run_past_max_len(make_gpt, positions):
     model = make_gpt(positions, max_len=8)
     idx = torch.randint(4, 16, (1, 12))
@@ -533,7 +625,7 @@ def test_formula_schemes_run_past_max_len(make_gpt, positions):
         slow = model(idx, capture=AttentionCapture())
     assert torch.isfinite(fast).all()
     torch.testing.assert_close(fast, slow, atol=ATOL, rtol=ATOL)
-    if positions == "sinusoidal":
+    if POSITION_SCHEMES[positions].absolute:
         # positions past the table are computed, not clipped: position 11 differs from 7
         a = model(torch.full((1, 12), 5))
         assert (a[0, 11] - a[0, 7]).abs().max() > 1e-4

@@ -1,4 +1,5 @@
-"""Positional schemes as pure functions: sinusoidal table, shift rotation, RoPE, ALiBi."""
+"""Positional schemes: the pure functions (sinusoidal table, shift rotation, RoPE, ALiBi),
+then the scheme classes and their registry."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ import math
 import pytest
 import torch
 
+from transformer_core.config import ModelConfig
+from transformer_core.errors import ConfigError, InputError
 from transformer_core.positional import (
+    POSITION_SCHEMES,
+    AlibiPositions,
+    LearnedPositions,
+    PositionScheme,
+    RotaryPositions,
+    SinusoidalPositions,
     alibi_bias,
     alibi_slopes,
     apply_rope,
@@ -220,3 +229,81 @@ def test_alibi_bias_is_linear_distance_penalty():
     # queries after a cache: positions 3, 4 against keys 0..4
     late = alibi_bias(slopes, torch.tensor([3, 4]), torch.arange(5))
     torch.testing.assert_close(late[0, 1], torch.tensor([-2.0, -1.5, -1.0, -0.5, 0.0]))
+
+
+# ------------------------------------------------------------------ scheme classes, registry
+
+CONFIG = ModelConfig(d_model=16, n_heads=2, max_len=8)
+
+
+@pytest.mark.parametrize("name", list(POSITION_SCHEMES))
+def test_scheme_facts_agree_with_what_the_scheme_does(name):
+    # pages and scripts read the class facts without a model; they must say what the hooks do
+    cls = POSITION_SCHEMES[name]
+    assert issubclass(cls, PositionScheme)
+    scheme = cls(ModelConfig(d_model=16, n_heads=2, max_len=8, positions=name))
+    pos = torch.arange(5)
+    codes, rotation, bias = scheme.codes(pos), scheme.rotation(pos), scheme.bias(pos[3:], pos)
+    assert (codes is not None) is cls.absolute
+    assert (rotation is not None) is cls.rotates
+    assert (bias is not None) is cls.biases
+    assert cls.carries_position() is (cls.absolute or cls.rotates or cls.biases)
+    if codes is not None:
+        assert codes.shape == (5, 16) and codes.abs().max() > 0.0
+        assert not torch.allclose(codes[1], codes[2])  # a different code per position
+    if rotation is not None:
+        cos, sin = rotation
+        assert cos.shape == sin.shape == (5, 4)  # (T, d_head/2)
+        torch.testing.assert_close(cos**2 + sin**2, torch.ones(5, 4))
+    if bias is not None:
+        assert bias.shape == (2, 2, 5)  # (H, Tq, Tk)
+    far = torch.arange(12)  # past max_len 8
+    if cls.extrapolates:
+        assert (scheme.codes(far) is None) is not cls.absolute
+    else:
+        with pytest.raises(InputError):
+            scheme.codes(far)
+
+
+def test_scheme_display_names_are_distinct_labels():
+    names = [cls.display_name for cls in POSITION_SCHEMES.values()]
+    assert all(isinstance(n, str) and n.strip() for n in names)
+    assert len(set(names)) == len(names)
+    assert POSITION_SCHEMES["rope"].display_name == "RoPE"
+    assert POSITION_SCHEMES["alibi"].display_name == "ALiBi"
+
+
+def test_sinusoidal_scheme_is_the_contract_table_at_any_length():
+    scheme = SinusoidalPositions(CONFIG)
+    torch.testing.assert_close(scheme.codes(torch.arange(8)), sinusoidal_positional_encoding(8, 16))
+    # past the precomputed max_len rows the formula continues, and gaps pick their rows
+    far = torch.tensor([0, 3, 9, 20])
+    torch.testing.assert_close(scheme.codes(far), sinusoidal_positional_encoding(21, 16)[far])
+    assert scheme.state_dict() == {}  # a formula, not a weight
+
+
+def test_learned_scheme_is_a_trained_table_that_stops_at_max_len():
+    scheme = LearnedPositions(CONFIG)
+    assert list(scheme.state_dict()) == ["table.weight"]
+    assert scheme.table.weight.shape == (8, 16)
+    picked = torch.tensor([1, 4, 7])  # randomized positions: any increasing subset
+    torch.testing.assert_close(scheme.codes(picked), scheme.table.weight[picked])
+    with pytest.raises(InputError, match="learned positions stop at 8"):
+        scheme.codes(torch.arange(9))
+
+
+def test_rotary_scheme_turns_by_rope_angles_and_needs_even_heads():
+    scheme = RotaryPositions(CONFIG)
+    pos = torch.tensor([2, 5, 6])
+    for got, want in zip(scheme.rotation(pos), rope_angles(pos, 8), strict=True):
+        torch.testing.assert_close(got, want)
+    with pytest.raises(ConfigError, match="^positions.*d_head=3"):
+        ModelConfig(d_model=12, n_heads=4, positions="rope")
+    ModelConfig(d_model=12, n_heads=4, positions="alibi")  # only rotation needs pairs
+
+
+def test_alibi_scheme_biases_with_press_slopes():
+    scheme = AlibiPositions(ModelConfig(d_model=24, n_heads=6))
+    q, k = torch.tensor([3, 4]), torch.arange(5)
+    torch.testing.assert_close(scheme.bias(q, k), alibi_bias(alibi_slopes(6), q, k))
+    assert scheme.state_dict() == {}  # slopes are fixed, not weights

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 
@@ -9,7 +10,9 @@ import pytest
 import torch
 
 from transformer_core.errors import ConfigError
+from transformer_core.train.presets import prepare_run
 from transformer_core.train.schedules import label_smoothing_target, vaswani_lr, warmup_cosine_lr
+from transformer_core.train.tasks import Batch, cross_entropy_loss
 from transformer_core.train.trainer import (
     DoneEvent,
     EvalEvent,
@@ -17,7 +20,6 @@ from transformer_core.train.trainer import (
     StepEvent,
     TrainConfig,
     Trainer,
-    prepare_run,
 )
 
 
@@ -25,23 +27,22 @@ class FixedBatchTask:
     """One fixed LM batch: a model that learns at all drives its loss toward zero."""
 
     name = "lm"
+    probe = "probe"
 
     def __init__(self, vocab: int = 12) -> None:
         g = torch.Generator().manual_seed(0)
         self.x = torch.randint(0, vocab, (4, 12), generator=g)
         self.y = torch.randint(0, vocab, (4, 12), generator=g)
 
-    def batch(self, batch_size, generator, device):
-        return self.x, self.y
+    def batch(self, batch_size: int, generator: torch.Generator, device: torch.device) -> Batch:
+        return Batch((self.x,), self.y)
 
-    def loss(self, model, batch, label_smoothing=0.0):
-        x, y = batch
-        logits = model(x)
-        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()), x.numel()
+    def loss(self, model, batch: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, int]:
+        return cross_entropy_loss(model, batch, label_smoothing)
 
     def evaluate(self, model):
         with torch.no_grad():
-            return {"loss": float(self.loss(model, (self.x, self.y))[0])}
+            return {"loss": float(self.loss(model, Batch((self.x,), self.y))[0])}
 
     def snapshot(self, model):
         return {"probe": 1}
@@ -95,7 +96,7 @@ def test_short_reversal_run_improves_accuracy() -> None:
         task="reverse", steps=250, batch_size=32, lr=3e-3, warmup=20, device="cpu", eval_every=0, seed=0
     )
     model, task = prepare_run(config, "rope", d_model=32, n_layers=1, n_heads=2, d_ff=64)
-    task.eval_lengths, task.eval_samples = [3, 4], 60
+    task = dataclasses.replace(task, eval_lengths=(3, 4), eval_samples=60)
     before = task.evaluate(model)
     done = list(Trainer(model, task, config).run())[-1]
     assert before["token_accuracy"]["3"] < 0.3  # about chance: 1 in 27
@@ -107,7 +108,7 @@ def test_seeded_runs_are_reproducible() -> None:
     losses = []
     for _ in range(2):
         model, task = prepare_run(config, "alibi", d_model=16, n_layers=1, n_heads=2, d_ff=32)
-        task.eval_lengths, task.eval_samples = [3], 4
+        task = dataclasses.replace(task, eval_lengths=(3,), eval_samples=4)
         losses.append([e.loss for e in Trainer(model, task, config).run() if isinstance(e, StepEvent)])
     assert losses[0] == losses[1]
 
@@ -129,7 +130,7 @@ def test_warmup_cosine_schedule() -> None:
 
 def test_train_config_lr_schedule_peak_equals_lr() -> None:
     cfg = TrainConfig(schedule="vaswani", lr=1e-3, warmup=100, steps=1000)
-    assert max(cfg.lr_at(s, 64) for s in range(1000)) == pytest.approx(1e-3)
+    assert max(cfg.lr_at(s) for s in range(1000)) == pytest.approx(1e-3)
 
 
 def test_label_smoothing_target_matches_torch_loss() -> None:
@@ -167,17 +168,51 @@ def test_randomized_positions_reach_the_model() -> None:
     )
     model, task = prepare_run(config, "learned", d_model=16, n_layers=1, n_heads=2, d_ff=32)
     assert task.random_positions == model.config.max_len == 32
-    batch, src_pos, tgt_pos = task.batch(8, torch.Generator().manual_seed(1), torch.device("cpu"))
-    plain = model(batch.src, batch.tgt_in)
-    shifted = model(batch.src, batch.tgt_in, src_positions=src_pos, tgt_positions=tgt_pos)
+    batch = task.batch(8, torch.Generator().manual_seed(1), torch.device("cpu"))
+    src_pos, tgt_pos = batch.options["src_positions"], batch.options["tgt_positions"]
+    src, tgt_in = batch.inputs  # (B, Ts), (B, Tt)
+    plain = model(src, tgt_in)
+    shifted = model(src, tgt_in, src_positions=src_pos, tgt_positions=tgt_pos)
     same = model(
-        batch.src,
-        batch.tgt_in,
-        src_positions=torch.arange(batch.src.size(1)),
-        tgt_positions=torch.arange(batch.tgt_in.size(1)),
+        src,
+        tgt_in,
+        src_positions=torch.arange(src.size(1)),
+        tgt_positions=torch.arange(tgt_in.size(1)),
     )
     assert torch.equal(plain, same) and not torch.allclose(plain, shifted)
-    task.eval_lengths, task.eval_samples = [3], 4
+    task = dataclasses.replace(task, eval_lengths=(3,), eval_samples=4)
     assert list(Trainer(model, task, config).run())[-1].step == 3
     with pytest.raises(ConfigError, match="random_positions"):
         prepare_run(TrainConfig(task="lm", random_positions=True, block_size=32), "learned")
+
+
+def test_tasks_are_immutable_and_share_one_batch_type() -> None:
+    config = TrainConfig(task="reverse", steps=1, batch_size=4, device="cpu")
+    _, task = prepare_run(config, "rope", size="tiny")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        task.eval_samples = 1  # type: ignore[misc]
+    lm_model, lm = prepare_run(TrainConfig(task="lm", block_size=16, device="cpu"), "learned", size="tiny")
+    g = torch.Generator().manual_seed(0)
+    for t in (task, lm):
+        batch = t.batch(4, g, torch.device("cpu"))
+        assert isinstance(batch, Batch) and batch.targets.shape[0] == 4
+    assert lm.batch(4, g, torch.device("cpu")).tokens == 4 * 16
+    assert lm_model.config.max_len == lm.block_size == 16
+
+
+def test_presets_are_the_one_home_of_the_defaults() -> None:
+    from transformer_core.io.checkpoint import load_checkpoint
+    from transformer_core.train.presets import REPORT_LENGTHS, model_config, page_config
+
+    for task, name in (("reverse", "reverse-rope"), ("lm", "gpt-rope")):
+        shipped = load_checkpoint(name).config
+        assert model_config(task, "rope", shipped.vocab_size, max_len=shipped.max_len) == shipped
+    row = page_config("reverse")  # "Train this row" and the form's defaults are one config
+    assert (row.steps, row.batch_size, row.lr, row.warmup, row.eval_every, row.snapshot_every) == (
+        3000, 64, 2e-3, 200, 600, 75,
+    )  # fmt: skip
+    assert page_config("lm", steps=100).snapshot_every == 2
+    _, task = prepare_run(row, "rope")
+    assert task.eval_lengths == REPORT_LENGTHS == (3, 5, 7, 10, 12, 15)
+    with pytest.raises(ConfigError, match="steps"):
+        page_config("reverse", steps=10**6)

@@ -1,12 +1,17 @@
 """One call from text to every head's attention: what the app and the CLI show.
 
 Results are plain dataclasses of numpy arrays in the [layer][head][query][key] layout,
-plus the full `AttentionCapture` for step-by-step views.
+plus the full `AttentionCapture` for step-by-step views. `to_json` gives the one JSON
+layout that `python -m transformer_core trace --json` prints and the app downloads:
+{"checkpoint", "input", "output", "tokens": {"source": [...], "target": [...]},
+ "attention": {"self": [L][H][Tq][Tk]} or {"encoder_self", "decoder_self", "cross"},
+ "unknown_characters": [...] (only when some)}.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -18,10 +23,52 @@ from transformer_core.io.data import encode_source
 from transformer_core.io.tokenizer import EOS_ID, SOS_ID, CharTokenizer
 from transformer_core.models import GPT, Seq2Seq
 
+#: attention kind -> (token axis of its queries, token axis of its keys), axes named as in
+#: the trace's `token_axes`: "source" = the input text (+ <eos> for seq2seq), "target" = <sos> + output
+TOKEN_AXES: dict[str, tuple[str, str]] = {
+    "self": ("source", "source"),
+    "encoder_self": ("source", "source"),
+    "decoder_self": ("target", "target"),
+    "cross": ("target", "source"),
+}
+
+JSON_DECIMALS = 6  # weights in JSON: enough for 1e-6 agreement, a third of float64's text
+
+
+def trace_json(checkpoint: str, text: str, output: str, token_axes: dict[str, list[str]],
+               attention: dict[str, np.ndarray], unknown: list[tuple[int, str]]) -> dict[str, Any]:
+    """The trace JSON object (see the module docstring): plain lists, weights rounded."""
+    payload: dict[str, Any] = {
+        "checkpoint": checkpoint,
+        "input": text,
+        "output": output,
+        "tokens": dict(token_axes),
+        "attention": {
+            kind: np.round(w.astype(np.float64), JSON_DECIMALS).tolist() for kind, w in attention.items()
+        },
+    }
+    if unknown:
+        payload["unknown_characters"] = sorted({c for _, c in unknown})
+    return payload
+
+
+class _TraceAxes:
+    """What both traces share: the token labels along each attention kind's two axes."""
+
+    token_axes: dict[str, list[str]]  # a property of each trace
+
+    def axes(self, kind: str) -> tuple[list[str], list[str]]:
+        """(query tokens, key tokens) of attention[kind]: its row and column labels."""
+        q, k = TOKEN_AXES[kind]
+        return self.token_axes[q], self.token_axes[k]
+
 
 @dataclass
-class GPTTrace:
-    """Attention of a GPT on one text. attention["self"]: (L, H, T, T)."""
+class GPTTrace(_TraceAxes):
+    """Attention of a GPT on one text. attention["self"]: (L, H, T, T).
+
+    output: the most likely next character after the text (decoded argmax of next_token_probs).
+    """
 
     text: str
     tokens: list[str]
@@ -29,11 +76,20 @@ class GPTTrace:
     unknown: list[tuple[int, str]]
     attention: dict[str, np.ndarray]
     next_token_probs: np.ndarray  # (V,) after the last token
+    output: str
     capture: AttentionCapture = field(repr=False)
+
+    @property
+    def token_axes(self) -> dict[str, list[str]]:
+        return {"source": self.tokens}
+
+    def to_json(self, checkpoint: str) -> dict[str, Any]:
+        """The `trace --json` object of this trace (JSON-ready: lists and strings)."""
+        return trace_json(checkpoint, self.text, self.output, self.token_axes, self.attention, self.unknown)
 
 
 @dataclass
-class Seq2SeqTrace:
+class Seq2SeqTrace(_TraceAxes):
     """Greedy output and the attention of the teacher-forced pass over it.
 
     attention: encoder_self (L, H, Ts, Ts), decoder_self (L, H, Tt, Tt), cross (L, H, Tt, Ts)
@@ -47,6 +103,14 @@ class Seq2SeqTrace:
     unknown: list[tuple[int, str]]
     attention: dict[str, np.ndarray]
     capture: AttentionCapture = field(repr=False)
+
+    @property
+    def token_axes(self) -> dict[str, list[str]]:
+        return {"source": self.source_tokens, "target": self.target_tokens}
+
+    def to_json(self, checkpoint: str) -> dict[str, Any]:
+        """The `trace --json` object of this trace (JSON-ready: lists and strings)."""
+        return trace_json(checkpoint, self.text, self.output, self.token_axes, self.attention, self.unknown)
 
 
 def _device(model: torch.nn.Module) -> torch.device:
@@ -69,6 +133,7 @@ def trace_gpt(
         unknown=encoded.unknown,
         attention={"self": capture.weights("self").float().cpu().numpy()},
         next_token_probs=probs.cpu().numpy(),
+        output=tokenizer.decode([int(probs.argmax())]),
         capture=capture,
     )
 

@@ -2,7 +2,9 @@
 (config, vocabulary, training arguments, metrics, versions, weights checksum).
 
 Nothing is ever unpickled. Shipped checkpoints live in <repo>/checkpoints/<name>/, and a
-name is a plain identifier that cannot leave that folder.
+name is a plain identifier that cannot leave that folder. Trained runs live in
+runs_dir()/<run id>/ (ATTENTION_LAB_RUNS_DIR, default <repo>/runs); a run id is
+`run-` + 16 to 64 lowercase hex characters and is the only handle to a run.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
 import platform
 import re
 from dataclasses import dataclass
@@ -21,10 +24,11 @@ from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from transformer_core.config import POSITION_SCHEMES, ModelConfig
+from transformer_core.config import ModelConfig
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.models import GPT, Seq2Seq, build_model
+from transformer_core.positional import POSITION_SCHEMES
 
 CHECKPOINTS_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
 WEIGHTS_FILE, META_FILE = "model.safetensors", "checkpoint.json"
@@ -32,6 +36,39 @@ FORMAT = "attention-lab-checkpoint/1"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 SHIPPED_NAMES = tuple(f"{task}-{s}" for task in ("reverse", "gpt") for s in POSITION_SCHEMES)
 MAX_WEIGHTS_BYTES = 200_000_000
+RUN_ID_PATTERN = re.compile(r"^run-[0-9a-f]{16,64}$")
+RUNS_ENV = "ATTENTION_LAB_RUNS_DIR"
+
+
+def runs_dir() -> Path:
+    """Where trained runs are kept: $ATTENTION_LAB_RUNS_DIR, else <repo>/runs. It may not
+    lie inside the shipped checkpoints folder (shipped checkpoints are never written)."""
+    folder = Path(os.environ.get(RUNS_ENV) or CHECKPOINTS_DIR.parent / "runs").resolve()
+    if folder == CHECKPOINTS_DIR or CHECKPOINTS_DIR in folder.parents:
+        raise CheckpointError(f"{RUNS_ENV}: {folder} is inside the shipped checkpoints folder")
+    return folder
+
+
+def is_run_id(text: str) -> bool:
+    return bool(RUN_ID_PATTERN.match(text))
+
+
+def run_checkpoint_path(run_id: str, root: Path | None = None) -> Path:
+    """The folder of a saved run. An id that is malformed, unknown, evicted or whose run has
+    not saved a model (still training, or stopped before it started) is a CheckpointError."""
+    if not is_run_id(run_id):
+        raise CheckpointError(f"{run_id!r} is not a run id (run- followed by 16 or more hex characters)")
+    folder = (root or runs_dir()) / run_id
+    if not folder.is_dir():
+        raise CheckpointError(
+            f"unknown or expired run {run_id}: no such run is stored here (old runs are deleted "
+            "first when the runs folder is full)"
+        )
+    if not (folder / META_FILE).is_file():
+        raise CheckpointError(
+            f"run {run_id} has no saved model yet (still training, or stopped before it began)"
+        )
+    return folder
 
 
 @dataclass
@@ -68,8 +105,10 @@ def save_checkpoint(
     train_args: dict[str, Any] | None = None,
     metrics: dict[str, Any] | None = None,
     command: str | None = None,
+    label: str | None = None,
 ) -> Path:
-    """Write weights and metadata into folder (created if needed); returns the folder."""
+    """Write weights and metadata into folder (created if needed); returns the folder.
+    `label` is a name for people (a run's "my-reverse-rope 14:02"); `name` is the folder's."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     weights = folder / WEIGHTS_FILE
@@ -77,6 +116,7 @@ def save_checkpoint(
     meta = {
         "format": FORMAT,
         "name": folder.name,
+        "label": label or folder.name,
         "task": "reverse" if model.config.arch == "seq2seq" else "lm",
         "config": model.config.to_dict(),
         "vocab": tokenizer.vocab,
@@ -102,10 +142,13 @@ def shipped_checkpoint_path(name: str, folder: Path = CHECKPOINTS_DIR) -> Path:
 
 
 def resolve_checkpoint(name_or_path: str | Path) -> Path:
-    """A shipped name ('reverse-rope') or, on the command line, a path to a folder."""
+    """A shipped name ('reverse-rope'), a run id ('run-3f9c...') or, on the command line,
+    a path to a folder."""
     text = str(name_or_path)
     if NAME_PATTERN.match(text) and (CHECKPOINTS_DIR / text).is_dir():
         return CHECKPOINTS_DIR / text
+    if text.startswith("run-") and "/" not in text and "\\" not in text:
+        return run_checkpoint_path(text)
     path = Path(text)
     if path.is_dir():
         return path
@@ -147,11 +190,12 @@ def load_checkpoint(name_or_path: str | Path, device: torch.device | str = "cpu"
         raise CheckpointError(f"{folder.name}: {WEIGHTS_FILE} is missing")
     if weights.stat().st_size > MAX_WEIGHTS_BYTES:
         raise CheckpointError(f"{folder.name}: {WEIGHTS_FILE} is larger than {MAX_WEIGHTS_BYTES:,} bytes")
-    expected = meta.get("weights_sha256")
-    if expected and _sha256(weights) != expected:
+    expected, actual = meta.get("weights_sha256"), _sha256(weights)
+    if expected and actual != expected:
         raise CheckpointError(
             f"{folder.name}: {WEIGHTS_FILE} does not match its recorded checksum (truncated or corrupt file)"
         )
+    meta["weights_sha256"] = actual  # every loaded checkpoint has one (caches key on it)
     model: nn.Module = build_model(config)
     try:
         load_model(model, str(weights), strict=True, device="cpu")

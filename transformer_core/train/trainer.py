@@ -14,15 +14,10 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from transformer_core.config import ModelConfig, validate_fields
-from transformer_core.device import resolve_device
+from transformer_core.config import validate_fields
 from transformer_core.errors import ConfigError
-from transformer_core.io.data import corpus_tokenizer, load_corpus, reversal_tokenizer
-from transformer_core.models import build_model
 from transformer_core.train.schedules import vaswani_lr, warmup_cosine_lr
-from transformer_core.train.tasks import LanguageModelTask, ReversalTask
-
-Task = ReversalTask | LanguageModelTask
+from transformer_core.train.tasks import Task
 
 
 @dataclass(frozen=True)
@@ -60,36 +55,18 @@ class TrainConfig:
         if not 0 <= self.label_smoothing < 1:
             raise ConfigError(f"label_smoothing: must be in [0, 1), got {self.label_smoothing}")
 
-    def lr_at(self, step: int, d_model: int) -> float:
+    def lr_at(self, step: int) -> float:
+        """Learning rate of 0-based `step`. Vaswani's schedule is scaled so its peak (at
+        step == warmup) equals self.lr; its d_model factor cancels in that ratio."""
         if self.schedule == "vaswani":
-            # scaled so the peak (at step == warmup) equals self.lr
-            peak = vaswani_lr(max(self.warmup, 1), d_model, max(self.warmup, 1))
-            return self.lr * vaswani_lr(step + 1, d_model, max(self.warmup, 1)) / peak
+            warmup = max(self.warmup, 1)
+            return self.lr * vaswani_lr(step + 1, 1, warmup) / vaswani_lr(warmup, 1, warmup)
         if self.schedule == "cosine":
             return warmup_cosine_lr(step, self.lr, self.warmup, self.steps)
         return self.lr
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def default_model_config(task: str, positions: str, vocab_size: int, **overrides: Any) -> ModelConfig:
-    """The shipped sizes: reversal d_model 64, 2+2 layers; GPT d_model 128, 4 layers."""
-    if task == "reverse":
-        base = dict(arch="seq2seq", d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=32)
-    else:
-        base = dict(arch="gpt", d_model=128, n_heads=4, n_layers=4, d_ff=512, max_len=128)
-    return ModelConfig(vocab_size=vocab_size, positions=positions, **{**base, **overrides})
-
-
-def build_task(train: TrainConfig, text: str | None = None) -> Task:
-    """The task for a run; for the LM, `text` overrides the corpus path."""
-    if train.task == "reverse":
-        return ReversalTask(reversal_tokenizer(), train.min_len, train.max_len)
-    if train.random_positions:
-        raise ConfigError("random_positions: only the reversal task supports it")
-    text = load_corpus(train.corpus) if text is None else text
-    return LanguageModelTask(corpus_tokenizer(text), text, train.block_size)
 
 
 # ---------------------------------------------------------------- events
@@ -153,7 +130,6 @@ class Trainer:
             lr=config.lr,
             betas=(0.9, 0.98),
         )
-        self.d_model = getattr(getattr(model, "config", None), "d_model", 512)
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         if self.device.type == "cuda":
@@ -171,7 +147,7 @@ class Trainer:
             if self.stop.is_set():
                 cancelled, step = True, step - 1
                 break
-            lr = cfg.lr_at(step - 1, self.d_model)
+            lr = cfg.lr_at(step - 1)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
             batch = self.task.batch(cfg.batch_size, generator, self.device)
@@ -194,19 +170,3 @@ class Trainer:
         metrics = {} if cancelled else self.task.evaluate(self.model)  # a stop returns at once
         self.model.eval()
         yield DoneEvent(step, metrics, cancelled, time.perf_counter() - start)
-
-
-def prepare_run(
-    train: TrainConfig, positions: str, text: str | None = None, **model_overrides: Any
-) -> tuple[nn.Module, Task]:
-    """Seeded model of the default size for the task, on the configured device."""
-    device = resolve_device(train.device)
-    task = build_task(train, text)
-    torch.manual_seed(train.seed)
-    overrides = dict(model_overrides)
-    if train.task == "lm":
-        overrides.setdefault("max_len", train.block_size)
-    config = default_model_config(train.task, positions, len(task.tokenizer), **overrides)
-    if train.random_positions:
-        task.random_positions = config.max_len
-    return build_model(config).to(device), task

@@ -1,7 +1,8 @@
-"""View state mirrored in the URL query parameters, so a copied link reopens the view.
+"""Per-session view state, in one place: the URL mirror of each page and the widget state
+the router keeps across page visits.
 
 Widget keys with no value yet are seeded from the URL (else their default); on every
-run the current widget values are written back to the URL.
+run the current widget values are written back to the URL, so a copied link reopens the view.
 
 A page may give a `prefix`: the session_state key is then prefix + name while the URL
 keeps the short name (`/reversal?text=hello`), so two pages never share a widget key.
@@ -72,3 +73,12 @@ def write_state(keys: list[str], *, prefix: str = "") -> None:
         params[name] = _format(value)
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
+
+
+def keep_form_state(keys: tuple[str, ...]) -> None:
+    """Keep these widgets' values while the user is on other pages (Streamlit drops the
+    state of widgets a run does not draw unless the key is assigned to itself). The router
+    calls it on every run with the keys pages want kept (e.g. lab.runs.FORM_KEYS)."""
+    for key in keys:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]

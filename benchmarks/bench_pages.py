@@ -1,0 +1,163 @@
+"""Server-side cost of a deep-link page run, per page, through Streamlit's AppTest.
+
+    python benchmarks/bench_pages.py [basics positions variance] [--repeats 7] [--profile PAGE]
+
+For each page named (default: every page in PAGES) it opens the router (app/Home.py) with
+the page's deep-link query parameters and prints
+- cold: the first run of the page with st.cache_data and st.cache_resource cleared
+  (model loads and every computation included),
+- warm: the median of --repeats reruns of the unchanged view (what any click that leaves
+  this part of the page alone costs, and what a second visitor of the same link costs),
+  as wall-clock ms and as process CPU ms (the script thread's work plus AppTest's own
+  polling, which is a few ms),
+- the figure payload: bytes of every plotly spec the page sends, and the count.
+A server compiles each page script once; AppTest compiles it again on every run (20-45 ms
+that no user pays), so the runs here share one compiled-script cache, as a server does.
+--profile PAGE prints the top of a cProfile of one warm run of that page.
+
+Add a page by adding its name (app/views/<name>.py) and deep-link parameters to PAGES.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import logging
+import os
+import pstats
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import streamlit as st
+import torch
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+from streamlit.testing.v1 import AppTest, app_test
+from streamlit.testing.v1.local_script_runner import LocalScriptRunner
+
+SCRIPTS = ScriptCache()
+app_test.ScriptCache = lambda: SCRIPTS  # type: ignore[attr-defined]  (one compile per page, as a server)
+
+
+def quiet_streamlit() -> None:
+    """ "No runtime found" warnings are expected outside a server."""
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("streamlit"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+HOME = str(ROOT / "app" / "Home.py")
+
+#: page name -> the deep link a lecturer prepares (USERS.md, walk 1)
+PAGES: dict[str, dict[str, str]] = {
+    "basics": {"heads": "2"},
+    "positions": {"d_model": "64", "length": "50"},
+    "variance": {"d_k": "16"},
+}
+
+
+def open_page(name: str, params: dict[str, str]) -> AppTest:
+    """An AppTest on the router, switched to app/views/<name>.py with the query params set,
+    before its first run of that page."""
+    at = AppTest.from_file(HOME, default_timeout=300)
+    quiet_streamlit()
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    quiet_streamlit()
+    at.switch_page(f"views/{name}.py")
+    return at
+
+
+def timed_run(at: AppTest) -> tuple[float, float]:
+    """(wall ms, process CPU ms) of one run; raises if the page shows an exception."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    at.run()
+    wall, cpu = (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
+    if at.exception:
+        raise SystemExit(f"page failed: {at.exception[0].value}")
+    return wall, cpu
+
+
+def payload(at: AppTest) -> tuple[int, int]:
+    """(bytes of all plotly specs on the page, number of figures)."""
+    charts = at.get("plotly_chart")
+    return sum(len(c.proto.spec.encode()) for c in charts), len(charts)
+
+
+def measure(name: str, params: dict[str, str], repeats: int) -> dict[str, float]:
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    SCRIPTS.clear()
+    quiet_streamlit()
+    at = open_page(name, params)
+    cold_wall, cold_cpu = timed_run(at)
+    warm = [timed_run(at) for _ in range(repeats)]
+    size, count = payload(at)
+    return {
+        "cold_wall": cold_wall,
+        "cold_cpu": cold_cpu,
+        "warm_wall": statistics.median(w for w, _ in warm),
+        "warm_cpu": statistics.median(c for _, c in warm),
+        "bytes": size,
+        "figures": count,
+    }
+
+
+def profile(name: str, params: dict[str, str], top: int = 35) -> str:
+    """cProfile of one warm run of the page, taken inside the script thread."""
+    at = open_page(name, params)
+    at.run()
+    prof = cProfile.Profile()
+    original: Callable[[LocalScriptRunner], None] = LocalScriptRunner._run_script_thread
+
+    def profiled(self: LocalScriptRunner) -> None:
+        prof.enable()
+        try:
+            original(self)
+        finally:
+            prof.disable()
+
+    LocalScriptRunner._run_script_thread = profiled  # type: ignore[method-assign]
+    try:
+        at.run()
+    finally:
+        LocalScriptRunner._run_script_thread = original  # type: ignore[method-assign]
+    if at.exception:
+        raise SystemExit(f"page failed: {at.exception[0].value}")
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pages", nargs="*", metavar="PAGE", help=f"any of {', '.join(PAGES)} (default: all)")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--profile", choices=list(PAGES), default=None)
+    args = parser.parse_args()
+    unknown = set(args.pages) - set(PAGES)
+    if unknown:
+        parser.error(f"unknown page(s) {sorted(unknown)}; known: {list(PAGES)}")
+    os.environ.setdefault("ATTENTION_LAB_DEVICE", "cpu")
+    torch.set_num_threads(1)
+    if args.profile:
+        print(profile(args.profile, PAGES[args.profile]))
+        return
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); warm = median of {args.repeats}")
+    print(
+        f"{'page':<11}{'cold ms':>9}{'cold cpu':>10}{'warm ms':>9}{'warm cpu':>10}{'figures':>9}{'bytes':>11}"
+    )
+    for name in args.pages or PAGES:
+        m = measure(name, PAGES[name], args.repeats)
+        print(
+            f"/{name:<10}{m['cold_wall']:>9.0f}{m['cold_cpu']:>10.0f}{m['warm_wall']:>9.1f}"
+            f"{m['warm_cpu']:>10.1f}{m['figures']:>9}{m['bytes']:>11,}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""lessons.basics against the worked numbers of the teaching material."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lessons import basics as lesson
+
+
+def test_qkv_toy_weights_and_context() -> None:
+    r = lesson.retrieve(lesson.QKV_QUERY, lesson.QKV_KEYS, lesson.QKV_VALUES)
+    np.testing.assert_allclose(r.scores, [0.0, 1.5, 3.0, 4.5])
+    np.testing.assert_allclose(r.weights, [0.0087, 0.0388, 0.1738, 0.7788], atol=5e-5)
+    np.testing.assert_allclose(r.context, [0.5718, 0.6019], atol=5e-5)
+    assert r.weights.sum() == pytest.approx(1.0)
+
+
+def test_retrieve_scale_and_shape_check() -> None:
+    scaled = lesson.retrieve([1.0, 1.0], [[1.0, 0.0], [0.0, 2.0]], [[1.0], [2.0]], scale=0.5)
+    np.testing.assert_allclose(scaled.scores, [0.5, 1.0])
+    with pytest.raises(ValueError, match="features"):
+        lesson.retrieve([1.0, 2.0], lesson.QKV_KEYS, lesson.QKV_VALUES)
+
+
+def test_masked_rows_zero_padding_and_renormalise() -> None:
+    plain, masked = lesson.masked_rows(lesson.PADDED_SCORES, lesson.PADDED_VALID_LENS)
+    np.testing.assert_allclose(
+        plain, [[0.6103, 0.2245, 0.0826, 0.0826], [0.1770, 0.5317, 0.1602, 0.1311]], atol=5e-5
+    )
+    np.testing.assert_allclose(masked, [[0.7311, 0.2689, 0.0, 0.0], [0.2037, 0.6120, 0.1843, 0.0]], atol=5e-5)
+    assert masked[0, 2] == 0.0 and masked[0, 3] == 0.0 and masked[1, 3] == 0.0  # exactly zero
+    np.testing.assert_allclose(masked.sum(-1), 1.0)
+    np.testing.assert_array_equal(
+        lesson.valid_length_mask([1, 4], 4), [[True, False, False, False], [True] * 4]
+    )
+
+
+def test_kernel_regression_house_prices() -> None:
+    g = lesson.kernel_regression(
+        lesson.HOUSE_QUERY, lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, "gaussian", 1.0
+    )
+    b = lesson.kernel_regression(
+        lesson.HOUSE_QUERY, lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, "boxcar", 1.0
+    )
+    assert round(g.prediction, 3) == 103.753
+    assert round(b.prediction, 3) == 120.0
+    np.testing.assert_allclose(g.weights, g.similarity / g.similarity.sum())
+    np.testing.assert_array_equal(b.similarity, [0, 1, 0, 0, 0, 0])
+
+
+def test_kernel_regression_edges() -> None:
+    far = lesson.kernel_regression(1000.0, lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, "gaussian", 0.1)
+    assert far.prediction == pytest.approx(130.0)  # nearest house wins; no 0/0 underflow
+    empty = lesson.kernel_regression(7.5, lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, "boxcar", 1.0)
+    assert math.isnan(empty.prediction)
+    wide = lesson.kernel_regression(2.0, lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, "gaussian", 1e4)
+    assert wide.prediction == pytest.approx(np.mean(lesson.HOUSE_PRICES), rel=1e-6)
+    curve = lesson.kernel_regression_curve(
+        [2.0, 7.5], lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, "boxcar", 1.0
+    )
+    assert curve[0] == 120.0 and math.isnan(curve[1])
+    with pytest.raises(ValueError):
+        lesson.kernel_similarity(0.0, [1.0], "gaussian", 0.0)
+    with pytest.raises(ValueError):
+        lesson.kernel_similarity(0.0, [1.0], "triangle", 1.0)  # type: ignore[arg-type]
+
+
+def test_matrix_attention_batched_example() -> None:
+    m = lesson.matrix_attention(lesson.BATCH_Q, lesson.BATCH_K, lesson.BATCH_V)
+    assert m.weights.shape == (2, 2, 4) and m.outputs.shape == (2, 2, 2)
+    np.testing.assert_allclose(
+        m.weights,
+        [
+            [[0.3349, 0.1651, 0.3349, 0.1651], [0.1543, 0.3130, 0.3130, 0.2198]],
+            [[0.0035, 0.0017, 0.0017, 0.9931], [0.0515, 0.0254, 0.0515, 0.8716]],
+        ],
+        atol=5e-5,
+    )
+    np.testing.assert_allclose(
+        m.outputs, [[[5.3534, 4.6466], [3.5475, 6.4525]], [[8.9449, 8.9449], [7.9987, 7.9464]]], atol=2e-4
+    )
+    np.testing.assert_allclose(m.scores[0, 0], [1 / math.sqrt(2), 0, 1 / math.sqrt(2), 0])
+
+
+def test_split_heads_see_different_coordinates() -> None:
+    hs = lesson.split_heads(lesson.SPLIT_X, 2)
+    np.testing.assert_allclose(
+        hs.weights[0],
+        [
+            [0.7346, 0.1786, 0.0434, 0.0434],
+            [0.4022, 0.4022, 0.0978, 0.0978],
+            [0.25] * 4,
+            [0.25] * 4,
+        ],
+        atol=5e-5,
+    )
+    np.testing.assert_allclose(
+        hs.weights[1],
+        [
+            [0.25] * 4,
+            [0.25] * 4,
+            [0.0434, 0.0434, 0.7346, 0.1786],
+            [0.0978, 0.0978, 0.4022, 0.4022],
+        ],
+        atol=5e-5,
+    )
+    np.testing.assert_allclose(hs.concat[0], [1.6477, 0.1786, 0.75, 0.25], atol=5e-5)
+    assert hs.columns == [(0, 2), (2, 4)]
+    one = lesson.split_heads(lesson.SPLIT_X, 1)
+    whole = lesson.matrix_attention([lesson.SPLIT_X], [lesson.SPLIT_X], [lesson.SPLIT_X])
+    np.testing.assert_allclose(one.weights[0], whole.weights[0])
+    with pytest.raises(ValueError):
+        lesson.split_heads(lesson.SPLIT_X, 3)
+
+
+def test_permutation_equivariance_and_positions_break_it() -> None:
+    x = np.random.default_rng(0).standard_normal((4, 4))
+    plain = lesson.permutation_check(x, [2, 0, 1, 3])
+    assert plain.max_abs_diff < 1e-12
+    np.testing.assert_allclose(plain.shuffled_output, plain.output[[2, 0, 1, 3]], atol=1e-12)
+    with_pos = lesson.permutation_check(x, [2, 0, 1, 3], add_positions=True)
+    assert with_pos.max_abs_diff > 1e-3
+    assert lesson.permutation_check(x, [0, 1, 2, 3], add_positions=True).max_abs_diff < 1e-12
+    with pytest.raises(ValueError):
+        lesson.permutation_check(x, [0, 0, 1, 2])
