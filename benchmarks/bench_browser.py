@@ -73,7 +73,8 @@ SETTLED = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   if (!main || !main.querySelector('h1')) return false;
   const s = document.querySelector('[data-testid="stStatusWidget"]');
-  if (s) { const t = s.innerText.toLowerCase(); if (t.includes('stop') || t.includes('running')) return false; }
+  const busy = s ? s.innerText.toLowerCase() : '';
+  if (busy.includes('stop') || busy.includes('running')) return false;
   if (main.querySelector('[data-testid="stSkeleton"]')) return false;
   for (const c of main.querySelectorAll('[data-testid="stPlotlyChart"]')) {
     if (!c.querySelector('.main-svg')) return false;

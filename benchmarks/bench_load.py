@@ -20,7 +20,8 @@ Printed per target and user count: pages run, p50/p95/max page time (HTML reques
 script_finished), page runs/s, exceptions (Exception elements drawn on a page), errors
 (HTTP errors, closed websockets, runs over --page-timeout), and the resident memory of
 every process of the server (sum of RSS; for serve.sh: the app processes + nginx + the
-script) before and after the step. Every step is bounded by --duration seconds and
+script) before and after the step, and procs: how many app processes served the step
+(from nginx's X-Upstream header; "-" without nginx). Every step is bounded by --duration seconds and
 --max-pages page opens per user; the whole run starts and stops its own servers on free
 loopback ports. Before measuring, every app process opens every deep link once (warm-up:
 model loads and first compiles are not in the figures).
@@ -28,7 +29,10 @@ model loads and first compiles are not in the figures).
 --trainings K starts K trainings on /train first (K sessions press Start, over the same
 protocol), keeps those K sessions open and watching (they answer the page's auto-rerun
 requests, as an open browser tab does) during every step, and reports how many training
-steps the K runs advanced while each step ran.
+steps the K runs advanced while each step ran. Trainings run in the box-wide queue's own
+worker processes (not in the RSS column). Servers started here get a temporary
+ATTENTION_LAB_RUNS_DIR, and every training started here is stopped (Stop button, then the
+queue) before the script ends.
 """
 
 from __future__ import annotations
@@ -141,14 +145,21 @@ class Browser:
 
 
 def rerun_msg(
-    link: str, widgets: list[tuple[str, bool]] = (), fragment_id: str = "", auto: bool = False
+    link: str,
+    widgets: list[tuple[str, bool]] = (),
+    fragment_id: str = "",
+    auto: bool = False,
+    page_hash: str = "",
 ) -> bytes:
-    """The BackMsg a browser sends to run the page at `link` (url path + query string)."""
+    """The BackMsg a browser sends to run the page at `link` (url path + query string).
+
+    A new tab knows only the URL (page_name = url path); once the server has named the
+    page (navigation.page_script_hash), the browser sends that hash with every rerun."""
     path, _, query = link.partition("?")
     msg = BackMsg()
     msg.rerun_script.query_string = query
     msg.rerun_script.page_name = path.strip("/")
-    msg.rerun_script.page_script_hash = ""
+    msg.rerun_script.page_script_hash = page_hash
     if fragment_id:
         msg.rerun_script.fragment_id = fragment_id
         msg.rerun_script.is_auto_rerun = auto
@@ -167,6 +178,7 @@ class RunOutcome:
     texts: list[str] = field(default_factory=list)  # markdown bodies and progress-bar texts
     full_run: bool = False  # the whole page ran (not only a fragment)
     query_string: str | None = None  # the page changed its URL's query (st.query_params)
+    page_hash: str = ""  # the page this session shows (navigation.page_script_hash)
 
 
 async def read_run(ws: ClientConnection, timeout: float, fragment: bool = False) -> RunOutcome:
@@ -194,6 +206,8 @@ async def read_run(ws: ClientConnection, timeout: float, fragment: bool = False)
                 out.texts.append(element.progress.text)
         elif kind == "new_session":  # a run starts: the whole page, or only fragments
             out.full_run = out.full_run or not msg.metadata.run.fragment_ids
+        elif kind == "navigation":  # st.navigation chose the page: the browser keeps its hash
+            out.page_hash = msg.navigation.page_script_hash or out.page_hash
         elif kind == "page_info_changed":
             out.query_string = msg.page_info_changed.query_string
         elif kind == "auto_rerun":
@@ -240,6 +254,7 @@ class Watcher:
     errors: list[str] = field(default_factory=list)
     finished: bool = False
     task: asyncio.Task[None] | None = None
+    page_hash: str = ""
     _stop_id: str | None = None
     _ws: ClientConnection | None = None
 
@@ -255,7 +270,7 @@ class Watcher:
                 start_id, disabled = first.buttons["Start"]
                 if disabled:
                     raise ProtocolError("/train: Start is disabled (a run is already active here)")
-                await ws.send(rerun_msg(self.link, widgets=[(start_id, True)]))
+                await ws.send(rerun_msg(self.link, widgets=[(start_id, True)], page_hash=self.page_hash))
                 outcome = self._note(await read_run(ws, timeout))
                 if outcome.exceptions:
                     raise ProtocolError(f"/train after Start: {outcome.exceptions[0]}")
@@ -265,7 +280,9 @@ class Watcher:
                 while True:  # as an open tab: rerun the live fragment at its interval
                     fragment_id, interval = next(iter(outcome.auto_reruns.items()))
                     await asyncio.sleep(interval)
-                    await ws.send(rerun_msg(self.link, fragment_id=fragment_id, auto=True))
+                    await ws.send(
+                        rerun_msg(self.link, fragment_id=fragment_id, auto=True, page_hash=self.page_hash)
+                    )
                     fragment = self._note(await read_run(ws, timeout, fragment=True))
                     if fragment.exceptions:
                         self.errors.append(fragment.exceptions[0])
@@ -278,9 +295,11 @@ class Watcher:
             raise
         except Exception as exc:  # noqa: BLE001 - reported, not hidden
             self.errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
             ready.set()
 
     def _note(self, outcome: RunOutcome) -> RunOutcome:
+        self.page_hash = outcome.page_hash or self.page_hash
         if outcome.query_string is not None:
             self.link = "/train" + (f"?{outcome.query_string}" if outcome.query_string else "")
             match = re.search(r"(?:^|&)run=([^&]+)", outcome.query_string)
@@ -302,7 +321,7 @@ class Watcher:
             return
         try:
             async with self.browser.connect() as ws:
-                await ws.send(rerun_msg(self.link, widgets=[(self._stop_id, True)]))
+                await ws.send(rerun_msg(self.link, widgets=[(self._stop_id, True)], page_hash=self.page_hash))
                 await read_run(ws, timeout)
         except Exception as exc:  # noqa: BLE001 - the server-side safety net follows
             print(f"    could not press Stop on /train: {exc}", flush=True)
@@ -523,7 +542,7 @@ def row(name: str, trainings: int, r: StepResult) -> str:
     return (
         f"{name:<30} {trainings:>5} {r.users:>5} {len(r.times):>5} {p50:>6.2f} {pct(r.times, 0.95):>6.2f} "
         f"{max(r.times, default=float('nan')):>6.2f} {rate:>6.2f} {len(r.exceptions):>3} "
-        f"{len(r.errors):>3} {rss:>20} {len(r.upstreams):>5}"
+        f"{len(r.errors):>3} {rss:>20} {len(r.upstreams) or '-':>5}"
     )
 
 

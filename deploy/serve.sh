@@ -73,13 +73,15 @@ done
 if [[ -n "${NGINX:-}" ]]; then
     [[ -x "$NGINX" ]] || die "NGINX=$NGINX is not an executable file. Unset NGINX to use nginx from PATH."
 else
-    # Debian installs nginx in /usr/sbin, which is not on a normal user's PATH.
     NGINX="$(command -v nginx || true)"
-    [[ -z "$NGINX" && -x /usr/sbin/nginx && ":$PATH:" != *":/usr/sbin:"* ]] && NGINX=/usr/sbin/nginx
-    [[ -n "$NGINX" ]] || die "nginx is not installed (not on PATH, nor /usr/sbin/nginx).
-  Install Debian's package:  sudo apt-get install -y nginx   (serve.sh runs it unprivileged from its
-  own config; the system service is not needed: sudo systemctl disable --now nginx)
-  Or serve a single process without nginx:  streamlit run app/Home.py"
+    if [[ -z "$NGINX" && -x /usr/sbin/nginx ]]; then
+        die "nginx is installed as /usr/sbin/nginx, but /usr/sbin is not on your PATH.
+  Run:  PATH=\"\$PATH:/usr/sbin\" bash deploy/serve.sh ...   (or set NGINX=/usr/sbin/nginx)"
+    fi
+    [[ -n "$NGINX" ]] || die "nginx is not installed (no nginx on PATH).
+  Install Debian's package:  sudo apt-get install -y nginx
+  (serve.sh runs it unprivileged from its own config; the system service is not needed:
+  sudo systemctl disable --now nginx). Or serve one process without nginx:  streamlit run app/Home.py"
 fi
 if [[ -z "${PYTHON:-}" ]]; then
     PYTHON="$(command -v python3 || command -v python || true)"

@@ -219,6 +219,56 @@ def cmd_train(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_heads(args: argparse.Namespace) -> None:
+    from transformer_core.interp.report import analyze_heads, heads_json
+
+    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    probes = [p for p in args.probe if p] or None
+    payload = heads_json(analyze_heads(ckpt, probes))
+    columns = (
+        ("previous_token", "prev", 6),
+        ("diagonal", "diag", 6),
+        ("first_token", "first", 6),
+        ("duplicate_token", "dup", 6),
+        ("induction", "induct", 7),
+        ("anti_diagonal", "anti", 6),
+        ("entropy", "H nats", 7),
+        ("mean_distance", "dist", 6),
+    )
+    header = "".join(f"{label:>{w}}" for _, label, w in columns)
+    lines = [f"{'head':<16}{header}{'d loss':>8}{'d exact':>8}"]
+
+    def cell(x: float | None, width: int) -> str:
+        return f"{'-':>{width}}" if x is None else f"{x:>{width}.2f}"
+
+    for h in payload["heads"]:
+        s, a = h["scores"], h["ablation"]
+        lines.append(
+            f"{h['kind'] + ' ' + str(h['layer']) + '.' + str(h['head']):<16}"
+            + "".join(cell(s[k], w) for k, _, w in columns)
+            + cell(a["delta_loss"], 8)
+            + cell(a["delta_exact_match"], 8)
+        )
+    _emit(args, payload, "\n".join(lines))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from transformer_core.io.export_tl import export_transformer_lens
+
+    ckpt = load_checkpoint(args.checkpoint, "cpu")
+    out = export_transformer_lens(ckpt.model, args.out, name=ckpt.name)
+    _emit(
+        args,
+        {
+            "checkpoint": ckpt.name,
+            "format": args.format,
+            "out": str(out),
+            "files": ["config.json", "model.safetensors"],
+        },
+        f"wrote {out}/config.json and {out}/model.safetensors (HookedTransformer names)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m transformer_core",
@@ -268,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
 
     sp = add("train", "train a reversal (seq2seq) or character language model (GPT) and save it")
-    sp.add_argument("--task", choices=["reverse", "lm"], required=True)
+    sp.add_argument("--task", choices=["reverse", "lm", "induction"], required=True)
     sp.add_argument("--positions", choices=list(POSITION_SCHEMES), default="sinusoidal")
     sp.add_argument("--steps", type=int, default=None, help="default: the task's preset")
     sp.add_argument("--batch-size", type=int, default=None, help="default: the task's preset")
@@ -292,6 +342,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--corpus", default=None, help="UTF-8 text file (default: bundled Python docs)")
     sp.add_argument("--out", required=True, help="folder to write the checkpoint into")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    sp = add("heads", "every head's detector scores (previous-token, induction, ...) and ablation effect")
+    sp.add_argument("checkpoint")
+    sp.add_argument("--probe", nargs="*", action="extend", default=[], metavar="TEXT", help="probe texts")
+    sp.add_argument("--device", choices=DEVICE_CHOICES, default="cpu")
+
+    sp = add("export", "write a GPT checkpoint for TransformerLens's HookedTransformer (config + weights)")
+    sp.add_argument("checkpoint")
+    sp.add_argument("--format", choices=["transformer-lens"], required=True)
+    sp.add_argument("--out", required=True, help="folder to write config.json and model.safetensors into")
     return p
 
 
@@ -301,6 +361,8 @@ COMMANDS = {
     "eval": cmd_eval,
     "generate": cmd_generate,
     "train": cmd_train,
+    "heads": cmd_heads,
+    "export": cmd_export,
 }
 
 

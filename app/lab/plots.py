@@ -106,7 +106,8 @@ def grid_encoding(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Why: two bytes a cell instead of four, the colour follows the percent (101 shades, more
     than a small map shows) and the hover still reads exactly, e.g. "12.34%".
     """
-    steps = np.rint(np.clip(np.asarray(weights, dtype=np.float64), 0.0, 1.0) * GRID_STEPS).astype(np.int64)
+    clipped = np.clip(np.asarray(weights, dtype=np.float64), 0.0, 1.0)
+    steps = np.rint(clipped * GRID_STEPS).astype(np.int64)
     return (steps // 100).astype(np.uint8), (steps % 100).astype(np.uint8)
 
 
@@ -250,7 +251,8 @@ def attention_grid(
             })
     layout.update(
         title={"text": title}, height=height, hovermode="closest",
-        coloraxis={"colorscale": _colorscale(COLORSCALE), "cmin": 0, "cmax": 100 * zmax, "showscale": colorbar,
+        coloraxis={"colorscale": _colorscale(COLORSCALE), "cmin": 0, "cmax": 100 * zmax,
+                   "showscale": colorbar,
                    "colorbar": {"title": {"text": "weight"}, "thickness": 12, "tickmode": "array",
                                 "tickvals": [100 * zmax * f for f in _TICKS],
                                 "ticktext": [f"{zmax * f:g}" for f in _TICKS]}},
@@ -267,7 +269,8 @@ def heatmap_values(trace: dict[str, Any]) -> np.ndarray:
 
     def decode(spec: Any) -> np.ndarray:
         if isinstance(spec, dict) and "bdata" in spec:
-            arr = np.frombuffer(base64.b64decode(spec["bdata"]), dtype=np.dtype(spec["dtype"]).newbyteorder("<"))
+            dtype = np.dtype(spec["dtype"]).newbyteorder("<")
+            arr = np.frombuffer(base64.b64decode(spec["bdata"]), dtype=dtype)
             shape = [int(n) for n in str(spec.get("shape", len(arr))).split(",")]
             return arr.reshape(shape)
         return np.asarray(spec, dtype=np.float64)
@@ -315,7 +318,8 @@ def token_bars(labels: list[str], values: dict[str, np.ndarray], title: str = ""
     """Bars over tokens (keys or vocabulary entries), one series per entry of `values`."""
     xs = _unique(labels)
     data = [{"type": "bar", "x": xs, "y": typed(vals), "name": name,
-             "hovertemplate": f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"} for name, vals in values.items()]
+             "hovertemplate": f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"}
+            for name, vals in values.items()]
     layout = {"title": {"text": title}, "height": height, "barmode": "group",
               "xaxis": {"tickmode": "array", "tickvals": xs, "ticktext": list(labels),
                         "tickfont": _tick_font(len(xs)), "tickangle": 0},
@@ -331,13 +335,14 @@ def matrix_heatmap(matrix: np.ndarray, row_labels: list[str], title: str = "", *
     bound = float(np.abs(m).max()) or 1.0
     ys = _unique(row_labels)
     data = [{
-        "type": "heatmap", "z": typed(m), "y": ys, "x": list(range(m.shape[1])), "zmin": -bound, "zmax": bound,
-        "colorscale": _colorscale("RdBu"), "reversescale": True,
+        "type": "heatmap", "z": typed(m), "y": ys, "x": list(range(m.shape[1])), "zmin": -bound,
+        "zmax": bound, "colorscale": _colorscale("RdBu"), "reversescale": True,
         "hovertemplate": f"%{{y}}<br>dimension %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
         "colorbar": {"title": {"text": value_name}, "thickness": 12},
     }]
     layout = {"title": {"text": title}, "height": height, "xaxis": {"title": {"text": "dimension"}},
-              "yaxis": {"autorange": "reversed", "tickmode": "array", "tickvals": ys, "ticktext": list(row_labels),
+              "yaxis": {"autorange": "reversed", "tickmode": "array", "tickvals": ys,
+                        "ticktext": list(row_labels),
                         "tickfont": {"size": 12 if len(ys) <= 12 else 9 if len(ys) <= 24 else 7}},
               "margin": _MARGIN}
     return ReadyFigure({"data": data, "layout": layout})

@@ -25,7 +25,7 @@ LENGTH_TABLE = CHECKPOINTS_DIR / "length_generalization.json"
 MAX_POINTS = 400  # points per chart line: the live panel stays cheap to redraw
 
 
-FORM_KEYS = (
+FORM_KEYS = (  # /train widgets the router keeps across page visits (lab.state.keep_form_state)
     "train_task",
     "train_positions",
     "train_preset",

@@ -78,7 +78,14 @@ def write_state(keys: list[str], *, prefix: str = "") -> None:
 def keep_form_state(keys: tuple[str, ...]) -> None:
     """Keep these widgets' values while the user is on other pages (Streamlit drops the
     state of widgets a run does not draw unless the key is assigned to itself). The router
-    calls it on every run with the keys pages want kept (e.g. lab.runs.FORM_KEYS)."""
+    calls it on every run with the keys pages want kept (e.g. lab.runs.FORM_KEYS).
+
+    A copy under a plain key restores values that Streamlit dropped anyway: a fragment
+    rerun (/train's live panel) landing while another page is shown cleans up every widget
+    that run did not draw."""
+    kept: dict = st.session_state.setdefault("_kept_form_state", {})
     for key in keys:
         if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+            kept[key] = st.session_state[key]
+        if key in kept:
+            st.session_state[key] = kept[key]

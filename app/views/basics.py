@@ -11,10 +11,11 @@ import random
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 from lab import lesson_plots as lp
-from lab.state import init_state, write_state
 from lab.plots import PNG_CONFIG
+from lab.state import init_state, write_state
 
 from lessons import basics as lesson
 
@@ -58,7 +59,7 @@ VALID = {
 init_state(DEFAULTS, VALID, prefix=P)
 
 
-def chart(fig, key: str) -> None:
+def chart(fig: go.Figure, key: str) -> None:
     st.plotly_chart(fig, key=P + key, config=PNG_CONFIG)
 
 

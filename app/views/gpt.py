@@ -2,14 +2,17 @@
 
 import html
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 from lab import explorer as ex
-from lab import params, plots
-from lab.resources import load_model, model_choices
+from lab import plots, state
+from lab.compute import run_cached
+from lab.resources import checkpoint_label, load_model, model_choices
 
+from transformer_core.config import InferenceOptions
 from transformer_core.errors import CheckpointError, ConfigError, InputError
 from transformer_core.positional import POSITION_SCHEMES
 
@@ -32,7 +35,7 @@ if not choices:
     st.stop()
 
 default_ckpt = "gpt-sinusoidal" if "gpt-sinusoidal" in choices else choices[0]
-params.init_state(
+state.init_state(
     {"checkpoint": default_ckpt, "text": DEFAULT_PROMPT, "layer": 0, "head": 0, "query": -1,
      "nopos": False, "nocausal": False, "ablate": [], "max_new": 80, "temperature": 0.8,
      "top_k": 0, "top_p": 1.0, "seed": 0},
@@ -65,14 +68,14 @@ def token_html(prompt: str, unknown: list[str], samples: list[ex.Sample]) -> str
 
 # ---------------------------------------------------------------- prompt, model, switches
 top_left, top_right = st.columns([1, 2.2])
-name = top_left.selectbox("Checkpoint", choices, key=P + "checkpoint",
-                          help="The same model trained once per positional scheme.")
+name = top_left.selectbox("Checkpoint", choices, key=P + "checkpoint", format_func=checkpoint_label,
+                          help="The same model trained once per positional scheme; then your own runs.")
 raw = top_right.text_area("Prompt", key=P + "text", height=80,
                           help="Any text; characters the model never saw become <unk>.")
 try:
     ckpt = load_model(name)
 except (CheckpointError, ConfigError, OSError) as e:
-    params.write_state(URL_KEYS, prefix=P)
+    state.write_state(URL_KEYS, prefix=P)
     st.error(f"Could not load {name}: {e}")
     st.stop()
 cfg = ckpt.config
@@ -87,7 +90,7 @@ nocausal = s2.toggle("Causal mask off", key=P + "nocausal",
 ablate = s3.multiselect("Ablate heads", heads, key=P + "ablate", placeholder="none",
                         format_func=lambda a: "L{} H{}".format(*a.split(".")),
                         help="Zero these heads' outputs; the weights are untouched.")
-params.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
+state.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
 st.caption(ex.checkpoint_note(ckpt) + " · the switches apply to sampling and to the attention below")
 
 checked = ex.check_input(raw, ckpt.tokenizer, cfg.max_len)
@@ -96,8 +99,8 @@ if checked.problem:
     st.stop()
 ex.show_input_notes(checked)
 text = checked.text
-ablation = tuple(("self", *map(int, a.split("."))) for a in ablate)
-opts = ex.options_key(causal=not nocausal, positions=not nopos, ablate=ablation)
+ablation = frozenset(("self", *map(int, a.split("."))) for a in ablate)
+opts = InferenceOptions(causal=not nocausal, positions=not nopos, ablate=ablation)
 
 # ---------------------------------------------------------------- 1 sampling
 st.subheader("1 · What the model writes next")
@@ -112,9 +115,9 @@ top_p = g4.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=P + "top_p",
                   help="Sample only among the most likely characters that together reach this probability.")
 seed = g5.number_input("Seed", 0, 2**31 - 1, key=P + "seed", help="Same seed, same sample.")
 try:
-    samples = ex.sample(name, text, int(max_new), float(temperature), int(top_k), float(top_p), int(seed),
-                        opts)
-    view = ex.gpt_view(name, text, opts)
+    samples = run_cached(ex.sample, name, text, int(max_new), float(temperature), int(top_k), float(top_p),
+                         int(seed), opts)
+    view = run_cached(ex.gpt_view, name, text, opts)
 except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()
@@ -141,7 +144,7 @@ with text_col:
 probs = view.next_probs
 with next_col:
     if ablation:
-        base = ex.gpt_view(name, text, ex.options_key(causal=not nocausal, positions=not nopos))
+        base = run_cached(ex.gpt_view, name, text, replace(opts, ablate=frozenset()))
         tv, kl = ex.distribution_shift(base.next_probs, probs)
         ids = list(dict.fromkeys([i for i, _, _ in ex.top_tokens(base.next_probs, ckpt.tokenizer, 6)]
                                  + [i for i, _, _ in ex.top_tokens(probs, ckpt.tokenizer, 6)]))
@@ -174,15 +177,13 @@ st.caption("Model view: one small map per layer (row) and head (column), all on 
            "Click a map, or use the selectors, to draw that head large with exact weights on hover.")
 tokens = view.tokens
 layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, st.columns([1, 1, 2])[:2])
-att = view.attention
-highlight = ex.future_cells(att[layer, head]) if nocausal else None
 if nocausal:
     st.caption("Causal mask **off**: red outlines mark characters *after* the query that now get more "
                "than 1% of its attention: the model peeks at the future it never saw in training.")
 titles = [[f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in ablate else "") for h in range(cfg.n_heads)]
           for l in range(cfg.n_layers)]
-ex.grid_and_head(att, tokens, tokens, prefix=P, name="self", layer=layer, head=head, grid_title="",
-                 head_title=f"Layer {layer} head {head}", cell_titles=titles, highlight=highlight)
+ex.grid_and_head(name, text, opts, "self", prefix=P, chart="self", layer=layer, head=head,
+                 head_title=f"Layer {layer} head {head}", cell_titles=titles, mark_future=nocausal)
 
 # ---------------------------------------------------------------- 3 one query
 st.subheader("3 · One query, step by step")
@@ -193,7 +194,7 @@ if st.session_state.get(P + "query") not in positions:
 qcol, fcol = st.columns([1, 2.2])
 query = qcol.selectbox("Query character", positions, key=P + "query",
                        format_func=lambda i: f"position {i}: {tokens[i]}")
-params.write_state(URL_KEYS, prefix=P)  # the clamped selectors
+state.write_state(URL_KEYS, prefix=P)  # the clamped selectors
 steps = ex.query_steps(view.records[layer], head, query)
 scheme = POSITION_SCHEMES[cfg.positions].display_name  # names the rotation and the bias
 d_k = steps.q.shape[0]
@@ -257,12 +258,5 @@ st.caption("Every head writes such a vector; the output projection mixes the hea
 st.subheader("Take the numbers with you")
 st.caption("PNG: the camera icon above each figure. The files hold every head's weights as "
            "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`.")
-next_char = ckpt.tokenizer.decode([int(probs.argmax())])
-ex.download_buttons(
-    P, name,
-    lambda: {"checkpoint": name, "input": text, "output": next_char, "tokens": {"source": tokens},
-             "attention": {"self": att},
-             "options": {"causal": not nocausal, "positions": not nopos, "ablate": list(ablate)},
-             "unknown_characters": checked.unknown},
-    {"self": att}, {"self": tokens}, {"self": tokens},
-)
+ex.download_buttons(P, name, name, view.trace, unknown_characters=checked.unknown,
+                    options={"causal": not nocausal, "positions": not nopos, "ablate": list(ablate)})

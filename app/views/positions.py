@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 import torch
 from lab import lesson_plots as lp
-from lab.state import init_state, write_state
 from lab.plots import PNG_CONFIG
 from lab.resources import load_model, model_choices, shipped_checkpoints
+from lab.state import init_state, write_state
 
 from lessons import positions as lesson
 from lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
@@ -55,7 +56,7 @@ VALID = {
 init_state(DEFAULTS, VALID, prefix=P)
 
 
-def chart(fig, key: str) -> None:
+def chart(fig: go.Figure, key: str) -> None:
     st.plotly_chart(fig, key=P + key, config=PNG_CONFIG)
 
 

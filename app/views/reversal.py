@@ -5,9 +5,11 @@ import html
 import numpy as np
 import streamlit as st
 from lab import explorer as ex
-from lab import params, plots
-from lab.resources import load_model, model_choices
+from lab import plots, state
+from lab.compute import run_cached
+from lab.resources import checkpoint_label, load_model, model_choices
 
+from transformer_core.config import InferenceOptions
 from transformer_core.errors import CheckpointError, ConfigError, InputError
 
 P = "rev_"  # session_state prefix; the URL uses the bare names
@@ -28,7 +30,7 @@ if not choices:
     st.stop()
 
 default_ckpt = "reverse-sinusoidal" if "reverse-sinusoidal" in choices else choices[0]
-params.init_state(
+state.init_state(
     {"checkpoint": default_ckpt, "text": "attention", "layer": 0, "head": 0, "nopos": False,
      "nocausal": False, "nopad": False, "second": "abc"},
     valid={"checkpoint": lambda v: v in choices, "layer": lambda v: v >= 0, "head": lambda v: v >= 0},
@@ -53,7 +55,7 @@ def correctness_html(output: str, expected: str) -> str:
 
 top_left, top_right = st.columns([1, 2])
 name = top_left.selectbox(
-    "Checkpoint", choices, key=P + "checkpoint",
+    "Checkpoint", choices, key=P + "checkpoint", format_func=checkpoint_label,
     help="Same model and training, one per positional scheme. `none` has no way to know letter order.",
 )
 raw = top_right.text_input(f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text")
@@ -65,7 +67,7 @@ nocausal = s2.toggle("Decoder causal mask off", key=P + "nocausal",
                      help="Let each output position also see the positions after it (red outlines below).")
 nopad = s3.toggle("Padding mask off", key=P + "nopad",
                   help="Let padded positions of a batch receive attention; see section 4.")
-params.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
+state.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
 
 try:
     ckpt = load_model(name)
@@ -82,9 +84,9 @@ if checked.problem:
     st.stop()
 ex.show_input_notes(checked)
 text = checked.text
-opts = ex.options_key(causal=not nocausal, padding_mask=not nopad, positions=not nopos)
+opts = InferenceOptions(causal=not nocausal, padding_mask=not nopad, positions=not nopos)
 try:
-    view = ex.reversal_view(name, text, opts)
+    view = run_cached(ex.reversal_view, name, text, opts)
 except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()
@@ -108,7 +110,7 @@ with verdict:
 n = len(text)
 scores = ex.anti_diagonal_scores(view.attention["cross"], n)
 best = np.unravel_index(int(scores.argmax()), scores.shape)
-src, tgt = view.source_tokens, view.target_tokens
+plain_titles = [[f"L{l} H{h}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
 
 c1, c2, c3 = st.columns([1, 1, 1.6], vertical_alignment="bottom")
 layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, [c1, c2])
@@ -126,30 +128,29 @@ st.caption(f"Rows are the decoder's steps (from `<sos>`), columns the input lett
            "grid title gives that head's anti-diagonal score, the mean weight on the mirrored letter "
            "(1.00 = perfect, near 0 = looking elsewhere).")
 titles = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
-ex.grid_and_head(view.attention["cross"], tgt, src, prefix=P, name="cross", layer=layer, head=head,
-                 grid_title="", head_title=f"Cross-attention layer {layer} head {head} · "
+ex.grid_and_head(name, text, opts, "cross", prefix=P, chart="cross", layer=layer, head=head,
+                 head_title=f"Cross-attention layer {layer} head {head} · "
                  f"anti-diagonal {scores[layer, head]:.2f}", cell_titles=titles)
 
 # ------------------------------------------------------------ 2 decoder
 st.subheader("2 · Decoder masked self-attention: what was already written")
-dec = view.attention["decoder_self"]
-highlight = ex.future_cells(dec[layer, head]) if nocausal else None
 if nocausal:
     st.caption("The causal mask is **off**: cells above the diagonal are letters not yet written "
                "at that step. Red outlines mark future positions that now get more than 1% of the weight.")
 else:
     st.caption("Rows are output steps (starting at `<sos>`). The causal mask blanks everything "
                "above the diagonal, so a step only sees what was already written.")
-ex.grid_and_head(dec, tgt, tgt, prefix=P, name="dec", layer=layer, head=head, grid_title="",
-                 head_title=f"Decoder layer {layer} head {head}", highlight=highlight)
+ex.grid_and_head(name, text, opts, "decoder_self", prefix=P, chart="dec", layer=layer, head=head,
+                 head_title=f"Decoder layer {layer} head {head}", cell_titles=plain_titles,
+                 mark_future=nocausal)
 
 # ------------------------------------------------------------ 3 encoder
 st.subheader("3 · Encoder self-attention: how the input letters see each other")
 st.caption("Rows are input positions asking, columns are input positions answering. The encoder "
            "has no mask: every letter may look both ways. `<eos>` marks where the word ends, which "
            "is how position-free schemes can still count from the end.")
-ex.grid_and_head(view.attention["encoder_self"], src, src, prefix=P, name="enc", layer=layer, head=head,
-                 grid_title="", head_title=f"Encoder layer {layer} head {head}")
+ex.grid_and_head(name, text, opts, "encoder_self", prefix=P, chart="enc", layer=layer, head=head,
+                 head_title=f"Encoder layer {layer} head {head}", cell_titles=plain_titles)
 
 # ------------------------------------------------------------ 4 padding
 st.subheader("4 · Padding: two inputs of different lengths in one batch")
@@ -167,7 +168,7 @@ else:
     if checked2.unknown:
         st.caption("Second input: not in the vocabulary, replaced by `<unk>`: "
                    + ", ".join(ex.char_name(c) for c in checked2.unknown))
-    pv = ex.padding_view(name, (text, checked2.text), opts)
+    pv = run_cached(ex.padding_view, name, (text, checked2.text), opts)
     cols = st.columns(2)
     for b, col in enumerate(cols):
         w = pv.attention[b, layer, head]
@@ -192,14 +193,6 @@ else:
 st.subheader("Take the numbers with you")
 st.caption("PNG: the camera icon above each figure. The files hold every head's weights as "
            "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`.")
-ex.download_buttons(
-    P, f"{name}-{text}",
-    lambda: {"checkpoint": name, "input": text, "output": view.output,
-             "tokens": {"source": src, "target": tgt}, "attention": view.attention,
-             "options": {"causal": not nocausal, "padding_mask": not nopad, "positions": not nopos},
-             "unknown_characters": checked.unknown},
-    view.attention,
-    {"encoder_self": src, "decoder_self": tgt, "cross": tgt},
-    {"encoder_self": src, "decoder_self": tgt, "cross": src},
-)
-params.write_state(URL_KEYS, prefix=P)
+ex.download_buttons(P, f"{name}-{text}", name, view, unknown_characters=checked.unknown,
+                    options={"causal": not nocausal, "padding_mask": not nopad, "positions": not nopos})
+state.write_state(URL_KEYS, prefix=P)

@@ -70,18 +70,22 @@ def apply_task() -> None:
     st.session_state.update(train_steps=defaults.steps, train_batch=defaults.batch_size, train_lr=defaults.lr)
 
 
-if "train_task" not in st.session_state:
-    st.session_state.update(train_task="reverse", train_positions="rope", train_preset=DEFAULT_SIZE)
-    st.session_state["train_schedule"] = SCHEDULES[0]
-    apply_task()
+for key, default in (("train_task", "reverse"), ("train_positions", "rope"), ("train_preset", DEFAULT_SIZE),
+                     ("train_schedule", SCHEDULES[0])):  # fmt: skip
+    st.session_state.setdefault(key, default)
+applied = st.session_state.get("train_applied")  # (task, size) the shape and optimiser widgets show
+if applied != (st.session_state["train_task"], st.session_state["train_preset"]):
+    if applied is None or applied[0] != st.session_state["train_task"]:
+        apply_task()
+    else:
+        apply_size()
+    st.session_state["train_applied"] = (st.session_state["train_task"], st.session_state["train_preset"])
 
 with st.container(border=True):
     c1, c2, c3 = st.columns(3)
-    task = c1.radio(
-        "Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task", on_change=apply_task
-    )
+    task = c1.radio("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task")
     positions = c2.selectbox("Positional scheme", SCHEMES, key="train_positions")
-    preset = c3.select_slider("Model size", list(SIZES[task]), key="train_preset", on_change=apply_size)
+    preset = c3.select_slider("Model size", list(SIZES[task]), key="train_preset")
     with st.expander("Model shape and optimiser (the device is chosen in the sidebar)"):
         a1, a2, a3 = st.columns(3)
         d_model = a1.number_input("d_model", *LIMITS.d_model, step=16, key="train_d_model")

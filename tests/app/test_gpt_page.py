@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from lab import explorer as ex
+from lab.compute import canonical
 from streamlit.testing.v1 import AppTest
 
-from tests.app.figures import array, charts, heatmaps, texts
+from tests.app.figures import array, charts, download_files, heatmaps, saved_runs, texts
 from transformer_core.config import InferenceOptions
 from transformer_core.interp.trace import trace_gpt
 from transformer_core.io.checkpoint import load_checkpoint
@@ -56,9 +60,11 @@ def test_model_view_has_every_layer_and_head_on_the_prompt(at: AppTest) -> None:
     assert len(grid) == 4 * 4 and all(m.shape == (T, T) for m in grid)
     assert all(np.allclose(np.triu(m, 1), 0) for m in grid)  # causal
     assert all(np.allclose(m.sum(-1), 1, atol=1e-3) for m in grid)
-    assert figs["gpt_self_grid"]["layout"]["coloraxis"]["cmax"] == 1.0  # one colour scale
+    # one colour scale: every map on the shared colour axis, weights 0..1 (sent in percent)
+    assert figs["gpt_self_grid"]["layout"]["coloraxis"]["cmax"] == 100 * 1.0
+    assert all(t["coloraxis"] == "coloraxis" for t in figs["gpt_self_grid"]["data"] if t["type"] == "heatmap")
     head = heatmaps(figs["gpt_self_head"])[0]
-    assert np.allclose(head, grid[0], atol=1e-6)
+    assert np.allclose(head, grid[0], atol=5e-5)  # the grid travels in steps of 1e-4 (plots.grid_encoding)
     labels = figs["gpt_self_head"]["layout"]["xaxis"]["ticktext"]
     assert labels[:3] == ["T", "h", "e"] and labels[3] == "␣"
 
@@ -183,37 +189,55 @@ def test_a_deep_link_restores_the_view() -> None:
     assert at.query_params["checkpoint"] in ("gpt-learned", ["gpt-learned"])
 
 
-def test_downloads_are_offered(at: AppTest) -> None:
-    labels = [b.label for b in at.get("download_button")]
-    assert "Attention as JSON" in labels and "Attention as CSV" in labels
+def test_downloads_hold_the_trace_the_command_line_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = download_files(monkeypatch, lambda: open_gpt({"checkpoint": "gpt-rope", "nocausal": "true"}))
+    assert set(files) == {"Attention as JSON", "Attention as CSV"}
+    data = json.loads(files["Attention as JSON"])
+    ckpt = load_checkpoint("gpt-rope")
+    cli = trace_gpt(ckpt.model, ckpt.tokenizer, PROMPT, InferenceOptions(causal=False)).to_json("gpt-rope")
+    assert {k: data[k] for k in ("checkpoint", "input", "output", "tokens")} == {
+        k: cli[k] for k in ("checkpoint", "input", "output", "tokens")}
+    assert np.allclose(data["attention"]["self"], cli["attention"]["self"], atol=1e-6)
+    assert data["options"] == {"causal": False, "positions": True, "ablate": []}
+    table = pd.read_csv(io.StringIO(files["Attention as CSV"]), keep_default_na=False)
+    T = len(PROMPT)
+    assert len(table) == 4 * 4 * T * T and set(table["kind"]) == {"self"}
+    row = table[(table.layer == 2) & (table["head"] == 1) & (table.query_index == 3) & (table.key_index == 9)]
+    tokens = cli["tokens"]["source"]
+    assert row["query_token"].item() == tokens[3] and row["key_token"].item() == tokens[9]
+    assert row["weight"].item() == pytest.approx(cli["attention"]["self"][2][1][3][9], abs=1e-6)
 
 
-def test_a_users_own_model_stays_in_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never in the global cache (its name means nothing to others); memoised per session."""
-    def forbidden(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a user's model went through the global cache")
-
+def test_a_users_own_model_is_cached_by_its_weights_not_its_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Results are keyed by the weights' checksum, not by the name: a rerun of the same view
+    reuses them, and so does a second run id holding the same weights."""
+    mine, copy = "run-" + "a1" * 8, "run-" + "b2" * 8
+    saved_runs(monkeypatch, tmp_path, "gpt-sinusoidal", mine, copy)
     calls = []
-    plain = ex.gpt_view_plain
+    plain = ex.gpt_view
 
     def counting(*args: object) -> object:
         calls.append(args[1:])
         return plain(*args)
 
-    monkeypatch.setattr(ex, "_gpt_view_cached", forbidden)
-    monkeypatch.setattr(ex, "_generate_cached", forbidden)
-    monkeypatch.setattr(ex, "gpt_view_plain", counting)
+    monkeypatch.setattr(ex, "gpt_view", counting)
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
-    at.session_state["my_models"] = {"my gpt": load_checkpoint("gpt-sinusoidal")}
+    at.session_state["my_models"] = {run: {"label": "my gpt", "task": "lm"} for run in (mine, copy)}
     at.run()
     at.switch_page("views/gpt.py")
-    at.query_params = {"checkpoint": "my gpt", "text": PROMPT, "max_new": "10"}
+    at.query_params = {"checkpoint": mine, "text": PROMPT, "max_new": "10", "seed": "11"}
     ok(at.run())
-    assert at.selectbox(key="gpt_checkpoint").value == "my gpt"
+    assert at.selectbox(key="gpt_checkpoint").value == mine
     assert len(heatmaps(charts(at)["gpt_self_grid"])) == 16
     n = len(calls)
-    at.selectbox(key="gpt_head").set_value(3).run()  # same text and options: from the session memo
+    assert n == 1
+    at.selectbox(key="gpt_head").set_value(3).run()  # same text and options: from the cache
     assert len(calls) == n
+    at.session_state["gpt_checkpoint"] = copy  # another name, the same weights (AppTest cannot
+    at.run()  # pick an option whose label the page formats)
+    assert len(heatmaps(charts(ok(at))["gpt_self_grid"])) == 16 and len(calls) == n
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -246,6 +270,6 @@ def test_distribution_shift() -> None:
 
 
 def test_options_key_is_order_independent() -> None:
-    a = ex.options_key(ablate=(("self", 1, 2), ("self", 0, 3)))
-    b = ex.options_key(ablate=(("self", 0, 3), ("self", 1, 2)))
-    assert a == b and ex.make_options(a).ablate == frozenset({("self", 1, 2), ("self", 0, 3)})
+    a = InferenceOptions(ablate=(("self", 1, 2), ("self", 0, 3)))
+    b = InferenceOptions(ablate=(("self", 0, 3), ("self", 1, 2)))
+    assert canonical(a) == canonical(b) and a.ablate == frozenset({("self", 1, 2), ("self", 0, 3)})

@@ -18,10 +18,11 @@ from transformer_core.device import resolve_device
 from transformer_core.errors import ConfigError
 from transformer_core.io.data import corpus_tokenizer, load_corpus, reversal_tokenizer
 from transformer_core.models import GPT, Seq2Seq, build_model
+from transformer_core.train.induction import InductionTask
 from transformer_core.train.tasks import LanguageModelTask, ReversalTask, Task
 from transformer_core.train.trainer import TrainConfig
 
-TaskName = Literal["reverse", "lm"]
+TaskName = Literal["reverse", "lm", "induction"]
 SizeName = Literal["tiny", "small", "medium"]
 
 REPORT_LENGTHS: tuple[int, ...] = (3, 5, 7, 10, 12, 15)  # reversal: training lengths and beyond
@@ -31,6 +32,7 @@ DEFAULT_SIZE: SizeName = "small"
 ARCH = {  # the parts of a model's shape that a size does not change
     "reverse": dict(arch="seq2seq", max_len=32),
     "lm": dict(arch="gpt", max_len=128),
+    "induction": dict(arch="gpt", max_len=64, mlp=False),  # attention-only (Olsson et al. 2022)
 }
 SIZES: dict[str, dict[str, dict[str, int]]] = {  # task -> size -> shape; "small" is what ships
     "reverse": {
@@ -43,6 +45,7 @@ SIZES: dict[str, dict[str, dict[str, int]]] = {  # task -> size -> shape; "small
         "small": dict(d_model=128, n_layers=4, n_heads=4, d_ff=512),
         "medium": dict(d_model=192, n_layers=6, n_heads=6, d_ff=768),
     },
+    "induction": {"small": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256)},  # d_ff unused (no MLP)
 }
 
 
@@ -58,6 +61,7 @@ class OptimDefaults:
 OPTIM: dict[str, OptimDefaults] = {
     "reverse": OptimDefaults(steps=3000, batch_size=64, lr=2e-3),
     "lm": OptimDefaults(steps=1000, batch_size=32, lr=3e-3),
+    "induction": OptimDefaults(steps=1500, batch_size=32, lr=3e-3),
 }
 
 
@@ -162,6 +166,8 @@ def build_task(train: TrainConfig, text: str | None = None) -> Task:
     the model's max_len)."""
     if train.task == "reverse":
         return ReversalTask(reversal_tokenizer(), train.min_len, train.max_len, eval_lengths=REPORT_LENGTHS)
+    if train.task == "induction":  # random lowercase segments repeated (transformer_core.train.induction)
+        return InductionTask(reversal_tokenizer())
     if train.random_positions:
         raise ConfigError("random_positions: only the reversal task supports it")
     text = load_corpus(train.corpus) if text is None else text

@@ -24,7 +24,7 @@ from transformer_core.train.tasks import Task
 class TrainConfig:
     """Everything a run needs besides the model's shape; saved in the checkpoint."""
 
-    task: Literal["reverse", "lm"] = "reverse"
+    task: Literal["reverse", "lm", "induction"] = "reverse"
     steps: int = 3000
     batch_size: int = 64
     lr: float = 2e-3

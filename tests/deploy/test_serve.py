@@ -1,0 +1,260 @@
+"""deploy/serve.sh for real: two Streamlit processes behind Debian's nginx on a free
+loopback port; pages, websocket sessions (Streamlit's own protocol) and a headless
+Chromium go through nginx; SIGTERM leaves no process behind; missing pieces are named."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import websockets
+from playwright.sync_api import sync_playwright
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, assert_no_exception, wait_for_app
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVE = ROOT / "deploy" / "serve.sh"
+READY = re.compile(r"Attention Lab is ready: (http://\S+)")
+ROUTE = "attention_lab_route"
+BASH = shutil.which("bash") or "/bin/bash"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def process_tree(pid: int) -> set[int]:
+    """pid and every process below it, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        found.add(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[str]
+    url: str
+    run_dir: Path
+    output: list[str]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """serve.sh --workers 2 on a free port; the last test of this file stops it."""
+    run_dir = tmp_path_factory.mktemp("serve")
+    env = {**os.environ, "ATTENTION_LAB_DEVICE": "cpu", "ATTENTION_LAB_RUNS_DIR": str(run_dir / "runs")}
+    proc = subprocess.Popen(
+        [BASH, str(SERVE), "--workers", "2", "--port", str(free_port()), "--run-dir", str(run_dir)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    output: list[str] = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 240
+    url = None
+    for line in proc.stdout:  # serve.sh prints the URL once nginx and both workers are healthy
+        output.append(line)
+        if match := READY.search(line):
+            url = match.group(1).rstrip("/")
+            break
+        if time.monotonic() > deadline:
+            break
+    if url is None:
+        proc.kill()
+        raise RuntimeError("serve.sh did not get ready:\n" + "".join(output) + proc.stdout.read())
+    try:
+        yield Served(proc, url, run_dir, output)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def get(url: str, cookie: str | None = None) -> tuple[int, dict[str, str], list[str]]:
+    request = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+        return response.status, dict(response.headers), response.headers.get_all("Set-Cookie") or []
+
+
+async def streamlit_session(url: str, cookie: str, link: str) -> tuple[str | None, list[str], int]:
+    """Open a websocket session through nginx and run the page at `link`, as a browser
+    does. Returns (X-Upstream of the handshake, exceptions drawn, elements drawn)."""
+    host = url.removeprefix("http://")
+    path, _, query = link.partition("?")
+    async with websockets.connect(
+        f"ws://{host}/_stcore/stream",
+        subprotocols=[websockets.Subprotocol("streamlit")],
+        origin=websockets.Origin(url),
+        additional_headers={"Cookie": cookie},
+        max_size=None,
+    ) as ws:
+        upstream = ws.response.headers.get("X-Upstream")
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_name = path.strip("/")
+        await ws.send(msg.SerializeToString())
+        exceptions, elements = [], 0
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), 120))
+            kind = fwd.WhichOneof("type")
+            if kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                elements += 1
+                if fwd.delta.new_element.WhichOneof("type") == "exception":
+                    exceptions.append(fwd.delta.new_element.exception.message)
+            if kind == "page_not_found":
+                raise AssertionError(f"page not found: {link}")
+            if kind == "script_finished" and fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                return upstream, exceptions, elements
+
+
+def test_pages_load_through_nginx(served: Served) -> None:
+    status, headers, cookies = get(served.url + "/_stcore/health")
+    assert status == 200
+    assert re.match(r"127\.0\.0\.1:\d+$", headers["X-Upstream"]), headers
+    assert any(c.startswith(f"{ROUTE}=") for c in cookies), f"no route cookie set: {cookies}"
+    for link in ("/", "/gpt?text=hello", "/basics"):
+        status, headers, _ = get(served.url + link)
+        assert status == 200, link
+    status, _, cookies = get(served.url + "/", cookie=f"{ROUTE}=known")
+    assert not any(c.startswith(f"{ROUTE}=") for c in cookies), "a browser with a route keeps it"
+
+
+def test_a_browser_sticks_to_one_worker_and_browsers_spread(served: Served) -> None:
+    worker_ports = set(re.findall(r"ports ([\d ]+)", "".join(served.output))[0].split())
+    assert len(worker_ports) == 2, served.output
+    seen: dict[str, set[str]] = {}
+    for i in range(12):
+        cookie = f"{ROUTE}=browser-{i}"
+        upstreams = {get(served.url + "/_stcore/health", cookie)[1]["X-Upstream"] for _ in range(3)}
+        upstreams.add(asyncio.run(streamlit_session(served.url, cookie, "/basics"))[0] or "none")
+        assert len(upstreams) == 1, f"{cookie} went to several workers: {upstreams}"
+        seen.setdefault(upstreams.pop(), set()).add(cookie)
+    assert {u.rsplit(":", 1)[1] for u in seen} == worker_ports, f"12 browsers used only {sorted(seen)}"
+
+
+def test_a_websocket_session_runs_pages_through_nginx(served: Served) -> None:
+    for link in ("/reversal?text=attention", "/variance?d_k=16"):
+        upstream, exceptions, elements = asyncio.run(streamlit_session(served.url, f"{ROUTE}=ws", link))
+        assert upstream, "no X-Upstream on the websocket handshake"
+        assert not exceptions, f"{link}: {exceptions}"
+        assert elements > 5, f"{link} drew only {elements} elements"
+    log = (served.run_dir / "logs" / "access.log").read_text()
+    assert re.search(r'"GET /_stcore/stream HTTP/1.1" 101 .*route=ws ', log), log[-2000:]
+
+
+def test_chromium_renders_a_deep_link_through_nginx(served: Served, tmp_path: Path) -> None:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.set_default_timeout(90_000)
+            page.goto(served.url + "/reversal?text=attention")
+            wait_for_app(page)
+            assert_no_exception(page)
+            page.screenshot(path=str(tmp_path / "reversal.png"), full_page=True)
+            assert "attention" in page.locator('[data-testid="stMain"]').inner_text().lower()
+            route = [c["value"] for c in context.cookies() if c["name"] == ROUTE]
+            assert route, "the browser got no route cookie"
+        finally:
+            browser.close()
+    log = (served.run_dir / "logs" / "access.log").read_text()
+    assert re.search(rf'"GET /_stcore/stream HTTP/1.1" 101 .*route={route[0]} ', log), log[-2000:]
+
+
+def test_sigterm_stops_every_process(served: Served) -> None:
+    """Last in this file: it stops the module's serve.sh."""
+    tree = process_tree(served.proc.pid) - {served.proc.pid}
+    names = {pid: command_line(pid) for pid in tree}
+    assert sum("streamlit run app/Home.py" in c for c in names.values()) == 2, names
+    assert any("nginx: master" in c for c in names.values()), names
+    served.proc.send_signal(signal.SIGTERM)
+    rest = served.proc.communicate(timeout=60)[0]
+    assert served.proc.returncode == 0, rest
+    assert "stopping nginx and 2 app processes" in rest, rest
+    left = {pid: names[pid] for pid in tree if command_line(pid)}
+    assert not left, f"still running after SIGTERM: {left}"
+    assert not (served.run_dir / "nginx.pid").exists(), "nginx did not shut down cleanly"
+
+
+def run_serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [BASH, str(SERVE), *args], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+def test_missing_nginx_is_named(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"  # a PATH with python and coreutils but without nginx
+    bin_dir.mkdir()
+    for tool in ("python3", "nproc", "mktemp", "setsid", "dirname"):
+        found = subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True, text=True)
+        (bin_dir / tool).symlink_to(found.stdout.strip())
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+    result = run_serve("--port", str(free_port()), env=env)
+    assert result.returncode == 2, result.stderr
+    if Path("/usr/sbin/nginx").exists():  # installed, but not on this PATH
+        assert "nginx is installed as /usr/sbin/nginx, but /usr/sbin is not on your PATH" in result.stderr
+    else:
+        assert "nginx is not installed" in result.stderr, result.stderr
+        assert "apt-get install -y nginx" in result.stderr, result.stderr
+    assert "starting" not in result.stderr, "nothing may start without nginx"
+    result = run_serve("--port", str(free_port()), env={**env, "NGINX": "/nonexistent/nginx"})
+    assert result.returncode == 2
+    assert "NGINX=/nonexistent/nginx is not an executable" in result.stderr, result.stderr
+
+
+def test_bad_arguments_and_a_busy_port_are_named() -> None:
+    result = run_serve("--workers", "0")
+    assert result.returncode == 2 and "--workers must be a positive whole number" in result.stderr
+    result = run_serve("--bogus")
+    assert result.returncode == 2 and "unknown argument '--bogus'" in result.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        result = run_serve("--workers", "1", "--port", str(busy.getsockname()[1]))
+    assert result.returncode == 2, result.stderr
+    assert "cannot listen on 127.0.0.1:" in result.stderr and "--port" in result.stderr, result.stderr
+    assert "starting" not in result.stderr, "nothing may start when the port is taken"
+
+
+def test_help() -> None:
+    result = run_serve("--help")
+    assert result.returncode == 0 and "--workers N" in result.stdout
