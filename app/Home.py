@@ -23,6 +23,11 @@ navigation = st.navigation(
                 url_path="reversal",
             ),
         ],
+        "Interpretability": [
+            st.Page(
+                PAGES / "heads.py", title="Heads you can read", icon=":material/psychology:", url_path="heads"
+            ),
+        ],
         "Lessons": [
             st.Page(
                 PAGES / "basics.py", title="Attention basics", icon=":material/calculate:", url_path="basics"

@@ -1,136 +1,149 @@
-"""Server-side cost of one GPT-explorer rerun with a 64-character prompt and the full grid.
+"""Server-side cost of a deep-link run of the explorer pages and the router, through AppTest.
 
-    python benchmarks/bench_explorer.py [--checkpoint gpt-sinusoidal] [--repeats 5] [--threads N]
+    python benchmarks/bench_explorer.py [home gpt reversal] [--repeats 7] [--profile PAGE]
 
-Prints two views of the same work:
-1. direct calls of the functions the page uses (trace, sampling, every figure, its JSON),
-   uncached, each the median of --repeats runs, made from a worker thread as Streamlit does;
-2. the real page script through Streamlit's AppTest: a cold run (nothing cached), then
-   warm reruns (what a click on an unchanged view costs), and a rerun after a toggle.
-Plus the size of the figure JSON the browser receives (fig.to_json()).
+For each page (default: all three) it opens the router (app/Home.py) with the page's
+prepared deep link (a 64-character prompt on /gpt) and prints
+- cold: the first run with st.cache_data and st.cache_resource cleared (model load, trace,
+  sampling, every figure),
+- fresh session: the first run of a new session when the server's caches are warm (what a
+  student opening the lecturer's link costs),
+- warm: the median of --repeats reruns of the unchanged view (any click that leaves the
+  view's inputs alone),
+each as wall-clock ms and process CPU ms (the script thread's work plus AppTest's own
+polling, a few ms; the scripts compiled once, as the server does), and the figure payload:
+bytes of every plotly spec sent, the largest figure's bytes and the count.
+--profile PAGE prints the top of a cProfile of one warm run.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import logging
+import os
+import pstats
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import streamlit  # noqa: F401  (configures its loggers, silenced next)
+import streamlit as st
+import streamlit.testing.v1.app_test as app_test
 import torch
-from lab import explorer as ex
-from lab import plots
-
-from transformer_core.io.checkpoint import load_checkpoint
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.local_script_runner import LocalScriptRunner
 
 for _name in list(logging.root.manager.loggerDict):
     if _name.startswith("streamlit"):  # "no runtime found" warnings are expected outside a server
         logging.getLogger(_name).setLevel(logging.ERROR)
 
-ROOT = Path(__file__).resolve().parents[1]
+# AppTest compiles the page scripts (and rewrites them for st magic) on every run; the server
+# keeps one ScriptCache for its lifetime. Share one, so a run costs what it costs there.
+_SCRIPTS = ScriptCache()
+app_test.ScriptCache = lambda: _SCRIPTS  # type: ignore[assignment,misc]
 
+ROOT = Path(__file__).resolve().parents[1]
+HOME = str(ROOT / "app" / "Home.py")
 PROMPT = "The with statement is used to wrap the execution of a block with"  # 64 characters
 assert len(PROMPT) == 64
 
-
-def median_ms(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), result
+#: page (app/views/<name>.py) -> its prepared deep link's query parameters
+PAGES: dict[str, dict[str, str]] = {
+    "home": {},
+    "gpt": {"checkpoint": "gpt-sinusoidal", "text": PROMPT, "layer": "1", "head": "2", "max_new": "80"},
+    "reversal": {"checkpoint": "reverse-sinusoidal", "text": "attention"},
+}
 
 
-def direct(name: str, repeats: int) -> None:
-    ckpt = load_checkpoint(name, "cpu")
-    cfg = ckpt.config
-    opts = ex.options_key()
-    print(f"checkpoint {name}: {cfg.n_layers} layers x {cfg.n_heads} heads, d_model {cfg.d_model}, "
-          f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
-    print(f"prompt: {len(PROMPT)} characters, sampling 80 new characters\n")
-
-    t_trace, view = median_ms(lambda: ex.gpt_view_plain(ckpt, PROMPT, opts), repeats)
-    t_sample, _ = median_ms(lambda: ex.generate_plain(ckpt, PROMPT, 80, 0.8, 0, 1.0, 0, opts), repeats)
-    tokens, att = view.tokens, view.attention
-
-    def figures() -> dict[str, object]:
-        steps = ex.query_steps(view.records[0], 0, len(tokens) - 1)
-        best = ex.top_tokens(view.next_probs, ckpt.tokenizer, 10)
-        return {
-            "grid (4x4, clickable)": plots.attention_grid(att, tokens, tokens, cell_px=110, colorbar=False,
-                                                          clickable=True, selected=(0, 0)),
-            "head view": plots.head_heatmap(att[0, 0], tokens, tokens, "Layer 0 head 0"),
-            "next-character bars": plots.token_bars([b[1] for b in best], {"p": [b[2] for b in best]}),
-            "query vector": plots.vector_bars({"q": steps.q}),
-            "key matrix": plots.matrix_heatmap(steps.k, tokens),
-            "weights bars": plots.token_bars(tokens, {"weight": steps.weights}),
-            "output vector": plots.vector_bars({"out": steps.output}),
-        }
-
-    t_figs, figs = median_ms(figures, repeats)
-    t_json, payloads = median_ms(lambda: {k: f.to_json() for k, f in figs.items()}, repeats)
-    total = sum(len(p.encode()) for p in payloads.values())
-    print("direct calls (median, uncached)")
-    print(f"  trace_gpt + capture to numpy   {t_trace:8.1f} ms")
-    print(f"  sample 80 characters           {t_sample:8.1f} ms")
-    print(f"  build all 7 figures            {t_figs:8.1f} ms")
-    print(f"  fig.to_json() for all 7        {t_json:8.1f} ms")
-    print(f"  sum                            {t_trace + t_sample + t_figs + t_json:8.1f} ms")
-    print("\nfigure JSON payload")
-    for key, payload in payloads.items():
-        print(f"  {key:<28}{len(payload.encode()):>10,} bytes")
-    print(f"  {'all figures':<28}{total:>10,} bytes\n")
-
-
-def through_apptest(name: str, repeats: int) -> None:
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=120)
+def open_page(name: str, params: dict[str, str]) -> AppTest:
+    """An AppTest on the router with the link's query params, switched to the page, not yet run."""
+    at = AppTest.from_file(HOME, default_timeout=300)
+    for key, value in params.items():
+        at.query_params[key] = value
     at.run()
-    at.switch_page("views/gpt.py")
-    at.query_params = {"checkpoint": name, "text": PROMPT, "max_new": "80"}
-    start = time.perf_counter()
+    at.switch_page(f"views/{name}.py")
+    return at
+
+
+def timed_run(at: AppTest) -> tuple[float, float]:
+    """(wall ms, process CPU ms) of one run; raises if the page shows an exception."""
+    wall, cpu = time.perf_counter(), time.process_time()
     at.run()
-    cold = (time.perf_counter() - start) * 1000
+    wall, cpu = (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
     if at.exception:
         raise SystemExit(f"page failed: {at.exception[0].value}")
-    warm, _ = median_ms(at.run, repeats)
-    at.toggle(key="gpt_nopos").set_value(True)
-    start = time.perf_counter()
+    return wall, cpu
+
+
+def measure(name: str, params: dict[str, str], repeats: int) -> dict[str, float]:
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    cold = timed_run(open_page(name, params))
+    fresh = [timed_run(open_page(name, params)) for _ in range(3)]
+    at = open_page(name, params)
     at.run()
-    toggled = (time.perf_counter() - start) * 1000
-    grid = next(c for c in at.get("plotly_chart") if c.key == "gpt_self_grid")
-    sent = sum(len(c.proto.spec.encode()) for c in at.get("plotly_chart"))
-    print("whole page through AppTest (includes AppTest's own polling, a few ms)")
-    print(f"  cold run (model load + nothing cached)  {cold:8.1f} ms")
-    print(f"  warm rerun, same view (median)          {warm:8.1f} ms")
-    print(f"  rerun after a toggle (new trace+sample) {toggled:8.1f} ms")
-    print(f"  grid figure as sent                     {len(grid.proto.spec.encode()):>8,} bytes")
-    print(f"  all {len(at.get('plotly_chart'))} figures as sent                  {sent:>8,} bytes")
+    warm = [timed_run(at) for _ in range(repeats)]
+    sizes = [len(c.proto.spec.encode()) for c in at.get("plotly_chart")]
+    return {
+        "cold_wall": cold[0], "cold_cpu": cold[1],
+        "fresh_wall": statistics.median(w for w, _ in fresh),
+        "fresh_cpu": statistics.median(c for _, c in fresh),
+        "warm_wall": statistics.median(w for w, _ in warm),
+        "warm_cpu": statistics.median(c for _, c in warm),
+        "bytes": sum(sizes), "largest": max(sizes, default=0), "figures": len(sizes),
+    }
+
+
+def profile(name: str, params: dict[str, str], top: int = 40) -> str:
+    """cProfile of one warm run of the page, taken inside the script thread."""
+    at = open_page(name, params)
+    at.run()
+    prof = cProfile.Profile()
+    original: Callable[[LocalScriptRunner], None] = LocalScriptRunner._run_script_thread
+
+    def profiled(self: LocalScriptRunner) -> None:
+        prof.enable()
+        try:
+            original(self)
+        finally:
+            prof.disable()
+
+    LocalScriptRunner._run_script_thread = profiled  # type: ignore[method-assign]
+    try:
+        at.run()
+    finally:
+        LocalScriptRunner._run_script_thread = original  # type: ignore[method-assign]
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", default="gpt-sinusoidal")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch intra-op threads (default: torch's choice, usually all cores)")
+    parser.add_argument("pages", nargs="*", metavar="PAGE", help=f"any of {', '.join(PAGES)} (default: all)")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--profile", choices=list(PAGES), default=None)
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    # Streamlit runs each page in a script thread, not the main thread; torch's intra-op
-    # thread pool behaves very differently there on a busy machine (on a 2-core box with
-    # training running, sampling took 9 s in the main thread and 0.15 s in a thread), so
-    # time the direct calls where the server makes them.
-    worker = threading.Thread(target=direct, args=(args.checkpoint, args.repeats))
-    worker.start()
-    worker.join()
-    through_apptest(args.checkpoint, args.repeats)
+    unknown = set(args.pages) - set(PAGES)
+    if unknown:
+        parser.error(f"unknown page(s) {sorted(unknown)}; known: {list(PAGES)}")
+    os.environ.setdefault("ATTENTION_LAB_DEVICE", "cpu")
+    torch.set_num_threads(1)
+    if args.profile:
+        print(profile(args.profile, PAGES[args.profile]))
+        return
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); ms wall / ms CPU; "
+          f"fresh = median of 3 new sessions, warm = median of {args.repeats} reruns")
+    print(f"{'page':<11}{'cold':>13}{'fresh session':>15}{'warm':>13}"
+          f"{'figures':>9}{'bytes':>10}{'largest':>10}")
+    for name in args.pages or PAGES:
+        m = measure(name, PAGES[name], args.repeats)
+        print(f"/{name:<10}{m['cold_wall']:>6.0f} /{m['cold_cpu']:>5.0f}"
+              f"{m['fresh_wall']:>8.0f} /{m['fresh_cpu']:>5.0f}{m['warm_wall']:>6.0f} /{m['warm_cpu']:>5.0f}"
+              f"{m['figures']:>9}{m['bytes']:>10,}{m['largest']:>10,}")
 
 
 if __name__ == "__main__":

@@ -224,7 +224,8 @@ def cmd_heads(args: argparse.Namespace) -> None:
 
     ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     probes = [p for p in args.probe if p] or None
-    payload = heads_json(analyze_heads(ckpt, probes))
+    report = analyze_heads(ckpt, probes)
+    payload = heads_json(ckpt.name, report.heads, report.importance)
     columns = (
         ("previous_token", "prev", 6),
         ("diagonal", "diag", 6),
@@ -256,16 +257,16 @@ def cmd_export(args: argparse.Namespace) -> None:
     from transformer_core.io.export_tl import export_transformer_lens
 
     ckpt = load_checkpoint(args.checkpoint, "cpu")
-    out = export_transformer_lens(ckpt.model, args.out, name=ckpt.name)
+    out = export_transformer_lens(ckpt.model, args.out, name=ckpt.name, vocab=ckpt.tokenizer.vocab)
     _emit(
         args,
         {
             "checkpoint": ckpt.name,
             "format": args.format,
             "out": str(out),
-            "files": ["config.json", "model.safetensors"],
+            "files": ["config.json", "model.safetensors", "vocab.json"],
         },
-        f"wrote {out}/config.json and {out}/model.safetensors (HookedTransformer names)",
+        f"wrote config.json, model.safetensors and vocab.json to {out} (HookedTransformer names)",
     )
 
 

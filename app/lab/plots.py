@@ -24,7 +24,7 @@ import plotly.io as pio
 COLORSCALE = "Blues"
 FUTURE_COLOR = "rgba(220, 38, 38, 0.9)"  # red outline: weight where the causal mask would forbid it
 PNG_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
-PICKS_PER_AXIS = 8  # clickable points per subplot axis in a grid (see attention_grid)
+PICKS_PER_AXIS = 6  # clickable points per subplot axis in a grid (see attention_grid)
 
 
 class ReadyFigure(go.Figure):
@@ -32,12 +32,12 @@ class ReadyFigure(go.Figure):
 
     to_dict() returns that dict itself (st.plotly_chart only serialises it), so nothing is
     validated or copied per run. The dict is shared: treat the figure as read-only. It
-    carries the default template (Streamlit's, which st.plotly_chart would add), so it
-    looks exactly like a figure built with plotly's objects.
+    carries the part of the default template (Streamlit's, which plotly's objects would
+    copy into every figure, 3.7 kB) these figures use: the colour cycle of the bars.
     """
 
     def __init__(self, spec: dict[str, Any] | None = None, **_: Any) -> None:
-        super().__init__()
+        super().__init__(layout={"template": {}}, _validate=False)  # 0.2 ms; validated: 1.1 ms
         spec = spec or {}
         layout = dict(spec.get("layout") or {})
         layout.setdefault("template", _template(str(pio.templates.default)))
@@ -58,7 +58,10 @@ class ReadyFigure(go.Figure):
 
 @functools.cache
 def _template(name: str) -> dict[str, Any]:
-    return pio.templates[name].to_plotly_json() if name in pio.templates else {}
+    """The colour cycle of a plotly template (Streamlit's holds placeholders its frontend
+    swaps for the theme's chart colours); the rest of it styles trace types not used here."""
+    colorway = pio.templates[name].layout.colorway if name in pio.templates else None
+    return {"layout": {"colorway": list(colorway)}} if colorway else {}
 
 
 @functools.cache
@@ -191,7 +194,7 @@ def attention_grid(
     with two decimals (the grid travels in 1e-4 steps, see grid_encoding).
 
     clickable: heatmaps cannot be selected in plotly, so each subplot then also carries an
-    invisible scatter of up to 8 x 8 points (hover shows that cell's weight) whose
+    invisible scatter of up to 6 x 6 points (hover shows that cell's weight) whose
     customdata is (layer, head); with st.plotly_chart(on_select=..., selection_mode="points")
     a click selects one of them and `selected_head` reads which head it was.
     """

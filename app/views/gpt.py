@@ -10,7 +10,7 @@ import streamlit as st
 from lab import explorer as ex
 from lab import plots, state
 from lab.compute import run_cached
-from lab.resources import checkpoint_label, load_model, model_choices
+from lab.resources import load_model, model_choices
 
 from transformer_core.config import InferenceOptions
 from transformer_core.errors import CheckpointError, ConfigError, InputError
@@ -68,7 +68,7 @@ def token_html(prompt: str, unknown: list[str], samples: list[ex.Sample]) -> str
 
 # ---------------------------------------------------------------- prompt, model, switches
 top_left, top_right = st.columns([1, 2.2])
-name = top_left.selectbox("Checkpoint", choices, key=P + "checkpoint", format_func=checkpoint_label,
+name = top_left.selectbox("Checkpoint", choices, key=P + "checkpoint",
                           help="The same model trained once per positional scheme; then your own runs.")
 raw = top_right.text_area("Prompt", key=P + "text", height=80,
                           help="Any text; characters the model never saw become <unk>.")

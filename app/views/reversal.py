@@ -7,7 +7,7 @@ import streamlit as st
 from lab import explorer as ex
 from lab import plots, state
 from lab.compute import run_cached
-from lab.resources import checkpoint_label, load_model, model_choices
+from lab.resources import load_model, model_choices
 
 from transformer_core.config import InferenceOptions
 from transformer_core.errors import CheckpointError, ConfigError, InputError
@@ -55,7 +55,7 @@ def correctness_html(output: str, expected: str) -> str:
 
 top_left, top_right = st.columns([1, 2])
 name = top_left.selectbox(
-    "Checkpoint", choices, key=P + "checkpoint", format_func=checkpoint_label,
+    "Checkpoint", choices, key=P + "checkpoint",
     help="Same model and training, one per positional scheme. `none` has no way to know letter order.",
 )
 raw = top_right.text_input(f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text")

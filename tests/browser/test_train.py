@@ -1,6 +1,7 @@
 """/train in a real browser: start a run, leave the page and come back, stop it; the run's
 link opens it in another browser context; an unknown id shows a notice."""
 
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -53,9 +54,11 @@ def test_start_navigate_away_stop_and_open_by_link(
     try:
         fresh = other.new_page()
         fresh.set_default_timeout(60_000)
-        open_page(fresh, f"{app_url}/reversal?checkpoint={run_id}")
+        open_page(fresh, f"{app_url}/reversal?checkpoint={run_id}", tmp_path / "reversal-by-link.png")
         main = fresh.locator('[data-testid="stMain"]')
-        expect(main.locator('[data-testid="stSelectbox"]').first).to_contain_text(run_id[:12])
+        picked = main.get_by_role("combobox", name="Checkpoint")
+        expect(picked).to_have_value(re.compile(re.escape(run_id[:12])))  # the run is the chosen model
+        expect(main).to_contain_text("trained for")
         expect(main.locator('[data-testid="stAlertContentError"]')).to_have_count(0)
         open_page(fresh, f"{app_url}/train?run={run_id}", tmp_path / "train-by-link.png")
         expect(fresh.locator('[data-testid="stProgress"]')).to_contain_text("stopped")

@@ -48,36 +48,60 @@ class HeadReport:
     lens: LogitLens | None
 
 
-def analyze_heads(ckpt: Checkpoint, texts: Sequence[str] | None = None, seed: int = 0) -> HeadReport:
-    """Run every detector, the ablation sweep, the gradient proxy, rollout and the logit
-    lens on a probe set (default: `default_probe_set`; texts replace its texts)."""
-    model, tok, cfg = ckpt.model, ckpt.tokenizer, ckpt.config
-    probes = default_probe_set(tok, cfg.arch, texts, max_len=cfg.max_len, seed=seed)
-    scores = detect_heads(model, tok, probes)
+def probe_set_of(ckpt: Checkpoint, texts: Sequence[str] | None = None, seed: int = 0) -> ProbeSet:
+    """The probe set every part of the report uses: `default_probe_set`, texts replacing its texts."""
+    cfg = ckpt.config
+    return default_probe_set(ckpt.tokenizer, cfg.arch, texts, max_len=cfg.max_len, seed=seed)
+
+
+def report_detectors(ckpt: Checkpoint, texts: Sequence[str] | None = None) -> HeadScores:
+    """Every detector score of every head on the probe set (step 1 of the report)."""
+    return detect_heads(ckpt.model, ckpt.tokenizer, probe_set_of(ckpt, texts))
+
+
+def report_importance(ckpt: Checkpoint, texts: Sequence[str] | None = None) -> Importance:
+    """Ablation sweep and gradient proxy on the probe batch: the texts plus the repeated
+    random segments (step 2). Reversal: teacher-forced on the true reversals."""
+    model, tok = ckpt.model, ckpt.tokenizer
+    probes = probe_set_of(ckpt, texts)
     device = next(model.parameters()).device
-    first = tok.encode(probes.texts[0])
     if isinstance(model, GPT):
         batch = gpt_probe_batch(
             [tok.encode(t) for t in probes.texts] + [list(r) for r in probes.repeats], device
         )
-        lens = logit_lens(model, tok, first)
-        rollout_tokens = tok.token_labels(first)
     else:
         strings = [*probes.texts, *(tok.decode(list(r)) for r in probes.repeats)]
         batch = reversal_probe_batch(tok, strings, device)
-        lens = None
-        rollout_tokens = tok.token_labels([*first, EOS_ID])
-    importance = head_importance(model, batch)
+    return head_importance(model, batch)
+
+
+def report_flow(
+    ckpt: Checkpoint, texts: Sequence[str] | None = None
+) -> tuple[np.ndarray, list[str], LogitLens | None]:
+    """Rollout (T, T) with its token labels, and the logit lens (GPT only), on the first
+    text probe (step 3)."""
+    model, tok = ckpt.model, ckpt.tokenizer
+    first = tok.encode(probe_set_of(ckpt, texts).texts[0])
+    if isinstance(model, GPT):
+        return rollout_of(model, first), tok.token_labels(first), logit_lens(model, tok, first)
+    return rollout_of(model, first), tok.token_labels([*first, EOS_ID]), None
+
+
+def analyze_heads(ckpt: Checkpoint, texts: Sequence[str] | None = None) -> HeadReport:
+    """Run every detector, the ablation sweep, the gradient proxy, rollout and the logit
+    lens on one probe set (default: `default_probe_set`; texts replace its texts)."""
+    rollout, rollout_tokens, lens = report_flow(ckpt, texts)
+    cfg = ckpt.config
     return HeadReport(
         checkpoint=ckpt.name,
         arch=cfg.arch,
         n_layers=cfg.n_layers,
         n_heads=cfg.n_heads,
-        kinds=kinds_of(model),
-        probes=probes,
-        heads=scores,
-        importance=importance,
-        rollout=rollout_of(model, first),
+        kinds=kinds_of(ckpt.model),
+        probes=probe_set_of(ckpt, texts),
+        heads=report_detectors(ckpt, texts),
+        importance=report_importance(ckpt, texts),
+        rollout=rollout,
         rollout_tokens=rollout_tokens,
         lens=lens,
     )
@@ -87,27 +111,27 @@ def _num(x: float) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else round(float(x), 6)
 
 
-def heads_json(report: HeadReport) -> dict[str, Any]:
+def heads_json(checkpoint: str, heads: HeadScores, importance: Importance) -> dict[str, Any]:
     """The `heads` command's object: {"checkpoint", "heads": [{"kind", "layer", "head",
     "scores": {...}, "ablation": {"delta_loss", "delta_exact_match"}}]}, null where a score
     does not apply (or, for delta_exact_match, for a GPT)."""
-    imp = report.importance
-    heads = []
-    for kind in report.kinds:
-        for layer in range(report.n_layers):
-            for head in range(report.n_heads):
-                scores = {name: _num(report.heads.scores[kind][name][layer, head]) for name in CLI_SCORES}
-                em = None if imp.delta_exact_match is None else imp.delta_exact_match[kind][layer, head]
-                heads.append(
+    out = []
+    for kind, table in heads.scores.items():
+        n_layers, n_heads = table["entropy"].shape
+        for layer in range(n_layers):
+            for head in range(n_heads):
+                scores = {name: _num(table[name][layer, head]) for name in CLI_SCORES}
+                em = None if importance.delta_exact_match is None else importance.delta_exact_match[kind]
+                out.append(
                     {
                         "kind": kind,
                         "layer": layer,
                         "head": head,
                         "scores": scores,
                         "ablation": {
-                            "delta_loss": _num(imp.delta_loss[kind][layer, head]),
-                            "delta_exact_match": None if em is None else _num(em),
+                            "delta_loss": _num(importance.delta_loss[kind][layer, head]),
+                            "delta_exact_match": None if em is None else _num(em[layer, head]),
                         },
                     }
                 )
-    return {"checkpoint": report.checkpoint, "heads": heads}
+    return {"checkpoint": checkpoint, "heads": out}

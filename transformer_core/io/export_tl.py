@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +128,11 @@ def hooked_state_dict(model: GPT) -> dict[str, torch.Tensor]:
     return {k: v.detach().float().cpu().contiguous().clone() for k, v in sd.items()}
 
 
-def export_transformer_lens(model: GPT | Seq2Seq, out: str | Path, name: str = "attention-lab") -> Path:
-    """Write out/config.json (HookedTransformerConfig kwargs) and out/model.safetensors.
+def export_transformer_lens(
+    model: GPT | Seq2Seq, out: str | Path, name: str = "attention-lab", vocab: list[str] | None = None
+) -> Path:
+    """Write out/config.json (HookedTransformerConfig kwargs), out/model.safetensors and, given
+    the vocabulary, out/vocab.json (id -> character) for `hf_char_tokenizer`.
 
     Load it with `load_hooked_transformer(out)` (needs transformer-lens>=3,<4), or by hand:
     HookedTransformer(HookedTransformerConfig(**config)).load_state_dict(weights, strict=False)."""
@@ -139,7 +143,24 @@ def export_transformer_lens(model: GPT | Seq2Seq, out: str | Path, name: str = "
     config = hooked_config(model, name)
     save_file(hooked_state_dict(model), str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    if vocab is not None:
+        (folder / "vocab.json").write_text(json.dumps(list(vocab), ensure_ascii=False) + "\n")
     return folder
+
+
+def hf_char_tokenizer(vocab: list[str]) -> Any:
+    """A Hugging Face fast tokenizer that maps each character to our id (unknown -> <unk>),
+    so HookedTransformer's to_tokens / to_string and detect_head work on strings. No BOS:
+    our GPTs never saw one. Needs the `tokenizers` and `transformers` packages."""
+    from tokenizers import Regex, Tokenizer, pre_tokenizers
+    from tokenizers.models import WordLevel
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(WordLevel({s: i for i, s in enumerate(vocab)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # one piece per char
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
+    )
 
 
 def load_hooked_transformer(folder: str | Path, device: str = "cpu") -> Any:
@@ -150,11 +171,15 @@ def load_hooked_transformer(folder: str | Path, device: str = "cpu") -> Any:
 
     folder = Path(folder)
     config = json.loads((folder / "config.json").read_text())
-    model = HookedTransformer(HookedTransformerConfig(**config, device=device))
+    with warnings.catch_warnings():  # TransformerLens 3 announces its 4.0 bridge; 3 is what we target
+        warnings.simplefilter("ignore", DeprecationWarning)
+        model = HookedTransformer(HookedTransformerConfig(**config, device=device))
     missing, unexpected = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
     params = {name for name, _ in model.named_parameters()}
     if unexpected or params & set(missing):
         raise ConfigError(
             f"export: weights do not fit HookedTransformer (missing {missing}, extra {unexpected})"
         )
+    if (folder / "vocab.json").is_file():
+        model.set_tokenizer(hf_char_tokenizer(json.loads((folder / "vocab.json").read_text())))
     return model.eval()

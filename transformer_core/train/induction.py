@@ -5,8 +5,8 @@ a random segment is unpredictable (loss about log 26 nats); the second copy is p
 only in context, by finding the earlier occurrence of the current character and copying
 the one after it: a previous-token head in layer 0 and an induction head in layer 1.
 
-Each row is a random prefix, then a segment of random length, then the same segment again,
-so the distance between the copies varies and no fixed positional offset solves it.
+Each row is a segment of random length repeated until the row is full, so the distance
+between the copies varies from row to row and no fixed positional offset solves it.
 """
 
 from __future__ import annotations
@@ -28,29 +28,27 @@ INDUCTION_PROBE = "qwhzkfjtmbrxqwhzkfjtmbrx"  # a random segment of 12 letters, 
 def induction_rows(
     batch_size: int, seq_len: int, min_segment: int, max_segment: int, vocab: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token ids (B, seq_len + 1) over ids 0..vocab-1 (shift later) and the start of the
-    second copy per row (B,). Row: prefix of random tokens, segment S (random length in
-    [min_segment, max_segment]), S again, right-aligned to seq_len + 1 tokens."""
+    """Token ids (B, seq_len + 1) over ids 0..vocab-1 (the caller shifts them) and where the
+    second copy starts per row (B,) = the segment's length. Row: a random segment S of random
+    length in [min_segment, max_segment], repeated until the row is full (S S S ...)."""
     total = seq_len + 1
-    rows = torch.randint(0, vocab, (batch_size, total), generator=generator)
+    rows = torch.empty(batch_size, total, dtype=torch.long)
     lengths = torch.randint(min_segment, max_segment + 1, (batch_size,), generator=generator)
-    starts = torch.empty(batch_size, dtype=torch.long)
     for b in range(batch_size):
         n = int(lengths[b])
-        first = total - 2 * n
-        rows[b, first + n :] = rows[b, first : first + n]
-        starts[b] = first + n
-    return rows, starts
+        segment = torch.randint(0, vocab, (n,), generator=generator)
+        rows[b] = segment.repeat(total // n + 1)[:total]
+    return rows, lengths
 
 
 @dataclass(frozen=True)
 class InductionTask:
-    """Next-character prediction on [random prefix][segment][segment] rows of seq_len tokens."""
+    """Next-character prediction on rows of seq_len tokens: a random segment repeated."""
 
     tokenizer: CharTokenizer
     seq_len: int = 64
-    min_segment: int = 8
-    max_segment: int = 24
+    min_segment: int = 6
+    max_segment: int = 20
     eval_batches: int = 4
     probe: str = INDUCTION_PROBE
     name: str = "induction"
@@ -73,7 +71,8 @@ class InductionTask:
     @torch.no_grad()
     def in_context_losses(self, model: nn.Module, batch_size: int = 64, seed: int = 1234) -> dict[str, float]:
         """Mean loss (nats) on the first copy of the segment (after its first token) and on
-        the second copy: the gap is what in-context learning buys."""
+        the repeats (after the second copy's first token, whose predecessor has no earlier
+        occurrence): the gap is what in-context learning buys."""
         was = model.training
         model.eval()
         generator = torch.Generator().manual_seed(seed)
@@ -87,9 +86,8 @@ class InductionTask:
                 logits.float().transpose(1, 2), rows[:, 1:], reduction="none"
             )  # (B, T): nll[b, t] predicts token t + 1
             for b, s in enumerate(starts.tolist()):
-                n = self.seq_len + 1 - s  # segment length
-                first.append(nll[b, s - n : s - 1].mean().item())  # tokens s-n+1 .. s-1
-                repeat.append(nll[b, s:].mean().item())  # tokens s+1 .. end (token s follows the prefix)
+                first.append(nll[b, : s - 1].mean().item())  # tokens 1 .. s-1 (the first copy)
+                repeat.append(nll[b, s:].mean().item())  # tokens s+1 .. end (the repeats)
         model.train(was)
         return {"loss_first_copy": float(np.mean(first)), "loss_repeat": float(np.mean(repeat))}
 

@@ -1,0 +1,374 @@
+"""/heads: what every head does (detector scores), whether the model needs it (ablation sweep
+and gradient proxy), how attention composes (rollout) and what each layer predicts (logit
+lens). Reads top to bottom like a short lesson; every number comes from
+transformer_core.interp (the same code as `python -m transformer_core heads`)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from lab import explorer as ex
+from lab import state
+from lab.compute import run_cached
+from lab.resources import load_model, model_choices
+from plotly.subplots import make_subplots
+
+from transformer_core.errors import CheckpointError, ConfigError, InputError
+from transformer_core.interp.heads import DESCRIPTIONS, SCORES, TEMPLATE_SCORES
+from transformer_core.interp.report import (
+    heads_json,
+    report_detectors,
+    report_flow,
+    report_importance,
+)
+
+P = "heads_"  # session_state prefix; the URL uses the bare names
+URL_KEYS = ["checkpoint", "probe", "score", "open"]
+KIND_NAMES = {
+    "self": "self-attention",
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "decoder masked self-attention",
+    "cross": "cross-attention",
+}
+LABELS = {
+    "previous_token": "previous token",
+    "diagonal": "current token",
+    "first_token": "first token",
+    "duplicate_token": "duplicate token",
+    "induction": "induction",
+    "anti_diagonal": "anti-diagonal",
+    "monotonic": "monotonic",
+    "entropy": "entropy (nats)",
+    "mean_distance": "mean distance",
+}
+HEAT_PX = 46  # one layer x head cell of the score maps
+
+st.title("Heads you can read")
+st.caption(
+    "Every head of a trained model, scored against the patterns interpretability research has "
+    "names for, then switched off one at a time to see which ones the model needs."
+)
+
+choices = model_choices("lm") + model_choices("reverse")
+if not choices:
+    st.warning("No checkpoints found in checkpoints/. Train them with `bash checkpoints/train_all.sh`.")
+    st.stop()
+default_ckpt = "gpt-induction" if "gpt-induction" in choices else choices[0]
+state.init_state(
+    {"checkpoint": default_ckpt, "probe": "", "score": "previous_token", "open": ""},
+    valid={
+        "checkpoint": lambda v: v in choices,
+        "score": lambda v: v in SCORES,
+        "probe": lambda v: len(v) <= 200,
+    },
+    prefix=P,
+)
+ex.clamp_state(P + "checkpoint", choices, default_ckpt)
+
+c1, c2 = st.columns([1, 2])
+name = c1.selectbox(
+    "Checkpoint",
+    choices,
+    key=P + "checkpoint",
+    help="A shipped model, or one of your runs from the Train page.",
+)
+probe = c2.text_input(
+    "Probe text (optional)",
+    key=P + "probe",
+    max_chars=200,
+    placeholder="default: a few built-in sentences (GPT) or random strings (reversal)",
+    help="The text the detectors, the ablation sweep, rollout and the logit lens run on, besides "
+    "random segments repeated twice for the induction score. Characters the model lacks are dropped.",
+)
+try:
+    ckpt = load_model(name)
+except (CheckpointError, ConfigError, OSError) as e:
+    state.write_state(URL_KEYS, prefix=P)
+    st.error(f"Could not load {name}: {e}")
+    st.stop()
+cfg = ckpt.config
+is_gpt = cfg.arch == "gpt"
+texts = (probe,) if probe.strip() else None
+st.caption(ex.checkpoint_note(ckpt) + (" · attention only (no MLP)" if not cfg.mlp else ""))
+
+# ---------------------------------------------------------------- compute (cached per weights)
+progress = st.progress(0.0, text="Scoring every head against the detector templates ...")
+try:
+    scores = run_cached(report_detectors, name, texts)
+    progress.progress(0.4, text="Ablating each head alone and taking gradients ...")
+    importance = run_cached(report_importance, name, texts)
+    progress.progress(0.8, text="Rollout and logit lens ...")
+    rollout, rollout_tokens, lens = run_cached(report_flow, name, texts)
+except (InputError, ConfigError) as e:
+    progress.empty()
+    state.write_state(URL_KEYS, prefix=P)
+    st.error(str(e))
+    st.stop()
+progress.empty()
+kinds = list(scores.scores)
+
+
+def head_id(kind: str, layer: int, head: int) -> str:
+    return f"{kind}:{layer}.{head}"
+
+
+# ---------------------------------------------------------------- 1 the table
+st.subheader("1 · Every head, scored")
+st.markdown(
+    "A **template** marks, for each query, the keys a head of one kind should attend to. A head's "
+    "score is the share of its attention that lands on the template, `sum(A·D) / sum(A)`, averaged "
+    "over the probe texts (the definition of TransformerLens's head detector; rows where the template "
+    "marks nothing are left out, so a perfect head scores 1.0 and a uniform causal head 1/(i+1) in "
+    "row i). A dash means the score does not apply to that kind of attention."
+)
+with st.expander("What each score means"):
+    st.markdown("\n".join(f"- **{LABELS[s]}**: {DESCRIPTIONS[s]}" for s in SCORES))
+
+rows = []
+for kind in kinds:
+    for layer in range(cfg.n_layers):
+        for head in range(cfg.n_heads):
+            vals = {LABELS[s]: float(scores.scores[kind][s][layer, head]) for s in SCORES}
+            templ = {s: vals[LABELS[s]] for s in TEMPLATE_SCORES if np.isfinite(vals[LABELS[s]])}
+            best = max(templ, key=lambda s: templ[s]) if templ else None
+            row = {
+                "head": head_id(kind, layer, head),
+                "kind": KIND_NAMES[kind],
+                "layer": layer,
+                "h": head,
+                "looks like": LABELS[best] if best and templ[best] >= 0.5 else "—",
+                "best score": templ[best] if best else np.nan,
+                **vals,
+                "Δ loss (ablated)": float(importance.delta_loss[kind][layer, head]),
+            }
+            if importance.delta_exact_match is not None:
+                row["Δ exact match"] = float(importance.delta_exact_match[kind][layer, head])
+            row["|∂loss/∂gate|"] = float(importance.gradient[kind][layer, head])
+            rows.append(row)
+table = pd.DataFrame(rows).sort_values("best score", ascending=False, kind="stable").reset_index(drop=True)
+fmt = {c: st.column_config.NumberColumn(format="%.3f") for c in table.columns if table[c].dtype.kind == "f"}
+fmt["best score"] = st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")
+picked = st.dataframe(
+    table,
+    hide_index=True,
+    column_config=fmt,
+    on_select="rerun",
+    selection_mode="single-row",
+    key=P + "table",
+    height=min(38 + 35 * len(table), 420),
+)
+st.caption(
+    "Sorted by each head's best template score; click a column header to sort by it. Select a row "
+    "(or pick a head below) to open that head in its explorer."
+)
+st.download_button(
+    "Download every score (JSON, as `python -m transformer_core heads --json`)",
+    json.dumps(heads_json(name, scores, importance), indent=1),
+    file_name=f"heads-{name}.json",
+    mime="application/json",
+)
+
+# ---------------------------------------------------------------- open a head (deep link)
+head_ids = list(table["head"])
+selection = getattr(getattr(picked, "selection", None), "rows", None) or []
+if selection:
+    st.session_state[P + "open"] = head_ids[selection[0]]
+if st.session_state.get(P + "open") not in head_ids:
+    st.session_state[P + "open"] = head_ids[0]
+o1, o2 = st.columns([1, 2], vertical_alignment="bottom")
+chosen = o1.selectbox(
+    "Head to open",
+    head_ids,
+    key=P + "open",
+    format_func=lambda h: "{} layer {} head {}".format(
+        KIND_NAMES[h.split(":")[0]], *h.split(":")[1].split(".")
+    ),
+)
+state.write_state(URL_KEYS, prefix=P)
+kind_open, lh = chosen.split(":")
+layer_open, head_open = (int(x) for x in lh.split("."))
+o2.page_link(
+    "views/gpt.py" if is_gpt else "views/reversal.py",
+    label=f"Open layer {layer_open} head {head_open} in the {'GPT' if is_gpt else 'reversal'} explorer",
+    icon=":material/open_in_new:",
+    query_params={"checkpoint": name, "layer": str(layer_open), "head": str(head_open)}
+    | ({"text": probe} if probe.strip() else {}),
+)
+
+# ---------------------------------------------------------------- 2 score maps
+st.subheader("2 · Where each kind of head sits")
+st.markdown(
+    "Each map is one score over layers (rows) × heads (columns). Early layers tend to hold the "
+    "simple positional heads (previous token, current token); heads that need another head's "
+    "output, like induction heads, can only appear later."
+)
+shown = [s for s in SCORES if any(np.isfinite(scores.scores[k][s]).any() for k in kinds)]
+fig = make_subplots(
+    rows=len(kinds),
+    cols=len(shown),
+    subplot_titles=[f"{LABELS[s]}" if r == 0 else "" for r in range(len(kinds)) for s in shown],
+    horizontal_spacing=0.02,
+    vertical_spacing=0.12 if len(kinds) > 1 else 0.0,
+    row_titles=[KIND_NAMES[k] for k in kinds] if len(kinds) > 1 else None,
+)
+for r, kind in enumerate(kinds):
+    for c, s in enumerate(shown):
+        z = scores.scores[kind][s]
+        bounded = s not in ("entropy", "mean_distance")
+        fig.add_heatmap(
+            z=np.where(np.isfinite(z), z, np.nan),
+            row=r + 1,
+            col=c + 1,
+            zmin=0.0 if bounded else None,
+            zmax=1.0 if bounded else None,
+            colorscale="Blues" if bounded else "Greys",
+            showscale=False,
+            hovertemplate=f"{LABELS[s]}<br>layer %{{y}} head %{{x}}<br>%{{z:.3f}}<extra>{kind}</extra>",
+            texttemplate="%{z:.2f}" if cfg.n_heads <= 4 and len(shown) <= 9 else None,
+        )
+fig.update_yaxes(autorange="reversed", dtick=1, title_text="")
+fig.update_xaxes(dtick=1)
+fig.update_layout(
+    height=110 + len(kinds) * max(HEAT_PX * cfg.n_layers, 90),
+    margin={"l": 30, "r": 60, "t": 50, "b": 20},
+)
+st.plotly_chart(fig, key=P + "maps")
+st.caption("Blue maps are shares of attention (0 to 1, one scale); grey maps are entropy and distance.")
+
+# ---------------------------------------------------------------- 3 small multiples
+st.subheader("3 · What the heads look like")
+kind_pat = (
+    st.radio(
+        "Attention",
+        kinds,
+        horizontal=True,
+        format_func=lambda k: KIND_NAMES[k],
+        key=P + "kind",
+        label_visibility="collapsed",
+    )
+    if len(kinds) > 1
+    else kinds[0]
+)
+w = scores.patterns[kind_pat]
+qt, kt = scores.pattern_tokens[kind_pat]
+grid = make_subplots(
+    rows=cfg.n_layers,
+    cols=cfg.n_heads,
+    subplot_titles=[f"L{layer} H{head}" for layer in range(cfg.n_layers) for head in range(cfg.n_heads)],
+    horizontal_spacing=0.015,
+    vertical_spacing=0.04,
+)
+for layer in range(cfg.n_layers):
+    for head in range(cfg.n_heads):
+        grid.add_heatmap(
+            z=w[layer, head],
+            row=layer + 1,
+            col=head + 1,
+            zmin=0,
+            zmax=1,
+            colorscale="Blues",
+            showscale=False,
+            hovertemplate="query %{y}<br>key %{x}<br>%{z:.3f}<extra></extra>",
+        )
+grid.update_yaxes(autorange="reversed", showticklabels=False)
+grid.update_xaxes(showticklabels=False)
+grid.update_layout(height=60 + 170 * cfg.n_layers, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+st.plotly_chart(grid, key=P + "grid")
+st.caption(
+    f"Each head's pattern on the first probe text ({''.join(qt) if kind_pat != 'cross' else ''.join(kt)}): "
+    "rows are queries, columns keys. A previous-token head is a line just below the diagonal; "
+    "an induction head, on a repeated segment, a line shifted one key right of the earlier copy."
+)
+
+# ---------------------------------------------------------------- 4 importance
+st.subheader("4 · Which heads the model needs")
+st.markdown(
+    "Left: the **ablation sweep**, exact: each head's output is zeroed alone (a per-call switch, the "
+    "weights are untouched) and the loss on the probe batch is measured again. Right: the **gradient "
+    "proxy** of Michel et al. (2019): every head's output is multiplied by a gate ξ = 1 and the mean "
+    "|∂loss/∂ξ| over the probe sequences estimates the same thing from one backward pass. "
+    f"Probe-batch loss with every head on: {importance.base_loss:.3f} nats"
+    + (
+        f", exact match {importance.base_exact_match:.2f}."
+        if importance.base_exact_match is not None
+        else "."
+    )
+)
+panels = [("Δ loss when ablated", importance.delta_loss, "RdBu_r", True)]
+if importance.delta_exact_match is not None:
+    panels.append(("Δ exact match when ablated", importance.delta_exact_match, "RdBu", True))
+panels.append(("|∂loss/∂gate|", importance.gradient, "Oranges", False))
+imp = make_subplots(
+    rows=len(kinds),
+    cols=len(panels),
+    subplot_titles=[p[0] if r == 0 else "" for r in range(len(kinds)) for p in panels],
+    horizontal_spacing=0.08,
+    vertical_spacing=0.12 if len(kinds) > 1 else 0.0,
+    row_titles=[KIND_NAMES[k] for k in kinds] if len(kinds) > 1 else None,
+)
+for c, (title, values, scale, diverging) in enumerate(panels):
+    bound = max(float(np.abs(values[k]).max()) for k in kinds) or 1.0
+    for r, kind in enumerate(kinds):
+        imp.add_heatmap(
+            z=values[kind],
+            row=r + 1,
+            col=c + 1,
+            zmin=-bound if diverging else 0.0,
+            zmax=bound,
+            colorscale=scale,
+            showscale=False,
+            texttemplate="%{z:.2f}" if cfg.n_heads <= 8 else None,
+            hovertemplate=f"{title}<br>layer %{{y}} head %{{x}}<br>%{{z:.4f}}<extra>{kind}</extra>",
+        )
+imp.update_yaxes(autorange="reversed", dtick=1)
+imp.update_xaxes(dtick=1)
+imp.update_layout(
+    height=110 + len(kinds) * max(HEAT_PX * cfg.n_layers, 90), margin={"l": 30, "r": 60, "t": 50, "b": 20}
+)
+st.plotly_chart(imp, key=P + "importance")
+
+# ---------------------------------------------------------------- 5 rollout
+st.subheader("5 · Attention rollout")
+st.markdown(
+    "One head's map shows one step. **Rollout** (Abnar & Zuidema, 2020) follows the information "
+    "through every layer: average each layer's heads, add the residual connection (½·I + ½·A, rows "
+    "renormalised) and multiply the layers together. Row i says how much of position i's final "
+    f"state traces back to each input token ({'the GPT' if is_gpt else 'the encoder'}, first probe text)."
+)
+roll = make_subplots(rows=1, cols=1)
+roll.add_heatmap(
+    z=rollout,
+    x=list(range(len(rollout_tokens))),
+    y=list(range(len(rollout_tokens))),
+    colorscale="Blues",
+    zmin=0,
+    hovertemplate="from %{x} into %{y}<br>%{z:.3f}<extra></extra>",
+)
+ticks = {"tickmode": "array", "tickvals": list(range(len(rollout_tokens))), "ticktext": rollout_tokens}
+roll.update_xaxes(title_text="input token", **ticks)
+roll.update_yaxes(title_text="position", autorange="reversed", **ticks)
+roll.update_layout(height=420, width=520, margin={"l": 40, "r": 20, "t": 20, "b": 40})
+st.plotly_chart(roll, key=P + "rollout")
+
+# ---------------------------------------------------------------- 6 logit lens
+if lens is not None:
+    st.subheader("6 · Logit lens")
+    st.markdown(
+        "The residual stream after each layer, read as if it were the last: through the final norm "
+        "and the unembedding. Each cell is the likeliest next character at that position with its "
+        "probability; the last row is the model's real prediction. Watch where in depth the right "
+        "answer appears."
+    )
+    cells = {
+        f"{i}:{tok}": [
+            f"{lens.top_labels[r][i][0]} {lens.top_probs[r, i, 0]:.2f}" for r in range(len(lens.rows))
+        ]
+        for i, tok in enumerate(lens.tokens)
+    }
+    st.dataframe(pd.DataFrame(cells, index=lens.rows), key=P + "lens")
+    st.caption(
+        "Columns are the input positions (index: character); each cell predicts the character after it."
+    )

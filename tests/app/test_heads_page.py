@@ -1,0 +1,105 @@
+"""The /heads page through Streamlit's AppTest: one table row per head with the library's
+scores, score maps, importance, rollout, logit lens (GPT), and the deep link into an explorer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app.figures import charts, download_files, heatmaps
+from transformer_core.interp.lens import rollout_of
+from transformer_core.interp.report import report_detectors, report_importance
+from transformer_core.io.checkpoint import load_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 120
+
+
+def open_heads(query_params: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("views/heads.py")
+    at.query_params = dict(query_params)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def page_link(at: AppTest) -> tuple[str, dict[str, str]]:
+    """(page, query params) of the page's "Open ... in the explorer" link."""
+    links = [e for e in at.get("page_link") if "explorer" in e.proto.label]
+    assert len(links) == 1
+    proto = links[0].proto
+    params = dict(p.split("=", 1) for p in proto.query_string.split("&") if p)
+    return proto.page, params
+
+
+def test_reversal_checkpoint_table_maps_and_link():
+    at = open_heads({"checkpoint": "reverse-rope", "open": "cross:1.3"})
+    table = at.dataframe[0].value
+    assert len(table) == 3 * 2 * 4
+    assert set(table["kind"]) == {
+        "encoder self-attention",
+        "decoder masked self-attention",
+        "cross-attention",
+    }
+    ckpt = load_checkpoint("reverse-rope")
+    scores = report_detectors(ckpt, None).scores
+    row = table[table["head"] == "cross:1.2"].iloc[0]
+    assert row["anti-diagonal"] == pytest.approx(scores["cross"]["anti_diagonal"][1, 2], abs=1e-6)
+    assert np.isnan(row["previous token"])  # not applicable to cross-attention
+    assert table.iloc[0]["best score"] >= 0.8  # sorted: an anti-diagonal cross head on top
+    figs = charts(at)
+    assert {"heads_maps", "heads_grid", "heads_importance", "heads_rollout"} <= set(figs)
+    assert "heads_lens" not in [d.key for d in at.dataframe]  # no logit lens for reversal
+    roll = heatmaps(figs["heads_rollout"])[0]
+    np.testing.assert_allclose(roll, rollout_of(ckpt.model, ckpt.tokenizer.encode("attention")), atol=1e-5)
+    page, params = page_link(at)
+    assert page == "reversal"  # the /reversal address
+    assert params == {"checkpoint": "reverse-rope", "layer": "1", "head": "3"}
+    assert at.query_params["open"] == "cross:1.3"
+
+
+def test_gpt_checkpoint_lens_importance_and_deep_link_into_gpt_explorer(monkeypatch):
+    params = {"checkpoint": "gpt-rope", "open": "self:2.1", "probe": "The return statement"}
+    files = download_files(monkeypatch, lambda: open_heads(params))
+    at = open_heads(params)
+    table = at.dataframe[0].value
+    assert len(table) == 16 and "Δ exact match" not in table.columns
+    ckpt = load_checkpoint("gpt-rope")
+    imp = report_importance(ckpt, ("The return statement",))
+    row = table[table["head"] == "self:3.0"].iloc[0]
+    assert row["Δ loss (ablated)"] == pytest.approx(imp.delta_loss["self"][3, 0], abs=1e-5)
+    assert row["|∂loss/∂gate|"] == pytest.approx(imp.gradient["self"][3, 0], rel=1e-4)
+    lens = at.dataframe[1].value
+    assert list(lens.index) == ["embed", "layer 0", "layer 1", "layer 2", "layer 3"]
+    assert len(lens.columns) == len("The return statement")
+    payload = json.loads(next(v for k, v in files.items() if "JSON" in k))
+    assert payload["checkpoint"] == "gpt-rope" and len(payload["heads"]) == 16
+    page, link = page_link(at)
+    assert page == "gpt"
+    assert link == {"checkpoint": "gpt-rope", "layer": "2", "head": "1", "text": "The+return+statement"}
+    # follow the link: the GPT explorer opens at that layer and head
+    gpt = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
+    gpt.run()
+    gpt.switch_page("views/gpt.py")
+    gpt.query_params = {"checkpoint": "gpt-rope", "layer": "2", "head": "1"}
+    gpt.run()
+    assert not gpt.exception
+    assert gpt.selectbox(key="gpt_layer").value == 2 and gpt.selectbox(key="gpt_head").value == 1
+
+
+def test_gpt_induction_shows_previous_token_and_induction_heads_on_top():
+    at = open_heads({"checkpoint": "gpt-induction"})
+    top = at.dataframe[0].value.head(2)
+    assert set(top["looks like"]) == {"previous token", "induction"}
+    assert dict(zip(top["looks like"], top["layer"], strict=True)) == {"previous token": 0, "induction": 1}
+
+
+def test_bad_checkpoint_in_url_falls_back_without_a_traceback():
+    at = open_heads({"checkpoint": "../../etc", "score": "nonsense"})
+    assert at.session_state["heads_checkpoint"] == "gpt-induction"

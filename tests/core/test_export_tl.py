@@ -1,0 +1,147 @@
+"""TransformerLens export: the exported HookedTransformer computes our logits (<= 1e-4) and
+TransformerLens's own detect_head gives our head-detector scores on the same prompts.
+
+transformer-lens (>=3,<4, requirements-interop.txt) is optional for the app; the session
+fixture installs it with pip when it is missing, so this test always runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_core.capture import AttentionCapture
+from transformer_core.config import ModelConfig
+from transformer_core.errors import ConfigError
+from transformer_core.interp.heads import (
+    duplicate_token_template,
+    induction_template,
+    previous_token_template,
+    template_score,
+)
+from transformer_core.io.checkpoint import load_checkpoint
+from transformer_core.io.export_tl import export_transformer_lens, hooked_config, load_hooked_transformer
+from transformer_core.models import GPT
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def transformer_lens(tmp_path_factory):
+    """The transformer_lens module, pip-installed from requirements-interop.txt if missing
+    (pinned to the torch already installed, so pip never swaps torch)."""
+    try:
+        return importlib.import_module("transformer_lens")
+    except ImportError:
+        pass
+    constraints = tmp_path_factory.mktemp("pip") / "torch-constraint.txt"
+    constraints.write_text(f"torch=={torch.__version__.split('+')[0]}\n")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "-r", str(REPO / "requirements-interop.txt")]
+        + ["-c", str(constraints)],
+        check=True,
+    )
+    importlib.invalidate_caches()
+    return importlib.import_module("transformer_lens")
+
+
+def _perturbed_gpt(positions: str, **overrides) -> GPT:
+    """A small GPT with every weight (norms and biases included) moved off its init."""
+    torch.manual_seed(0)
+    fields = dict(vocab_size=24, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=20, positions=positions)
+    model = GPT(ModelConfig(**{**fields, **overrides})).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return model
+
+
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal", "rope", "alibi", "none"])
+@pytest.mark.parametrize(
+    "overrides", [{}, {"mlp": False}, {"activation": "relu", "norm": "rmsnorm"}], ids=["gelu", "attn", "relu"]
+)
+def test_export_logits_equal_ours(transformer_lens, tmp_path, positions, overrides):
+    model = _perturbed_gpt(positions, **overrides)
+    export_transformer_lens(model, tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    if model.config.mlp:
+        assert config["act_fn"] == model.config.activation and config["d_mlp"] == 64
+    else:
+        assert config["attn_only"] is True
+    hooked = load_hooked_transformer(tmp_path)
+    assert isinstance(hooked, transformer_lens.HookedTransformer)
+    ids = torch.randint(0, 24, (3, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ours, theirs = model(ids), hooked(ids)
+    assert (ours - theirs).abs().max().item() <= 1e-4
+    _, cache = hooked.run_with_cache(ids[:1])
+    capture = AttentionCapture()
+    with torch.no_grad():
+        model(ids[:1], capture=capture)
+    for layer in range(2):
+        torch.testing.assert_close(
+            cache["pattern", layer][0], capture[f"self.{layer}"].weights[0], atol=1e-5, rtol=0
+        )
+
+
+def test_shipped_gpt_export_via_cli_matches_logits_and_detect_head(transformer_lens, tmp_path):
+    from transformer_lens.head_detector import detect_head
+
+    out = subprocess.run(
+        [sys.executable, "-m", "transformer_core", "export", "gpt-learned", "--format", "transformer-lens"]
+        + ["--out", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert json.loads(out)["files"] == ["config.json", "model.safetensors", "vocab.json"]
+    hooked = load_hooked_transformer(tmp_path)
+    ckpt = load_checkpoint("gpt-learned")
+    prompts = ["The return statement", "def f(x): return x + x", "the cat sat on the mat"]
+    for text in prompts:
+        ids = ckpt.tokenizer.encode(text)
+        assert hooked.to_tokens(text)[0].tolist() == ids
+        with torch.no_grad():
+            ours = ckpt.model(torch.tensor([ids]))
+            assert (ours - hooked(torch.tensor([ids]))).abs().max().item() <= 1e-4
+        capture = AttentionCapture()
+        with torch.no_grad():
+            ckpt.model(torch.tensor([ids]), capture=capture)
+        weights = capture.weights("self").numpy()  # (L, H, T, T)
+        for name, template in [
+            ("previous_token_head", previous_token_template(len(ids))),
+            ("duplicate_token_head", duplicate_token_template(ids)),
+            ("induction_head", induction_template(ids)),
+        ]:
+            theirs = detect_head(hooked, text, name).numpy()
+            ours_scores = template_score(weights, template, rows="all")  # detect_head counts every row
+            np.testing.assert_allclose(ours_scores, theirs, atol=1e-5, err_msg=name)
+
+
+def test_unexpressible_configs_get_a_clear_error(make_seq2seq):
+    with pytest.raises(ConfigError, match="seq2seq"):
+        hooked_config(make_seq2seq())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="post-LN"):
+        hooked_config(_perturbed_gpt("rope", norm_position="post"))
+    with pytest.raises(ConfigError, match="SwiGLU"):
+        hooked_config(_perturbed_gpt("rope", activation="swiglu"))
+    with pytest.raises(ConfigError, match="power of two"):
+        hooked_config(_perturbed_gpt("alibi", n_heads=6, d_model=48))
+    assert hooked_config(_perturbed_gpt("alibi", n_heads=8))["positional_embedding_type"] == "alibi"
+
+
+def test_export_cli_refuses_a_reversal_model(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "transformer_core", "export", "reverse-rope", "--format", "transformer-lens"]
+        + ["--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "seq2seq" in done.stderr
