@@ -10,6 +10,8 @@ Streamlit session each time, as a student opening the lecturer's link) and print
   (heatmap image or bars), from navigation start,
 - fully drawn: the time of the last change to the page before it settled (the script run
   finished, every figure drawn, no skeletons, and nothing changed for 1.5 s),
+- main thread: the page's main-thread work until settled (Chrome's TaskDuration: scripts,
+  style, layout, paint), which, unlike the times above, hardly changes on a busy machine,
 for the first visit (server caches cold: model loads, computations) and the median of the
 --repeats later visits (server caches warm, browser session fresh).
 --shots DIR saves a 1280 x 720 screenshot of each page once drawn, and a full-page one.
@@ -117,17 +119,22 @@ def server() -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def visit(browser: Browser, url: str, shot: Path | None = None) -> tuple[float | None, float]:
-    """(ms to the first drawn figure or None, ms to fully drawn) for one fresh session."""
+def visit(browser: Browser, url: str, shot: Path | None = None) -> tuple[float | None, float, float]:
+    """(ms to the first drawn figure or None, ms to fully drawn, ms of main-thread work until
+    settled) for one fresh session."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     try:
         page = context.new_page()
         page.add_init_script(PROBE)
+        cdp = context.new_cdp_session(page)
+        cdp.send("Performance.enable")
         page.goto(url)
         page.wait_for_function(SETTLED, timeout=120_000, polling=100)
         if page.locator('[data-testid="stException"]').count():
             raise RuntimeError(f"exception on {url}")
         first, last = page.evaluate("[window.__probe.firstMap, window.__probe.lastChange]")
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        busy = metrics.get("TaskDuration", 0.0) * 1000
         if shot is not None:
             page.screenshot(path=str(shot))
             # the main area scrolls inside the window: grow the window to the content to see it all
@@ -135,7 +142,7 @@ def visit(browser: Browser, url: str, shot: Path | None = None) -> tuple[float |
             page.set_viewport_size({"width": 1280, "height": int(tall) + 100})
             page.wait_for_timeout(1500)
             page.screenshot(path=str(shot.with_name(shot.stem + "-full.png")))
-        return first, last
+        return first, last, busy
     finally:
         context.close()
 
@@ -160,7 +167,8 @@ def main() -> None:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         print("ms from navigation start, 1280x720, fresh browser session per visit; "
               f"warm = median of {args.repeats}")
-        print(f"{'page':<11}{'cold first map':>15}{'cold drawn':>11}{'warm first map':>15}{'warm drawn':>11}")
+        print(f"{'page':<11}{'cold first map':>15}{'cold drawn':>11}{'warm first map':>15}{'warm drawn':>11}"
+              f"{'warm main thread':>17}")
         for name in args.pages or LINKS:
             link = url + LINKS[name]
             try:
@@ -170,10 +178,12 @@ def main() -> None:
             except RuntimeError as e:
                 print(f"/{name:<10} failed: {e}")
                 continue
-            firsts = [f for f, _ in warm if f is not None]
+            firsts = [f for f, _, _ in warm if f is not None]
             warm_first = statistics.median(firsts) if firsts else None
-            warm_drawn = statistics.median(d for _, d in warm)
-            print(f"/{name:<10}{fmt(cold[0]):>15}{fmt(cold[1]):>11}{fmt(warm_first):>15}{fmt(warm_drawn):>11}")
+            warm_drawn = statistics.median(d for _, d, _ in warm)
+            busy = statistics.median(b for _, _, b in warm)
+            print(f"/{name:<10}{fmt(cold[0]):>15}{fmt(cold[1]):>11}{fmt(warm_first):>15}{fmt(warm_drawn):>11}"
+                  f"{fmt(busy):>17}")
         browser.close()
 
 

@@ -13,6 +13,7 @@ to checkpoints/length_generalization.json, which the /train page shows.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
@@ -22,12 +23,12 @@ from pathlib import Path
 from transformer_core.io.checkpoint import load_checkpoint
 from transformer_core.positional import POSITION_SCHEMES
 from transformer_core.train.evaluation import evaluate_reversal
-from transformer_core.train.presets import prepare_run
+from transformer_core.train.presets import REPORT_LENGTHS, prepare_run
 from transformer_core.train.trainer import TrainConfig, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 
-LENGTHS = [3, 5, 7, 10, 12, 15]
+LENGTHS = list(REPORT_LENGTHS)
 
 
 def row_text(name: str, result: dict) -> str:
@@ -54,7 +55,7 @@ def main() -> None:
             task="reverse", steps=args.steps, device="cpu", eval_every=0, random_positions=True
         )
         model, task = prepare_run(config, scheme)
-        task.eval_lengths, task.eval_samples = [3], 20  # the real evaluation follows
+        task = dataclasses.replace(task, eval_lengths=(3,), eval_samples=20)  # the real evaluation follows
         t0 = time.perf_counter()
         for _ in Trainer(model, task, config).run():
             pass

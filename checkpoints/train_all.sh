@@ -9,6 +9,8 @@ for scheme in $schemes; do
   python -m transformer_core train --task reverse --positions "$scheme" --steps 3000 \
     --device cpu --quiet --out "checkpoints/reverse-$scheme"
 done
+python -m transformer_core train --task induction --positions learned --steps 2000 --eval-every 200 \
+  --device cpu --quiet --out checkpoints/gpt-induction
 for scheme in $schemes; do
   python -m transformer_core train --task lm --positions "$scheme" --steps 1500 \
     --device cpu --quiet --out "checkpoints/gpt-$scheme"

@@ -233,14 +233,15 @@ def test_corrupt_run_files_are_reported_not_fatal(runs_root: Path) -> None:
         load_checkpoint(run_id)
 
 
-def test_requests_are_bounded() -> None:
+def test_requests_are_bounded(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="steps"):
         request(steps=10**6).validate()
     big = dataclasses.replace(request(), shape={"d_model": 4096})
     with pytest.raises(ConfigError, match="d_model"):
         big.validate()
     with pytest.raises(ConfigError, match="max_running"):
-        RunQueue(Path("/tmp/unused-runs-dir-test"), max_running=0)
+        RunQueue(tmp_path / "runs", max_running=0)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_gpu_memory_is_capped_per_run_process(monkeypatch: pytest.MonkeyPatch) -> None:

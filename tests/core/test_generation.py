@@ -98,10 +98,27 @@ def test_generation_reports_probabilities_and_alternatives(make_gpt):
         assert 4 <= len({t for t, _ in sample.top})  # distinct tokens
 
 
-def test_different_seeds_can_differ(make_gpt):
+def test_seeds_reproduce_and_samples_follow_the_tempered_distribution(make_gpt):
+    """Same seed, same text; different seeds differ; and over many seeds the first character
+    is drawn with the probabilities softmax(logits / T) gives it (a sampler that ignored
+    the temperature, took the argmax or skipped the special-token mask would fail)."""
     model = make_gpt("none")
     runs = {tuple(_tokens(generate(model, [4], 12, temperature=1.5, seed=s))) for s in range(4)}
     assert len(runs) > 1
+    again = [_tokens(generate(model, [4], 12, temperature=1.5, seed=s)) for s in range(4)]
+    assert {tuple(r) for r in again} == runs
+    assert _tokens(generate(model, [4], 12, temperature=1.5, seed=2)) == again[2]
+
+    with torch.no_grad():
+        logits = model(torch.tensor([[4]]))[0, -1]
+    logits[:4] = float("-inf")  # PAD/SOS/EOS/UNK are never written
+    expected = torch.softmax(logits / 1.5, dim=-1).numpy()
+    n = 600
+    firsts = [generate(model, [4], 1, temperature=1.5, seed=s)[0] for s in range(n)]
+    counts = np.bincount([f.token for f in firsts], minlength=len(expected)) / n
+    assert counts[:4].sum() == 0
+    assert np.abs(counts - expected).max() < 4 * np.sqrt(0.25 / n)  # 4 sigma of the largest variance
+    assert all(f.prob == pytest.approx(expected[f.token], abs=1e-5) for f in firsts[:20])
 
 
 # ------------------------------------------------------------------ filter_logits

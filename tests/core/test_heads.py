@@ -281,9 +281,11 @@ def test_gpt_induction_has_previous_token_then_induction_heads():
     assert isinstance(ckpt.model, GPT) and not ckpt.config.mlp and ckpt.config.n_layers == 2
     probes = default_probe_set(ckpt.tokenizer, "gpt", max_len=ckpt.config.max_len)
     scores = detect_heads(ckpt.model, ckpt.tokenizer, probes).scores["self"]
-    assert scores["previous_token"][0].max() >= 0.7
-    assert scores["induction"][1].max() >= 0.7
-    assert scores["induction"][1].max() > scores["induction"][0].max() + 0.3
+    prev_layer, _ = np.unravel_index(np.argmax(scores["previous_token"]), scores["previous_token"].shape)
+    ind_layer, _ = np.unravel_index(np.argmax(scores["induction"]), scores["induction"].shape)
+    assert prev_layer == 0 and scores["previous_token"][0].max() >= 0.5
+    assert ind_layer == 1 and scores["induction"][1].max() >= 0.7
+    assert scores["induction"][1].max() > scores["induction"][0].max() + 0.5
     from transformer_core.train.induction import InductionTask
 
     losses = InductionTask(ckpt.tokenizer, seq_len=ckpt.config.max_len).in_context_losses(ckpt.model)
