@@ -220,12 +220,13 @@ def attention_grid(
             xdom = [round(max(0.0, x0), 6), round(min(1.0, x0 + width), 6)]  # plotly rejects 1.0000001
             ydom = [round(max(0.0, top - tall), 6), round(min(1.0, top), 6)]
             axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
-            # hidden, fixed axes: plotly then draws no ticks and no zoom handles (a third of the
-            # grid's drawing time in the browser); hover and clicks work as before
+            # hidden, fixed axes with set ranges: plotly then draws no ticks and no zoom handles
+            # (a third of the grid's drawing time in the browser), and the click targets' markers
+            # do not pad the map; hover and clicks work as before
             layout[f"xaxis{suffix}"] = {"domain": xdom, "anchor": f"y{suffix}", "visible": False,
-                                        "fixedrange": True}
-            layout[f"yaxis{suffix}"] = {"domain": ydom, "anchor": f"x{suffix}", "autorange": "reversed",
-                                        "visible": False, "fixedrange": True}
+                                        "fixedrange": True, "range": [-0.5, Tk - 0.5]}
+            layout[f"yaxis{suffix}"] = {"domain": ydom, "anchor": f"x{suffix}", "visible": False,
+                                        "fixedrange": True, "range": [Tq - 0.5, -0.5]}  # row 0 on top
             text = cell_titles[layer][head] if cell_titles else f"L{layer} H{head}"
             layout["annotations"].append({
                 "text": text, "x": x0 + width / 2, "y": top, "xref": "paper", "yref": "paper",

@@ -27,7 +27,8 @@ from transformer_core.io.checkpoint import (
     shipped_checkpoint_path,
 )
 
-MY_MODELS_KEY = "my_models"  # session_state: {run id: {"label": str, "task": "reverse" | "lm"}}
+MY_MODELS_KEY = "my_models"  # session_state: {run id: {"label": str, "task": a /train task}}
+MODEL_TASK = {"induction": "lm"}  # a /train task -> its checkpoints' task: induction runs are GPTs
 URL_CHECKPOINT_PARAMS = ("checkpoint", "a", "b")  # query parameters that may name a run id
 
 
@@ -137,12 +138,13 @@ def shipped_checkpoints() -> dict[str, dict]:
 
 def model_choices(task: str) -> list[str]:
     """Shipped checkpoint names for 'reverse' or 'lm', then this session's saved runs of
-    that task (run ids; a run id in the page's URL is adopted, see `_adopt_url_runs`)."""
+    that kind (run ids; a run id in the page's URL is adopted, see `_adopt_url_runs`).
+    'lm' (a GPT) includes gpt-induction and runs of the induction task."""
     _adopt_url_runs(task)
     shipped = [n for n, m in shipped_checkpoints().items() if m.get("task") == task]
     mine = [
         run_id
         for run_id, entry in st.session_state.get(MY_MODELS_KEY, {}).items()
-        if entry["task"] == task and _saved_run_task(run_id) == task
+        if MODEL_TASK.get(entry["task"], entry["task"]) == task and _saved_run_task(run_id) == task
     ]
     return shipped + mine

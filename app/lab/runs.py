@@ -11,7 +11,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from lab.resources import MY_MODELS_KEY, remember_run
@@ -99,6 +101,69 @@ def curves(p: RunProgress) -> pd.DataFrame:
     return pd.DataFrame(
         {"step": thin(p.steps), "loss": thin(p.losses), "learning rate": thin(p.lrs)}
     ).set_index("step")
+
+
+HEAD_SCORES = {  # per-head detector scores an induction run reports at each evaluation
+    "previous_token": "Previous-token score",
+    "induction": "Induction score",
+}
+IN_CONTEXT = {"loss_first_copy": "first copy", "loss_repeat": "repeat"}
+
+
+def in_context_curves(p: RunProgress) -> pd.DataFrame:
+    """An induction run's evaluation losses (nats) by step: on the segment's first copy
+    (unpredictable) and on its repeat (predictable only in context)."""
+    rows = [{"step": e["step"], **{name: e[k] for k, name in IN_CONTEXT.items()}} for e in p.evals if
+            all(k in e for k in IN_CONTEXT)]  # fmt: skip
+    return pd.DataFrame(rows, columns=["step", *IN_CONTEXT.values()]).set_index("step")
+
+
+def head_score_curves(p: RunProgress, score: str) -> pd.DataFrame:
+    """One detector score (a HEAD_SCORES key) of every head by step: one column per head,
+    named "L<layer> H<head>" as on the other pages. Empty before the first evaluation."""
+    steps, values = [], []
+    for e in p.evals:
+        if isinstance(e.get(score), list):
+            steps.append(int(e["step"]))
+            values.append(np.asarray(e[score], dtype=np.float64))
+    if not values:
+        return pd.DataFrame()
+    layers, heads = values[0].shape
+    names = [f"L{layer} H{head}" for layer in range(layers) for head in range(heads)]
+    return pd.DataFrame(np.stack([v.reshape(-1) for v in values]), index=pd.Index(steps, name="step"),
+                        columns=names)  # fmt: skip
+
+
+def head_score_figure(p: RunProgress, score: str, height: int = 280) -> go.Figure:
+    """One line per head of `score` over training; a layer's heads share a dash style."""
+    frame = head_score_curves(p, score)
+    fig = go.Figure()
+    for name in frame.columns:
+        layer = int(name.split()[0][1:])
+        fig.add_scatter(
+            x=frame.index.tolist(), y=frame[name].tolist(), name=name, mode="lines+markers",
+            line={"dash": ("solid", "dot", "dash", "dashdot")[layer % 4]},
+            hovertemplate=f"{name}<br>step %{{x}}<br>score %{{y:.3f}}<extra></extra>",
+        )  # fmt: skip
+    fig.update_layout(
+        height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis_title="step", yaxis={"title": HEAD_SCORES[score].lower(), "range": [0, 1.02]},
+        legend={"orientation": "h", "y": -0.3}, hovermode="closest",
+    )  # fmt: skip
+    return fig
+
+
+def head_scores_csv(p: RunProgress) -> str:
+    """Every head's detector scores at every evaluation, one row per (step, head)."""
+    frames = []
+    for score in HEAD_SCORES:
+        frame = head_score_curves(p, score)
+        if not frame.empty:
+            long = frame.reset_index().melt(id_vars="step", var_name="head", value_name="value")
+            frames.append(long.assign(score=score))
+    if not frames:
+        return "step,head,value,score\n"
+    return pd.concat(frames)[["step", "score", "head", "value"]].to_csv(index=False)
 
 
 def checkpoint_zip(run_id: str) -> bytes:

@@ -14,11 +14,16 @@ import streamlit as st
 from lab.plots import PNG_CONFIG, head_heatmap
 from lab.resources import current_device
 from lab.runs import (
+    HEAD_SCORES,
     REPORT_LENGTHS,
     checkpoint_zip,
     current_run_id,
     curves,
     evicted_runs,
+    head_score_curves,
+    head_score_figure,
+    head_scores_csv,
+    in_context_curves,
     length_table,
     open_run,
     progress,
@@ -40,8 +45,17 @@ from transformer_core.train.presets import (
 from transformer_core.train.runs import RunError, RunInfo, RunProgress, RunRequest
 
 MAX_UPLOAD_BYTES = 5_000_000
-TASK_LABELS = {"reverse": "String reversal (encoder-decoder)", "lm": "Character language model (GPT)"}
-EXPLORER = {"reverse": ("reversal", "Reversal explorer"), "lm": ("gpt", "GPT explorer")}
+TASK_LABELS = {
+    "reverse": "String reversal (encoder-decoder)",
+    "lm": "Character language model (GPT)",
+    "induction": "Induction heads: a random segment repeated (attention-only GPT)",
+}
+EXPLORER = {
+    "reverse": ("reversal", "Reversal explorer"),
+    "lm": ("gpt", "GPT explorer"),
+    "induction": ("gpt", "GPT explorer"),
+}
+RUN_NAMES = {"reverse": "reverse", "lm": "gpt", "induction": "induction"}  # labels: "my-<name>-<scheme>"
 SCHEDULES = ["cosine", "vaswani", "constant"]
 POLL_TIERS = ((3.0, 1.0), (20.0, 3.0), (float("inf"), 8.0))  # (idle seconds below, poll every)
 SCHEMES = list(POSITION_SCHEMES)
@@ -124,7 +138,7 @@ def start(
 ) -> None:
     """Submit a run (the form's, or a length-table row's) and show it."""
     stamp = datetime.datetime.now().strftime("%H:%M:%S")
-    name = "reverse" if task == "reverse" else "gpt"
+    name = RUN_NAMES[task]
     try:
         config = page_config(task, device=str(current_device()), **optim)
         request = RunRequest(config.to_dict(), scheme, size, shape, label=f"my-{name}-{scheme} {stamp}")
@@ -207,7 +221,9 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
     left.line_chart(frame[["loss"]], height=220)
     right.markdown("**Learning rate**")
     right.line_chart(frame[["learning rate"]], height=220)
-    if p.evals:
+    if info.task == "induction":
+        show_induction(p)
+    elif p.evals:
         evals = pd.DataFrame(p.evals).set_index("step")
         metric = [c for c in evals.columns if c.startswith("exact_match@") or c == "val_loss"]
         what = (
@@ -218,6 +234,26 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
         st.markdown(f"**Evaluation** ({what})")
         st.line_chart(evals[metric], height=220)
     show_snapshots(p)
+
+
+def show_induction(p: RunProgress) -> None:
+    """The in-context loss (first copy vs repeat) beside every head's previous-token and
+    induction score over training: the induction bump of Olsson et al. (2022)."""
+    losses = in_context_curves(p)
+    if losses.empty:
+        st.caption("The loss on each copy and every head's scores appear at the first evaluation.")
+        return
+    left, *score_cols = st.columns(3)
+    left.markdown("**Loss on the first copy vs the repeat** (nats)")
+    left.line_chart(losses, height=280)
+    for col, (score, title) in zip(score_cols, HEAD_SCORES.items(), strict=True):
+        col.markdown(f"**{title} of every head**")
+        col.plotly_chart(head_score_figure(p, score), config=PNG_CONFIG, key=f"train_{score}_fig")
+    st.caption(
+        "The repeat becomes predictable only when a layer-0 head attends to the previous token and "
+        "a layer-1 head uses it to find the earlier copy: watch the repeat loss drop as those two "
+        "scores rise together."
+    )
 
 
 def show_snapshots(p: RunProgress) -> None:
@@ -276,6 +312,25 @@ def live_panel(run_id: str) -> None:
         st.rerun(scope="app")  # a fragment's interval is fixed when the page draws it
 
 
+def show_induction_results(p: RunProgress) -> None:
+    """Final in-context losses, the strongest head of each kind, and the scores as CSV."""
+    m = p.metrics
+    cols = st.columns(4)
+    cols[0].metric("Loss on the first copy (nats)", f"{m['loss_first_copy']:.3f}")
+    cols[1].metric("Loss on the repeat (nats)", f"{m['loss_repeat']:.3f}")
+    for col, (score, title) in zip(cols[2:], HEAD_SCORES.items(), strict=True):
+        last = head_score_curves(p, score).iloc[-1]
+        col.metric(f"Top {title.lower()}", f"{last.max():.2f} · {last.idxmax()}")
+    st.download_button(
+        "Download every head's scores (CSV)",
+        head_scores_csv(p),
+        file_name="head_scores.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        on_click="ignore",
+    )
+
+
 def show_results(info: RunInfo, p: RunProgress) -> None:
     st.subheader("Results")
     if info.status == "failed":
@@ -293,6 +348,8 @@ def show_results(info: RunInfo, p: RunProgress) -> None:
         )
         table["in training range"] = table["length"].between(*TRAIN_LENGTHS)
         st.dataframe(table, hide_index=True)
+    elif info.task == "induction" and p.metrics:
+        show_induction_results(p)
     elif p.metrics:
         st.metric("Validation loss (nats per character)", f"{p.metrics['val_loss']:.3f}")
     if p.sample:
@@ -305,8 +362,19 @@ def show_results(info: RunInfo, p: RunProgress) -> None:
         f"**{info.label}** is saved and is now a choice in the {title}. Its private links "
         "(anyone with a link can open the model, from any browser, until old runs are cleared):"
     )
-    st.code(f"/{page}?checkpoint={info.id}\n/train?run={info.id}", language=None)
-    st.page_link(f"views/{page}.py", label=f"Open it in the {title}", icon=":material/open_in_new:")
+    links = f"/{page}?checkpoint={info.id}\n/train?run={info.id}"
+    if info.task == "induction":
+        links = f"/heads?checkpoint={info.id}\n" + links
+    st.code(links, language=None)
+    opens = {"checkpoint": info.id}
+    st.page_link(
+        f"views/{page}.py", label=f"Open it in the {title}", icon=":material/open_in_new:", query_params=opens
+    )
+    if info.task == "induction":
+        st.page_link(
+            "views/heads.py", label="Read its heads on the Heads page", icon=":material/open_in_new:",
+            query_params=opens,
+        )  # fmt: skip
     st.download_button(
         "Download checkpoint (.zip: safetensors + JSON)",
         lambda: checkpoint_zip(info.id),

@@ -3,6 +3,7 @@ the box-wide queue, links by run id (after a restart too) and the unknown-id not
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -89,6 +90,40 @@ def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     later = open_train({"run": run_id})
     assert "step 20 / 20" in later.get("progress")[0].proto.text
     assert run_id in later.session_state["my_models"]
+
+
+def test_a_tiny_induction_run_plots_every_heads_detector_scores_beside_the_loss() -> None:
+    at = open_train()
+    at.radio(key="train_task").set_value("induction").run()
+    assert at.number_input(key="train_steps").value == 1500  # the task's preset (train/presets.py)
+    at.select_slider(key="train_preset").set_value("tiny").run()
+    assert (at.number_input(key="train_n_layers").value, at.number_input(key="train_n_heads").value) == (2, 2)
+    set_steps(at, 20)
+    click(at, "Start")
+    run_id = at.session_state["train_current"]
+    assert queue().info(run_id).task == "induction"
+    wait_until(lambda: status(run_id) == "done", timeout=180)
+    at.run()
+    assert not at.exception
+    assert "step 20 / 20" in at.get("progress")[0].proto.text
+    figures = [json.loads(f.proto.spec) for f in at.get("plotly_chart")]
+    score_figs = [f for f in figures if f["data"] and f["data"][0].get("name") == "L0 H0"]
+    assert len(score_figs) == 2  # previous-token and induction, one line per head of 2 layers x 2 heads
+    for fig in score_figs:
+        assert [t["name"] for t in fig["data"]] == ["L0 H0", "L0 H1", "L1 H0", "L1 H1"]
+        assert len(fig["data"][0]["x"]) == 20  # an evaluation per step of this 20-step run
+    assert any(f["data"] and f["data"][0].get("type") == "heatmap" for f in figures)  # the scrubber
+    assert at.selectbox(key="snap_kind").options == ["self"]
+    assert len(at.get("vega_lite_chart")) >= 3  # loss, learning rate, first copy vs repeat
+    assert [m.label for m in at.metric][:2] == ["Loss on the first copy (nats)", "Loss on the repeat (nats)"]
+    assert any(f"/heads?checkpoint={run_id}" in c.value for c in at.code)
+
+    for page, prefix in (("heads", "heads_"), ("gpt", "gpt_")):  # the run opens where a GPT is expected
+        at.switch_page(f"views/{page}.py")
+        at.query_params = {"checkpoint": run_id}
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.session_state[prefix + "checkpoint"] == run_id
 
 
 def test_stop_ends_the_run_within_a_second() -> None:

@@ -66,6 +66,51 @@ def test_start_navigate_away_stop_and_open_by_link(
         other.close()
 
 
+def test_an_induction_run_plots_every_heads_scores_and_opens_on_heads(
+    page: Page, app_url: str, tmp_path: Path
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, app_url + "/train")
+    main = page.locator('[data-testid="stMain"]')
+    main.get_by_text("Induction heads: a random segment repeated").click()
+    wait_for_app(page)
+    size = main.get_by_role("slider").first  # the model size: small -> tiny
+    size.focus()
+    size.press("ArrowLeft")
+    wait_for_app(page)
+    if not page.get_by_label("Steps").is_visible():
+        page.get_by_text("Model shape and optimiser").click()
+    expect(page.get_by_role("spinbutton", name="layers")).to_have_value("2")
+    expect(page.get_by_role("spinbutton", name="heads")).to_have_value("2")  # the tiny induction preset
+    steps = page.get_by_label("Steps")
+    steps.fill("400")
+    steps.press("Enter")
+    wait_for_app(page)
+    main.get_by_role("button", name="Start").click()
+    expect(main.get_by_text("Induction score of every head")).to_be_visible(timeout=90_000)
+    main.get_by_text("Induction score of every head").scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "train-induction-running.png"))
+    assert_no_exception(page)
+    expect(page.locator('[data-testid="stProgress"]')).to_contain_text("done", timeout=180_000)
+    wait_for_app(page)
+    run_id = parse_qs(urlparse(page.url).query)["run"][0]
+    charts = main.locator('[data-testid="stPlotlyChart"]')
+    expect(charts).to_have_count(3)  # previous-token, induction, the snapshot scrubber
+    expect(charts.nth(0).locator(".legendtext")).to_have_count(4)  # one line per head, L0 H0 .. L1 H1
+    main.get_by_text("Induction score of every head").scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "train-induction-done.png"))
+    charts.nth(2).scroll_into_view_if_needed()  # the scrubber over the snapshots
+    page.screenshot(path=str(tmp_path / "train-induction-scrubber.png"))
+    assert_no_exception(page)
+    expect(main.get_by_text(f"/heads?checkpoint={run_id}")).to_be_visible()
+
+    main.get_by_role("link", name="Read its heads on the Heads page").click()
+    wait_for_app(page)
+    expect(main.get_by_role("combobox", name="Checkpoint")).to_have_value(re.compile(re.escape(run_id[:12])))
+    page.screenshot(path=str(tmp_path / "heads-induction-run.png"))
+    assert_no_exception(page)
+
+
 def test_an_unknown_run_id_shows_a_notice(page: Page, app_url: str) -> None:
     unknown = new_run_id()
     open_page(page, f"{app_url}/train?run={unknown}")

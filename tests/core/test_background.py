@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -96,6 +97,28 @@ def test_a_run_trains_in_a_child_process_and_is_saved_under_its_id(runs_root: Pa
     again = RunQueue(max_running=1)
     assert again.info(run_id).status == "done" and again.has_checkpoint(run_id)
     assert again.counts() == (0, 0)
+
+
+def test_an_induction_run_writes_every_heads_detector_scores_to_its_progress(runs_root: Path) -> None:
+    queue = RunQueue(max_running=1)
+    train = dict(task="induction", steps=8, batch_size=4, device="cpu", eval_every=4, snapshot_every=4)
+    run_id = queue.submit(RunRequest(train=train, positions="learned", size="tiny", label="induction run"))
+    wait(lambda: status(queue, run_id) == "done", timeout=120)
+    lines = [json.loads(s) for s in (queue.folder(run_id) / PROGRESS_FILE).read_text().splitlines()]
+    evals = [r["metrics"] for r in lines if r["kind"] == "eval"] + [lines[-1]["metrics"]]
+    assert [r["step"] for r in lines if r["kind"] == "eval"] == [4] and lines[-1]["kind"] == "done"
+    for metrics in evals:  # tiny: 2 layers x 2 heads, scores in [0, 1]; both in-context losses
+        for score in ("previous_token", "induction"):
+            values = np.asarray(metrics[score])
+            assert values.shape == (2, 2) and ((values >= 0) & (values <= 1)).all()
+        assert metrics["loss_first_copy"] > 0 and metrics["loss_repeat"] > 0
+    progress = RunProgress(queue.folder(run_id))  # what /train reads back
+    assert progress.refresh() and [e["step"] for e in progress.evals] == [4, 8]
+    assert np.asarray(progress.evals[-1]["induction"]).shape == (2, 2)
+    snap = progress.load_snapshot(len(progress.snapshots) - 1)
+    assert snap["self"].shape[:2] == (2, 2) and len(snap["source_tokens"]) == snap["self"].shape[-1]
+    ckpt = load_checkpoint(run_id)  # a GPT checkpoint: /gpt and /heads open it by its run id
+    assert ckpt.task == "lm" and not ckpt.config.mlp and ckpt.config.n_layers == 2
 
 
 def test_stop_takes_effect_within_a_second_and_the_model_is_kept(runs_root: Path) -> None:

@@ -34,7 +34,10 @@ CHECKPOINTS_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
 WEIGHTS_FILE, META_FILE = "model.safetensors", "checkpoint.json"
 FORMAT = "attention-lab-checkpoint/1"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-SHIPPED_NAMES = tuple(f"{task}-{s}" for task in ("reverse", "gpt") for s in POSITION_SCHEMES)
+SHIPPED_NAMES = (
+    *(f"{task}-{s}" for task in ("reverse", "gpt") for s in POSITION_SCHEMES),
+    "gpt-induction",  # attention-only: a previous-token head feeding an induction head
+)
 MAX_WEIGHTS_BYTES = 200_000_000
 RUN_ID_PATTERN = re.compile(r"^run-[0-9a-f]{16,64}$")
 RUNS_ENV = "ATTENTION_LAB_RUNS_DIR"

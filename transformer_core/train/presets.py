@@ -45,7 +45,10 @@ SIZES: dict[str, dict[str, dict[str, int]]] = {  # task -> size -> shape; "small
         "small": dict(d_model=128, n_layers=4, n_heads=4, d_ff=512),
         "medium": dict(d_model=192, n_layers=6, n_heads=6, d_ff=768),
     },
-    "induction": {"small": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256)},  # d_ff unused (no MLP)
+    "induction": {  # d_ff unused (no MLP); two layers: a previous-token head feeds an induction head
+        "tiny": dict(d_model=32, n_layers=2, n_heads=2, d_ff=128),
+        "small": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256),
+    },
 }
 
 
@@ -109,12 +112,17 @@ def model_config(
     return ModelConfig(vocab_size=vocab_size, positions=positions, **model_shape(task, size, **overrides))
 
 
-def page_schedule(steps: int) -> dict[str, int]:
+PAGE_EVALS: dict[str, int] = {  # evaluations per /train run; default 5
+    "induction": 20,  # each carries every head's detector scores: the curves show the induction bump
+}
+
+
+def page_schedule(steps: int, task: str = "reverse") -> dict[str, int]:
     """Warm-up, evaluation and snapshot intervals of a /train run of `steps` steps:
-    5 evaluations and about 40 attention snapshots, whatever the length."""
+    5 evaluations (PAGE_EVALS of the task) and about 40 attention snapshots, whatever the length."""
     return {
         "warmup": min(200, steps // 10),
-        "eval_every": max(1, steps // 5),
+        "eval_every": max(1, steps // PAGE_EVALS.get(task, 5)),
         "snapshot_every": max(1, steps // 40),
     }
 
@@ -146,7 +154,7 @@ def page_config(
     device: str = "auto",
 ) -> TrainConfig:
     """The config of a run started on /train (the form and "Train this row" alike):
-    the task's defaults, 5 evaluations and about 40 attention snapshots."""
+    the task's defaults, its evaluations (page_schedule) and about 40 attention snapshots."""
     steps = steps or optim_defaults(task).steps
     LIMITS.check(steps=steps, **({"batch_size": batch_size} if batch_size else {}))
     return train_config(
@@ -156,7 +164,7 @@ def page_config(
         lr=lr,
         schedule=schedule,
         device=device,
-        **page_schedule(steps),
+        **page_schedule(steps, task),
     )
 
 
