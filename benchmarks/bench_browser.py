@@ -35,8 +35,16 @@ from playwright.sync_api import Browser, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 #: page -> the deep link a lecturer prepares (path and query)
 LINKS: dict[str, str] = {
@@ -97,10 +105,27 @@ def server() -> Iterator[str]:
     port = _free_port()
     env = {**os.environ, "ATTENTION_LAB_DEVICE": os.environ.get("ATTENTION_LAB_DEVICE", "cpu")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app/Home.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -163,18 +188,24 @@ def main() -> None:
     def fmt(ms: float | None) -> str:
         return "      -" if ms is None else f"{ms:7.0f}"
 
-    with (server() if args.url is None else _given(args.url)) as url, sync_playwright() as p:
+    with server() if args.url is None else _given(args.url) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        print("ms from navigation start, 1280x720, fresh browser session per visit; "
-              f"warm = median of {args.repeats}")
-        print(f"{'page':<11}{'cold first map':>15}{'cold drawn':>11}{'warm first map':>15}{'warm drawn':>11}"
-              f"{'warm main thread':>17}")
+        print(
+            "ms from navigation start, 1280x720, fresh browser session per visit; "
+            f"warm = median of {args.repeats}"
+        )
+        print(
+            f"{'page':<11}{'cold first map':>15}{'cold drawn':>11}{'warm first map':>15}{'warm drawn':>11}"
+            f"{'warm main thread':>17}"
+        )
         for name in args.pages or LINKS:
             link = url + LINKS[name]
             try:
                 cold = visit(browser, link)
-                warm = [visit(browser, link, args.shots / f"{name}.png" if args.shots and i == 0 else None)
-                        for i in range(args.repeats)]
+                warm = [
+                    visit(browser, link, args.shots / f"{name}.png" if args.shots and i == 0 else None)
+                    for i in range(args.repeats)
+                ]
             except RuntimeError as e:
                 print(f"/{name:<10} failed: {e}")
                 continue
@@ -182,8 +213,10 @@ def main() -> None:
             warm_first = statistics.median(firsts) if firsts else None
             warm_drawn = statistics.median(d for _, d, _ in warm)
             busy = statistics.median(b for _, _, b in warm)
-            print(f"/{name:<10}{fmt(cold[0]):>15}{fmt(cold[1]):>11}{fmt(warm_first):>15}{fmt(warm_drawn):>11}"
-                  f"{fmt(busy):>17}")
+            print(
+                f"/{name:<10}{fmt(cold[0]):>15}{fmt(cold[1]):>11}{fmt(warm_first):>15}{fmt(warm_drawn):>11}"
+                f"{fmt(busy):>17}"
+            )
         browser.close()
 
 

@@ -88,12 +88,15 @@ def measure(name: str, params: dict[str, str], repeats: int) -> dict[str, float]
     warm = [timed_run(at) for _ in range(repeats)]
     sizes = [len(c.proto.spec.encode()) for c in at.get("plotly_chart")]
     return {
-        "cold_wall": cold[0], "cold_cpu": cold[1],
+        "cold_wall": cold[0],
+        "cold_cpu": cold[1],
         "fresh_wall": statistics.median(w for w, _ in fresh),
         "fresh_cpu": statistics.median(c for _, c in fresh),
         "warm_wall": statistics.median(w for w, _ in warm),
         "warm_cpu": statistics.median(c for _, c in warm),
-        "bytes": sum(sizes), "largest": max(sizes, default=0), "figures": len(sizes),
+        "bytes": sum(sizes),
+        "largest": max(sizes, default=0),
+        "figures": len(sizes),
     }
 
 
@@ -135,15 +138,20 @@ def main() -> None:
     if args.profile:
         print(profile(args.profile, PAGES[args.profile]))
         return
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); ms wall / ms CPU; "
-          f"fresh = median of 3 new sessions, warm = median of {args.repeats} reruns")
-    print(f"{'page':<11}{'cold':>13}{'fresh session':>15}{'warm':>13}"
-          f"{'figures':>9}{'bytes':>10}{'largest':>10}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); ms wall / ms CPU; "
+        f"fresh = median of 3 new sessions, warm = median of {args.repeats} reruns"
+    )
+    print(
+        f"{'page':<11}{'cold':>13}{'fresh session':>15}{'warm':>13}{'figures':>9}{'bytes':>10}{'largest':>10}"
+    )
     for name in args.pages or PAGES:
         m = measure(name, PAGES[name], args.repeats)
-        print(f"/{name:<10}{m['cold_wall']:>6.0f} /{m['cold_cpu']:>5.0f}"
-              f"{m['fresh_wall']:>8.0f} /{m['fresh_cpu']:>5.0f}{m['warm_wall']:>6.0f} /{m['warm_cpu']:>5.0f}"
-              f"{m['figures']:>9}{m['bytes']:>10,}{m['largest']:>10,}")
+        print(
+            f"/{name:<10}{m['cold_wall']:>6.0f} /{m['cold_cpu']:>5.0f}"
+            f"{m['fresh_wall']:>8.0f} /{m['fresh_cpu']:>5.0f}{m['warm_wall']:>6.0f} /{m['warm_cpu']:>5.0f}"
+            f"{m['figures']:>9}{m['bytes']:>10,}{m['largest']:>10,}"
+        )
 
 
 if __name__ == "__main__":

@@ -16,8 +16,12 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from transformer_core.attention import attention_scores, masked_softmax, scaled_dot_product_attention
-from transformer_core.positional import sinusoidal_positional_encoding
+from transformer_core import (
+    attention_scores,
+    masked_softmax,
+    scaled_dot_product_attention,
+    sinusoidal_positional_encoding,
+)
 
 ArrayLike = Sequence[float] | np.ndarray
 

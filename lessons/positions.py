@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from transformer_core.attention import masked_softmax
-from transformer_core.masks import causal_mask
-from transformer_core.models import GPT, Seq2Seq
-from transformer_core.positional import (
+from transformer_core import (
+    GPT,
+    Seq2Seq,
     alibi_bias,
     alibi_slopes,
     apply_rope,
+    causal_mask,
+    masked_softmax,
     rope_angles,
     shift_rotation,
     sinusoidal_positional_encoding,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lessons.variance import entropy
-from transformer_core.train.schedules import label_smoothing_target, vaswani_lr, warmup_cosine_lr
+from transformer_core.train import label_smoothing_target, vaswani_lr, warmup_cosine_lr
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from transformer_core.attention import attention_scores, masked_softmax
-from transformer_core.config import InferenceOptions
-from transformer_core.interp.trace import trace_gpt, trace_seq2seq
-from transformer_core.io.checkpoint import Checkpoint
+from transformer_core import InferenceOptions, attention_scores, masked_softmax
+from transformer_core.interp import trace_gpt, trace_seq2seq
+from transformer_core.io import Checkpoint
 
 ArrayLike = Sequence[float] | np.ndarray
 

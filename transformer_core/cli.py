@@ -12,26 +12,42 @@ import sys
 from typing import Any
 
 import torch
+from tqdm import tqdm
 
-from transformer_core.config import ATTENTION_KINDS, InferenceOptions
-from transformer_core.device import DEVICE_CHOICES, resolve_device
-from transformer_core.errors import CheckpointError, ConfigError, InputError
-from transformer_core.generation import generate
-from transformer_core.interp.trace import trace_gpt, trace_seq2seq
-from transformer_core.io.checkpoint import (
+from transformer_core import (
+    ATTENTION_KINDS,
+    DEVICE_CHOICES,
+    GPT,
+    POSITION_SCHEMES,
+    CheckpointError,
+    ConfigError,
+    InferenceOptions,
+    InputError,
+    generate,
+    resolve_device,
+)
+from transformer_core.interp import analyze_heads, heads_json, trace_gpt, trace_seq2seq
+from transformer_core.io import (
+    export_transformer_lens,
     list_checkpoints,
     load_checkpoint,
+    load_corpus,
     read_meta,
     resolve_checkpoint,
     save_checkpoint,
 )
-from transformer_core.io.data import load_corpus
-from transformer_core.models import GPT
-from transformer_core.positional import POSITION_SCHEMES
-from transformer_core.train.evaluation import evaluate_lm, evaluate_reversal
-from transformer_core.train.presets import REPORT_LENGTHS, prepare_run, train_config
-from transformer_core.train.tasks import LanguageModelTask
-from transformer_core.train.trainer import DoneEvent, EvalEvent, StepEvent, Trainer
+from transformer_core.train import (
+    REPORT_LENGTHS,
+    DoneEvent,
+    EvalEvent,
+    LanguageModelTask,
+    StepEvent,
+    Trainer,
+    evaluate_lm,
+    evaluate_reversal,
+    prepare_run,
+    train_config,
+)
 
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
@@ -168,8 +184,6 @@ def cmd_generate(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from tqdm import tqdm
-
     train = train_config(  # None = the task's preset (transformer_core.train.presets)
         args.task,
         steps=args.steps,
@@ -220,7 +234,6 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_heads(args: argparse.Namespace) -> None:
-    from transformer_core.interp.report import analyze_heads, heads_json
 
     ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     probes = [p for p in args.probe if p] or None
@@ -254,7 +267,6 @@ def cmd_heads(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from transformer_core.io.export_tl import export_transformer_lens
 
     ckpt = load_checkpoint(args.checkpoint, "cpu")
     out = export_transformer_lens(ckpt.model, args.out, name=ckpt.name, vocab=ckpt.tokenizer.vocab)

@@ -22,22 +22,21 @@ import torch
 
 from lab import export, plots
 from lab.compute import cached_call, run_cached
-from transformer_core.capture import AttentionCapture
-from transformer_core.config import InferenceOptions
-from transformer_core.generation import generate, greedy_decode
-from transformer_core.interp.inspection import (  # noqa: F401  (the pages use them as ex.*)
+from transformer_core import AttentionCapture, InferenceOptions, generate, greedy_decode
+from transformer_core.interp import (  # noqa: F401  (the pages use them as ex.*)
+    GPTTrace,
     QuerySteps,
-    anti_diagonal_scores,
+    Seq2SeqTrace,
+    anti_diagonal_scores,  # noqa: F401  (the page uses it as ex.*)
     distribution_shift,
     future_cells,
     query_steps,
     record_arrays,
     softmax_allowed,
+    trace_gpt,
+    trace_seq2seq,
 )
-from transformer_core.interp.trace import GPTTrace, Seq2SeqTrace, trace_gpt, trace_seq2seq
-from transformer_core.io.checkpoint import Checkpoint
-from transformer_core.io.data import encode_source
-from transformer_core.io.tokenizer import PAD_ID, CharTokenizer
+from transformer_core.io import PAD_ID, CharTokenizer, Checkpoint, encode_source
 
 # ---------------------------------------------------------------- pure helpers
 
@@ -82,9 +81,11 @@ def check_input(
         return CheckedInput(raw, text, "The input is empty: type at least one character.", lowered, [])
     if len(raw) > max_chars:
         return CheckedInput(
-            raw, text,
+            raw,
+            text,
             f"The input has {len(raw)} characters; this model takes at most {max_chars}. Shorten it.",
-            lowered, [],
+            lowered,
+            [],
         )
     encoded = tokenizer.encode_checked(text)
     unknown = list(dict.fromkeys(c for _, c in encoded.unknown))
@@ -146,15 +147,36 @@ def gpt_view(ckpt: Checkpoint, text: str, options: InferenceOptions) -> GPTView:
     return GPTView(replace(tr, capture=AttentionCapture()), [record_arrays(r) for r in layers])
 
 
-def sample(ckpt: Checkpoint, text: str, max_new: int, temperature: float, top_k: int, top_p: float,
-           seed: int, options: InferenceOptions) -> list[Sample]:
+def sample(
+    ckpt: Checkpoint,
+    text: str,
+    max_new: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int,
+    options: InferenceOptions,
+) -> list[Sample]:
     tok = ckpt.tokenizer
     steps = generate(
-        ckpt.model, tok.encode(text), max_new, temperature=temperature,
-        top_k=top_k or None, top_p=top_p if top_p < 1 else None, seed=seed, options=options,
+        ckpt.model,
+        tok.encode(text),
+        max_new,
+        temperature=temperature,
+        top_k=top_k or None,
+        top_p=top_p if top_p < 1 else None,
+        seed=seed,
+        options=options,
     )
-    return [Sample(label=tok.token_labels([s.token])[0], text=tok.decode([s.token], skip_special=False),
-                   prob=s.prob, top=[(tok.token_labels([i])[0], p) for i, p in s.top]) for s in steps]
+    return [
+        Sample(
+            label=tok.token_labels([s.token])[0],
+            text=tok.decode([s.token], skip_special=False),
+            prob=s.prob,
+            top=[(tok.token_labels([i])[0], p) for i, p in s.top],
+        )
+        for s in steps
+    ]
 
 
 def reversal_view(ckpt: Checkpoint, text: str, options: InferenceOptions) -> Seq2SeqTrace:
@@ -176,8 +198,11 @@ def padding_view(ckpt: Checkpoint, texts: tuple[str, ...], options: InferenceOpt
     outputs = greedy_decode(model, src, max(len(t) for t in texts) + 2, options=options)
     rows = src.cpu().tolist()
     return PaddingView(
-        texts=list(texts), tokens=[tok.token_labels(r) for r in rows],
-        is_pad=(src == PAD_ID).cpu().numpy(), attention=attention, outputs=[tok.decode(o) for o in outputs],
+        texts=list(texts),
+        tokens=[tok.token_labels(r) for r in rows],
+        is_pad=(src == PAD_ID).cpu().numpy(),
+        attention=attention,
+        outputs=[tok.decode(o) for o in outputs],
     )
 
 
@@ -193,23 +218,48 @@ def trace_of(ckpt: Checkpoint, text: str, options: InferenceOptions) -> GPTTrace
 # same link) reuses the built figure: the grid is the costliest thing a page sends.
 
 
-def grid_figure(ckpt: Checkpoint, text: str, options: InferenceOptions, kind: str, selected: tuple[int, int],
-                cell_titles: list[list[str]], cell_px: int) -> plots.ReadyFigure:
+def grid_figure(
+    ckpt: Checkpoint,
+    text: str,
+    options: InferenceOptions,
+    kind: str,
+    selected: tuple[int, int],
+    cell_titles: list[list[str]],
+    cell_px: int,
+) -> plots.ReadyFigure:
     """Every head of one attention kind, clickable, the selected head outlined."""
     tr = trace_of(ckpt, text, options)
     queries, keys = tr.axes(kind)
-    return plots.attention_grid(tr.attention[kind], queries, keys, cell_titles=cell_titles, selected=selected,
-                                cell_px=cell_px, colorbar=False, clickable=True)
+    return plots.attention_grid(
+        tr.attention[kind],
+        queries,
+        keys,
+        cell_titles=cell_titles,
+        selected=selected,
+        cell_px=cell_px,
+        colorbar=False,
+        clickable=True,
+    )
 
 
-def head_figure(ckpt: Checkpoint, text: str, options: InferenceOptions, kind: str, layer: int, head: int,
-                title: str, mark_future: bool, height: int) -> plots.ReadyFigure:
+def head_figure(
+    ckpt: Checkpoint,
+    text: str,
+    options: InferenceOptions,
+    kind: str,
+    layer: int,
+    head: int,
+    title: str,
+    mark_future: bool,
+    height: int,
+) -> plots.ReadyFigure:
     """One head drawn large; mark_future outlines keys after the query that get weight."""
     tr = trace_of(ckpt, text, options)
     queries, keys = tr.axes(kind)
     weights = tr.attention[kind][layer, head]
-    return plots.head_heatmap(weights, queries, keys, title, height=height,
-                              highlight=future_cells(weights) if mark_future else None)
+    return plots.head_heatmap(
+        weights, queries, keys, title, height=height, highlight=future_cells(weights) if mark_future else None
+    )
 
 
 # ---------------------------------------------------------------- widgets
@@ -218,15 +268,19 @@ def head_figure(ckpt: Checkpoint, text: str, options: InferenceOptions, kind: st
 def checkpoint_note(ckpt: Checkpoint) -> str:
     c = ckpt.config
     steps = ckpt.metrics.get("steps")
-    return (f"positions **{c.positions}** · d_model {c.d_model} · {c.n_layers} layers × {c.n_heads} heads · "
-            f"d_k = {c.d_head}" + (f" · trained for {steps} steps" if steps else ""))
+    return (
+        f"positions **{c.positions}** · d_model {c.d_model} · {c.n_layers} layers × {c.n_heads} heads · "
+        f"d_k = {c.d_head}" + (f" · trained for {steps} steps" if steps else "")
+    )
 
 
 def show_input_notes(checked: CheckedInput, *, what: str = "model") -> None:
     """Info lines for lowercasing and for characters the vocabulary lacks."""
     if checked.lowered:
-        st.info(f"The {what} only knows lowercase letters, so your input was lowercased to "
-                f"**{checked.text}**.", icon=":material/text_fields:")
+        st.info(
+            f"The {what} only knows lowercase letters, so your input was lowercased to **{checked.text}**.",
+            icon=":material/text_fields:",
+        )
     if checked.unknown:
         names = ", ".join(char_name(c) for c in checked.unknown)
         st.warning(f"Not in the vocabulary, replaced by `<unk>`: {names}.", icon=":material/help:")
@@ -257,8 +311,18 @@ def _pick_head(chart_key: str, prefix: str) -> None:
 
 
 def grid_and_head(
-    name: str, text: str, options: InferenceOptions, kind: str, *, prefix: str, chart: str, layer: int,
-    head: int, head_title: str, cell_titles: list[list[str]], mark_future: bool = False,
+    name: str,
+    text: str,
+    options: InferenceOptions,
+    kind: str,
+    *,
+    prefix: str,
+    chart: str,
+    layer: int,
+    head: int,
+    head_title: str,
+    cell_titles: list[list[str]],
+    mark_future: bool = False,
 ) -> None:
     """The whole (L, H) grid of `kind`, clickable, next to the selected head drawn large.
 
@@ -271,27 +335,40 @@ def grid_and_head(
     chart_key = f"{prefix}{chart}_grid"
     left.plotly_chart(
         run_cached(grid_figure, name, text, options, kind, (layer, head), cell_titles, cell_px),
-        key=chart_key, on_select=functools.partial(_pick_head, chart_key, prefix),
-        selection_mode="points", config=plots.PNG_CONFIG,
+        key=chart_key,
+        on_select=functools.partial(_pick_head, chart_key, prefix),
+        selection_mode="points",
+        config=plots.PNG_CONFIG,
     )
     height = max(330, min(520, cell_px * L + 60))
     right.plotly_chart(
         run_cached(head_figure, name, text, options, kind, layer, head, head_title, mark_future, height),
-        key=f"{prefix}{chart}_head", config=plots.PNG_CONFIG,
+        key=f"{prefix}{chart}_head",
+        config=plots.PNG_CONFIG,
     )
 
 
-def download_buttons(prefix: str, stem: str, checkpoint: str, trace: GPTTrace | Seq2SeqTrace,
-                     **extra: Any) -> None:
+def download_buttons(
+    prefix: str, stem: str, checkpoint: str, trace: GPTTrace | Seq2SeqTrace, **extra: Any
+) -> None:
     """JSON (the `trace --json` object plus `extra`) and long-form CSV, built on click."""
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem)[:60] or "attention"
     row = st.container(horizontal=True)
     row.download_button(
-        "Attention as JSON", data=lambda: export.trace_json_text(trace, checkpoint, **extra),
-        file_name=f"{stem}.json", mime="application/json", on_click="ignore",
-        icon=":material/download:", key=prefix + "json",
+        "Attention as JSON",
+        data=lambda: export.trace_json_text(trace, checkpoint, **extra),
+        file_name=f"{stem}.json",
+        mime="application/json",
+        on_click="ignore",
+        icon=":material/download:",
+        key=prefix + "json",
     )
     row.download_button(
-        "Attention as CSV", data=lambda: export.attention_csv(trace), file_name=f"{stem}.csv",
-        mime="text/csv", on_click="ignore", icon=":material/download:", key=prefix + "csv",
+        "Attention as CSV",
+        data=lambda: export.attention_csv(trace),
+        file_name=f"{stem}.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        key=prefix + "csv",
     )

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from transformer_core.interp.trace import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
+from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
 
 
 def trace_json_text(trace: GPTTrace | Seq2SeqTrace, checkpoint: str, **extra: object) -> str:
@@ -28,12 +28,20 @@ def attention_csv(trace: GPTTrace | Seq2SeqTrace) -> str:
         queries, keys = trace.axes(kind)
         L, H, Tq, Tk = arr.shape
         layer, head, q, k = np.meshgrid(range(L), range(H), range(Tq), range(Tk), indexing="ij")
-        frames.append(pd.DataFrame({
-            "kind": kind, "layer": layer.ravel(), "head": head.ravel(),
-            "query_index": q.ravel(), "query_token": np.array(queries)[q.ravel()],
-            "key_index": k.ravel(), "key_token": np.array(keys)[k.ravel()],
-            "weight": arr.astype(np.float64).ravel().round(JSON_DECIMALS),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "kind": kind,
+                    "layer": layer.ravel(),
+                    "head": head.ravel(),
+                    "query_index": q.ravel(),
+                    "query_token": np.array(queries)[q.ravel()],
+                    "key_index": k.ravel(),
+                    "key_token": np.array(keys)[k.ravel()],
+                    "weight": arr.astype(np.float64).ravel().round(JSON_DECIMALS),
+                }
+            )
+        )
     buf = io.StringIO()
     pd.concat(frames).to_csv(buf, index=False)
     return buf.getvalue()

@@ -11,49 +11,16 @@ Long series are thinned and samples pre-binned before they are sent.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 from plotly.subplots import make_subplots
 
 from lab import plots
+from lab.compute import figure_cache
 from lessons.training import Schedules
 from lessons.variance import Saturation
-
-
-class SharedFigure(go.Figure):
-    """A finished figure that every run and every user reads and nobody changes (see
-    figure_cache). st.plotly_chart asks each figure for to_dict() on every run, a deep copy
-    of the whole figure (2-6 ms each); a shared figure makes that dict once. Serialising
-    it (plotly.io.to_json) does not modify it."""
-
-    def to_dict(self) -> dict:
-        frozen = self.__dict__.get("_frozen_dict")
-        if frozen is None:
-            frozen = self.__dict__["_frozen_dict"] = super().to_dict()
-        return frozen
-
-
-def figure_cache(builder: Callable[..., go.Figure], max_entries: int = 64) -> Callable[..., go.Figure]:
-    """`builder`, cached by its arguments and returning a SharedFigure.
-
-    Figures are pure functions of their inputs, so one built figure serves every run and
-    user (st.cache_resource, max_entries per builder). Not st.cache_data: its pickle round trip
-    re-validates a plotly figure, which costs as much as building it (18-25 ms measured).
-    """
-
-    @functools.wraps(builder)
-    def build(*args: Any, **kwargs: Any) -> go.Figure:
-        fig = builder(*args, **kwargs)
-        fig.__class__ = SharedFigure  # same data; only to_dict is remembered
-        return fig
-
-    return st.cache_resource(max_entries=max_entries, show_spinner=False)(build)
-
 
 #: the explorers' grid of heads, cached like the figures below (fewer: a model's grid can be MBs)
 attention_grid = figure_cache(plots.attention_grid, max_entries=16)

@@ -42,7 +42,7 @@ class ReadyFigure(go.Figure):
         layout = dict(spec.get("layout") or {})
         layout.setdefault("template", _template(str(pio.templates.default)))
         data = [dict(t) for t in spec.get("data") or []]
-        # BaseFigure.to_dict (a subclass that caches it, e.g. lesson_plots.SharedFigure) reads these
+        # plotly's own methods (e.g. BaseFigure.to_dict on a copy) read these
         self._data, self._layout = data, layout
         self.__dict__["_spec"] = {"data": data, "layout": layout}
 
@@ -114,17 +114,35 @@ def grid_encoding(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (steps // 100).astype(np.uint8), (steps % 100).astype(np.uint8)
 
 
-def _attention_trace(weights: np.ndarray, xs: list[str], ys: list[str], *, compact: bool,
-                     hover_prefix: str = "", value_name: str = "weight") -> dict[str, Any]:
+def _attention_trace(
+    weights: np.ndarray,
+    xs: list[str],
+    ys: list[str],
+    *,
+    compact: bool,
+    hover_prefix: str = "",
+    value_name: str = "weight",
+) -> dict[str, Any]:
     """One (Tq, Tk) attention map as a heatmap trace: exact float32 values (compact=False),
     or the grid's two-byte encoding (compact=True, see grid_encoding) on a 0-100 scale."""
     where = f"{hover_prefix}query %{{y}}<br>key %{{x}}<br>{value_name} "
     if compact:
         percent, hundredths = grid_encoding(weights)
-        return {"type": "heatmap", "z": typed(percent, "u1"), "customdata": typed(hundredths, "u1"),
-                "x": xs, "y": ys, "hovertemplate": where + "%{z}.%{customdata:02d}%<extra></extra>"}
-    return {"type": "heatmap", "z": typed(weights, "f4"), "x": xs, "y": ys,
-            "hovertemplate": where + "%{z:.4f}<extra></extra>"}
+        return {
+            "type": "heatmap",
+            "z": typed(percent, "u1"),
+            "customdata": typed(hundredths, "u1"),
+            "x": xs,
+            "y": ys,
+            "hovertemplate": where + "%{z}.%{customdata:02d}%<extra></extra>",
+        }
+    return {
+        "type": "heatmap",
+        "z": typed(weights, "f4"),
+        "x": xs,
+        "y": ys,
+        "hovertemplate": where + "%{z:.4f}<extra></extra>",
+    }
 
 
 def head_heatmap(
@@ -144,25 +162,52 @@ def head_heatmap(
     """One (Tq, Tk) matrix, exact values on hover; cells where highlight is True get a red outline."""
     ys, xs = _unique(query_tokens), _unique(key_tokens)
     heat = _attention_trace(weights, xs, ys, compact=False, value_name=value_name)
-    heat.update(zmin=zmin, zmax=zmax, colorscale=_colorscale(colorscale),
-                colorbar={"title": {"text": value_name}})
+    heat.update(
+        zmin=zmin, zmax=zmax, colorscale=_colorscale(colorscale), colorbar={"title": {"text": value_name}}
+    )
     data = [heat]
     if highlight is not None and highlight.any():
         qi, ki = np.nonzero(highlight)
         size = 14 if max(len(xs), len(ys)) <= 20 else 9 if max(len(xs), len(ys)) <= 40 else 5
-        data.append({
-            "type": "scatter", "x": [xs[k] for k in ki], "y": [ys[q] for q in qi], "mode": "markers",
-            "hoverinfo": "skip", "name": highlight_name, "showlegend": True,
-            "marker": {"symbol": "square-open", "size": size, "color": FUTURE_COLOR, "line": {"width": 2}},
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "x": [xs[k] for k in ki],
+                "y": [ys[q] for q in qi],
+                "mode": "markers",
+                "hoverinfo": "skip",
+                "name": highlight_name,
+                "showlegend": True,
+                "marker": {
+                    "symbol": "square-open",
+                    "size": size,
+                    "color": FUTURE_COLOR,
+                    "line": {"width": 2},
+                },
+            }
+        )
     angle = _tick_angle(key_tokens)
     layout = {
-        "yaxis": {"autorange": "reversed", "title": {"text": "query"}, "tickmode": "array", "tickvals": ys,
-                  "ticktext": list(query_tokens), "tickfont": _tick_font(len(ys))},
-        "xaxis": {"title": {"text": "key"}, "tickmode": "array", "tickvals": xs, "ticktext": list(key_tokens),
-                  "side": "top", "tickfont": _tick_font(len(xs)), "tickangle": angle},
+        "yaxis": {
+            "autorange": "reversed",
+            "title": {"text": "query"},
+            "tickmode": "array",
+            "tickvals": ys,
+            "ticktext": list(query_tokens),
+            "tickfont": _tick_font(len(ys)),
+        },
+        "xaxis": {
+            "title": {"text": "key"},
+            "tickmode": "array",
+            "tickvals": xs,
+            "ticktext": list(key_tokens),
+            "side": "top",
+            "tickfont": _tick_font(len(xs)),
+            "tickangle": angle,
+        },
         "title": {"text": title, "y": 0.99, "yref": "container", "yanchor": "top"},
-        "height": height, "margin": {"l": 10, "r": 10, "t": 110 if angle else 95, "b": 10},
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 110 if angle else 95, "b": 10},
         "legend": {"orientation": "h", "y": -0.02},
     }
     return ReadyFigure({"data": data, "layout": layout})
@@ -223,43 +268,94 @@ def attention_grid(
             # hidden, fixed axes with set ranges: plotly then draws no ticks and no zoom handles
             # (a third of the grid's drawing time in the browser), and the click targets' markers
             # do not pad the map; hover and clicks work as before
-            layout[f"xaxis{suffix}"] = {"domain": xdom, "anchor": f"y{suffix}", "visible": False,
-                                        "fixedrange": True, "range": [-0.5, Tk - 0.5]}
-            layout[f"yaxis{suffix}"] = {"domain": ydom, "anchor": f"x{suffix}", "visible": False,
-                                        "fixedrange": True, "range": [Tq - 0.5, -0.5]}  # row 0 on top
+            layout[f"xaxis{suffix}"] = {
+                "domain": xdom,
+                "anchor": f"y{suffix}",
+                "visible": False,
+                "fixedrange": True,
+                "range": [-0.5, Tk - 0.5],
+            }
+            layout[f"yaxis{suffix}"] = {
+                "domain": ydom,
+                "anchor": f"x{suffix}",
+                "visible": False,
+                "fixedrange": True,
+                "range": [Tq - 0.5, -0.5],
+            }  # row 0 on top
             text = cell_titles[layer][head] if cell_titles else f"L{layer} H{head}"
-            layout["annotations"].append({
-                "text": text, "x": x0 + width / 2, "y": top, "xref": "paper", "yref": "paper",
-                "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 12},
-            })
-            traces.append({**_attention_trace(data[layer, head], xs, ys, compact=True,
-                                              hover_prefix=f"layer {layer} head {head}<br>"),
-                           "coloraxis": "coloraxis", **axes})
+            layout["annotations"].append(
+                {
+                    "text": text,
+                    "x": x0 + width / 2,
+                    "y": top,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "xanchor": "center",
+                    "yanchor": "bottom",
+                    "showarrow": False,
+                    "font": {"size": 12},
+                }
+            )
+            traces.append(
+                {
+                    **_attention_trace(
+                        data[layer, head], xs, ys, compact=True, hover_prefix=f"layer {layer} head {head}<br>"
+                    ),
+                    "coloraxis": "coloraxis",
+                    **axes,
+                }
+            )
             if clickable:
-                traces.append({
-                    "type": "scatter", "x": pick_x, "y": pick_y, "mode": "markers", **axes,
-                    "marker": {"size": marker_px, "color": "rgba(0,0,0,0)", "opacity": 0},
-                    "customdata": [[layer, head]] * len(rows),
-                    "text": [f"{100 * v:.2f}%" for v in data[layer, head][rows, cols]],
-                    "hovertemplate": (f"<b>layer {layer} head {head}</b> (click to open)<br>query %{{y}}"
-                                      "<br>key %{x}<br>weight %{text}<extra></extra>"),
-                    "showlegend": False,
-                })
+                traces.append(
+                    {
+                        "type": "scatter",
+                        "x": pick_x,
+                        "y": pick_y,
+                        "mode": "markers",
+                        **axes,
+                        "marker": {"size": marker_px, "color": "rgba(0,0,0,0)", "opacity": 0},
+                        "customdata": [[layer, head]] * len(rows),
+                        "text": [f"{100 * v:.2f}%" for v in data[layer, head][rows, cols]],
+                        "hovertemplate": (
+                            f"<b>layer {layer} head {head}</b> (click to open)<br>query %{{y}}"
+                            "<br>key %{x}<br>weight %{text}<extra></extra>"
+                        ),
+                        "showlegend": False,
+                    }
+                )
     if selected is not None:
         layer, head = selected
         if layer < L and head < H:
             suffix = "" if layer * H + head == 0 else str(layer * H + head + 1)
-            layout["shapes"].append({
-                "type": "rect", "xref": f"x{suffix} domain", "yref": f"y{suffix} domain",
-                "x0": -0.03, "x1": 1.03, "y0": -0.03, "y1": 1.03, "line": {"color": "#dc2626", "width": 3},
-            })
+            layout["shapes"].append(
+                {
+                    "type": "rect",
+                    "xref": f"x{suffix} domain",
+                    "yref": f"y{suffix} domain",
+                    "x0": -0.03,
+                    "x1": 1.03,
+                    "y0": -0.03,
+                    "y1": 1.03,
+                    "line": {"color": "#dc2626", "width": 3},
+                }
+            )
     layout.update(
-        title={"text": title}, height=height, hovermode="closest",
-        coloraxis={"colorscale": _colorscale(COLORSCALE), "cmin": 0, "cmax": 100 * zmax,
-                   "showscale": colorbar,
-                   "colorbar": {"title": {"text": "weight"}, "thickness": 12, "tickmode": "array",
-                                "tickvals": [100 * zmax * f for f in _TICKS],
-                                "ticktext": [f"{zmax * f:g}" for f in _TICKS]}},
+        title={"text": title},
+        height=height,
+        hovermode="closest",
+        coloraxis={
+            "colorscale": _colorscale(COLORSCALE),
+            "cmin": 0,
+            "cmax": 100 * zmax,
+            "showscale": colorbar,
+            "colorbar": {
+                "title": {"text": "weight"},
+                "thickness": 12,
+                "tickmode": "array",
+                "tickvals": [100 * zmax * f for f in _TICKS],
+                "ticktext": [f"{zmax * f:g}" for f in _TICKS],
+            },
+        },
         margin={"l": 5, "r": 5, "t": 80 if title else 45, "b": 5},  # 45: the modebar clears the titles
     )
     if clickable:
@@ -307,46 +403,107 @@ _LEGEND_TOP = {"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"}
 _MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
 
 
-def vector_bars(vectors: dict[str, np.ndarray], title: str = "", *, height: int = 260,
-                x_title: str = "dimension") -> ReadyFigure:
+def vector_bars(
+    vectors: dict[str, np.ndarray], title: str = "", *, height: int = 260, x_title: str = "dimension"
+) -> ReadyFigure:
     """Grouped bars of one or more equal-length vectors (e.g. q before and after RoPE)."""
-    data = [{"type": "bar", "x": list(range(len(vec))), "y": typed(vec), "name": name,
-             "hovertemplate": f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>"} for name, vec in vectors.items()]
-    layout = {"title": {"text": title}, "height": height, "barmode": "group",
-              "xaxis": {"title": {"text": x_title}}, "margin": _MARGIN, "legend": _LEGEND_TOP}
+    data = [
+        {
+            "type": "bar",
+            "x": list(range(len(vec))),
+            "y": typed(vec),
+            "name": name,
+            "hovertemplate": f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>",
+        }
+        for name, vec in vectors.items()
+    ]
+    layout = {
+        "title": {"text": title},
+        "height": height,
+        "barmode": "group",
+        "xaxis": {"title": {"text": x_title}},
+        "margin": _MARGIN,
+        "legend": _LEGEND_TOP,
+    }
     return ReadyFigure({"data": data, "layout": layout})
 
 
-def token_bars(labels: list[str], values: dict[str, np.ndarray], title: str = "", *,
-               height: int = 280, y_title: str = "probability") -> ReadyFigure:
+def token_bars(
+    labels: list[str],
+    values: dict[str, np.ndarray],
+    title: str = "",
+    *,
+    height: int = 280,
+    y_title: str = "probability",
+) -> ReadyFigure:
     """Bars over tokens (keys or vocabulary entries), one series per entry of `values`."""
     xs = _unique(labels)
-    data = [{"type": "bar", "x": xs, "y": typed(vals), "name": name,
-             "hovertemplate": f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"}
-            for name, vals in values.items()]
-    layout = {"title": {"text": title}, "height": height, "barmode": "group",
-              "xaxis": {"tickmode": "array", "tickvals": xs, "ticktext": list(labels),
-                        "tickfont": _tick_font(len(xs)), "tickangle": 0},
-              "yaxis": {"title": {"text": y_title}}, "margin": _MARGIN, "legend": _LEGEND_TOP,
-              "showlegend": len(values) > 1}
+    data = [
+        {
+            "type": "bar",
+            "x": xs,
+            "y": typed(vals),
+            "name": name,
+            "hovertemplate": f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>",
+        }
+        for name, vals in values.items()
+    ]
+    layout = {
+        "title": {"text": title},
+        "height": height,
+        "barmode": "group",
+        "xaxis": {
+            "tickmode": "array",
+            "tickvals": xs,
+            "ticktext": list(labels),
+            "tickfont": _tick_font(len(xs)),
+            "tickangle": 0,
+        },
+        "yaxis": {"title": {"text": y_title}},
+        "margin": _MARGIN,
+        "legend": _LEGEND_TOP,
+        "showlegend": len(values) > 1,
+    }
     return ReadyFigure({"data": data, "layout": layout})
 
 
-def matrix_heatmap(matrix: np.ndarray, row_labels: list[str], title: str = "", *,
-                   height: int = 300, value_name: str = "value") -> ReadyFigure:
+def matrix_heatmap(
+    matrix: np.ndarray,
+    row_labels: list[str],
+    title: str = "",
+    *,
+    height: int = 300,
+    value_name: str = "value",
+) -> ReadyFigure:
     """A (rows, dims) matrix of vectors (e.g. every key vector of one head), diverging colours."""
     m = np.asarray(matrix, dtype=np.float32)
     bound = float(np.abs(m).max()) or 1.0
     ys = _unique(row_labels)
-    data = [{
-        "type": "heatmap", "z": typed(m), "y": ys, "x": list(range(m.shape[1])), "zmin": -bound,
-        "zmax": bound, "colorscale": _colorscale("RdBu"), "reversescale": True,
-        "hovertemplate": f"%{{y}}<br>dimension %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
-        "colorbar": {"title": {"text": value_name}, "thickness": 12},
-    }]
-    layout = {"title": {"text": title}, "height": height, "xaxis": {"title": {"text": "dimension"}},
-              "yaxis": {"autorange": "reversed", "tickmode": "array", "tickvals": ys,
-                        "ticktext": list(row_labels),
-                        "tickfont": {"size": 12 if len(ys) <= 12 else 9 if len(ys) <= 24 else 7}},
-              "margin": _MARGIN}
+    data = [
+        {
+            "type": "heatmap",
+            "z": typed(m),
+            "y": ys,
+            "x": list(range(m.shape[1])),
+            "zmin": -bound,
+            "zmax": bound,
+            "colorscale": _colorscale("RdBu"),
+            "reversescale": True,
+            "hovertemplate": f"%{{y}}<br>dimension %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+            "colorbar": {"title": {"text": value_name}, "thickness": 12},
+        }
+    ]
+    layout = {
+        "title": {"text": title},
+        "height": height,
+        "xaxis": {"title": {"text": "dimension"}},
+        "yaxis": {
+            "autorange": "reversed",
+            "tickmode": "array",
+            "tickvals": ys,
+            "ticktext": list(row_labels),
+            "tickfont": {"size": 12 if len(ys) <= 12 else 9 if len(ys) <= 24 else 7},
+        },
+        "margin": _MARGIN,
+    }
     return ReadyFigure({"data": data, "layout": layout})

@@ -14,9 +14,8 @@ import os
 import streamlit as st
 import torch
 
-from transformer_core.device import describe_device, resolve_device
-from transformer_core.errors import CheckpointError
-from transformer_core.io.checkpoint import (
+from transformer_core import CheckpointError, describe_device, resolve_device
+from transformer_core.io import (
     META_FILE,
     Checkpoint,
     is_run_id,

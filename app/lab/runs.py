@@ -17,9 +17,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lab.resources import MY_MODELS_KEY, remember_run
-from transformer_core.io.checkpoint import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE, runs_dir
-from transformer_core.train.presets import REPORT_LENGTHS
-from transformer_core.train.runs import RunInfo, RunProgress, RunQueue, RunRequest, default_max_runs
+from transformer_core.io import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE, runs_dir
+from transformer_core.train import (
+    REPORT_LENGTHS,
+    RunInfo,
+    RunProgress,
+    RunQueue,
+    RunRequest,
+    default_max_runs,
+)
 
 __all__ = ["REPORT_LENGTHS"]
 CURRENT_KEY, PROGRESS_KEY = "train_current", "train_progress"  # session_state: run id; {run id: RunProgress}

@@ -12,13 +12,24 @@ from lab import plots, state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 
-from transformer_core.config import InferenceOptions
-from transformer_core.errors import CheckpointError, ConfigError, InputError
-from transformer_core.positional import POSITION_SCHEMES
+from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InferenceOptions, InputError
 
 P = "gpt_"  # session_state prefix; the URL uses the bare names
-URL_KEYS = ["checkpoint", "text", "layer", "head", "query", "nopos", "nocausal", "ablate",
-            "max_new", "temperature", "top_k", "top_p", "seed"]
+URL_KEYS = [
+    "checkpoint",
+    "text",
+    "layer",
+    "head",
+    "query",
+    "nopos",
+    "nocausal",
+    "ablate",
+    "max_new",
+    "temperature",
+    "top_k",
+    "top_p",
+    "seed",
+]
 DEFAULT_PROMPT = "The with statement is used to"
 
 st.title("GPT explorer")
@@ -30,20 +41,39 @@ st.caption(
 
 choices = model_choices("lm")
 if not choices:
-    st.warning("No GPT checkpoints found in checkpoints/. Train them with "
-               "`bash checkpoints/train_all.sh`, or train one on the Train page.")
+    st.warning(
+        "No GPT checkpoints found in checkpoints/. Train them with "
+        "`bash checkpoints/train_all.sh`, or train one on the Train page."
+    )
     st.stop()
 
 default_ckpt = "gpt-sinusoidal" if "gpt-sinusoidal" in choices else choices[0]
 state.init_state(
-    {"checkpoint": default_ckpt, "text": DEFAULT_PROMPT, "layer": 0, "head": 0, "query": -1,
-     "nopos": False, "nocausal": False, "ablate": [], "max_new": 80, "temperature": 0.8,
-     "top_k": 0, "top_p": 1.0, "seed": 0},
+    {
+        "checkpoint": default_ckpt,
+        "text": DEFAULT_PROMPT,
+        "layer": 0,
+        "head": 0,
+        "query": -1,
+        "nopos": False,
+        "nocausal": False,
+        "ablate": [],
+        "max_new": 80,
+        "temperature": 0.8,
+        "top_k": 0,
+        "top_p": 1.0,
+        "seed": 0,
+    },
     valid={
-        "checkpoint": lambda v: v in choices, "layer": lambda v: v >= 0, "head": lambda v: v >= 0,
+        "checkpoint": lambda v: v in choices,
+        "layer": lambda v: v >= 0,
+        "head": lambda v: v >= 0,
         "ablate": lambda v: all(re.fullmatch(r"\d+\.\d+", a) for a in v),
-        "max_new": lambda v: 1 <= v <= 200, "temperature": lambda v: 0.0 <= v <= 2.0,
-        "top_k": lambda v: v >= 0, "top_p": lambda v: 0.05 <= v <= 1.0, "seed": lambda v: 0 <= v < 2**31,
+        "max_new": lambda v: 1 <= v <= 200,
+        "temperature": lambda v: 0.0 <= v <= 2.0,
+        "top_k": lambda v: v >= 0,
+        "top_p": lambda v: 0.05 <= v <= 1.0,
+        "seed": lambda v: 0 <= v < 2**31,
     },
     prefix=P,
 )
@@ -60,18 +90,27 @@ def token_html(prompt: str, unknown: list[str], samples: list[ex.Sample]) -> str
         alts = ", ".join(f"{lab} {p:.2f}" for lab, p in s.top)
         title = html.escape(f"p = {s.prob:.3f} | most likely: {alts}", quote=True)
         shown = html.escape(s.text if s.text not in ("", "<unk>") else s.label)
-        parts.append(f'<span title="{title}" style="background:rgba(37,99,235,{alpha:.2f});'
-                     f'border-radius:3px">{shown}</span>')
-    return ('<div style="font-family:monospace;font-size:1.05rem;white-space:pre-wrap;line-height:1.7;'
-            'border:1px solid #e5e7eb;border-radius:6px;padding:8px 10px">' + "".join(parts) + "</div>")
+        parts.append(
+            f'<span title="{title}" style="background:rgba(37,99,235,{alpha:.2f});'
+            f'border-radius:3px">{shown}</span>'
+        )
+    return (
+        '<div style="font-family:monospace;font-size:1.05rem;white-space:pre-wrap;line-height:1.7;'
+        'border:1px solid #e5e7eb;border-radius:6px;padding:8px 10px">' + "".join(parts) + "</div>"
+    )
 
 
 # ---------------------------------------------------------------- prompt, model, switches
 top_left, top_right = st.columns([1, 2.2])
-name = top_left.selectbox("Checkpoint", choices, key=P + "checkpoint",
-                          help="The same model trained once per positional scheme; then your own runs.")
-raw = top_right.text_area("Prompt", key=P + "text", height=80,
-                          help="Any text; characters the model never saw become <unk>.")
+name = top_left.selectbox(
+    "Checkpoint",
+    choices,
+    key=P + "checkpoint",
+    help="The same model trained once per positional scheme; then your own runs.",
+)
+raw = top_right.text_area(
+    "Prompt", key=P + "text", height=80, help="Any text; characters the model never saw become <unk>."
+)
 try:
     ckpt = load_model(name)
 except (CheckpointError, ConfigError, OSError) as e:
@@ -83,13 +122,24 @@ heads = [f"{l}.{h}" for l in range(cfg.n_layers) for h in range(cfg.n_heads)]
 st.session_state[P + "ablate"] = [a for a in st.session_state.get(P + "ablate", []) if a in heads]
 
 s1, s2, s3 = st.columns([1, 1, 1.4])
-nopos = s1.toggle("Drop positional information", key=P + "nopos",
-                  help="Same weights, no position signal: no added codes, no RoPE rotation, no ALiBi bias.")
-nocausal = s2.toggle("Causal mask off", key=P + "nocausal",
-                     help="Let every character see the ones after it (red outlines in the head view).")
-ablate = s3.multiselect("Ablate heads", heads, key=P + "ablate", placeholder="none",
-                        format_func=lambda a: "L{} H{}".format(*a.split(".")),
-                        help="Zero these heads' outputs; the weights are untouched.")
+nopos = s1.toggle(
+    "Drop positional information",
+    key=P + "nopos",
+    help="Same weights, no position signal: no added codes, no RoPE rotation, no ALiBi bias.",
+)
+nocausal = s2.toggle(
+    "Causal mask off",
+    key=P + "nocausal",
+    help="Let every character see the ones after it (red outlines in the head view).",
+)
+ablate = s3.multiselect(
+    "Ablate heads",
+    heads,
+    key=P + "ablate",
+    placeholder="none",
+    format_func=lambda a: "L{} H{}".format(*a.split(".")),
+    help="Zero these heads' outputs; the weights are untouched.",
+)
 state.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
 st.caption(ex.checkpoint_note(ckpt) + " · the switches apply to sampling and to the attention below")
 
@@ -106,17 +156,35 @@ opts = InferenceOptions(causal=not nocausal, positions=not nopos, ablate=ablatio
 st.subheader("1 · What the model writes next")
 g1, g2, g3, g4, g5 = st.columns(5)
 max_new = g1.slider("New characters", 1, 200, key=P + "max_new")
-temperature = g2.slider("Temperature", 0.0, 2.0, step=0.05, key=P + "temperature",
-                        help="Divides the logits: low = safe and repetitive, high = adventurous. 0 = greedy.")
+temperature = g2.slider(
+    "Temperature",
+    0.0,
+    2.0,
+    step=0.05,
+    key=P + "temperature",
+    help="Divides the logits: low = safe and repetitive, high = adventurous. 0 = greedy.",
+)
 ex.clamp_state(P + "top_k", list(range(len(ckpt.tokenizer) + 1)), 0)
-top_k = g3.number_input("Top-k (0 = off)", 0, len(ckpt.tokenizer), key=P + "top_k",
-                        help="Sample only among the k most likely characters.")
-top_p = g4.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=P + "top_p",
-                  help="Sample only among the most likely characters that together reach this probability.")
+top_k = g3.number_input(
+    "Top-k (0 = off)",
+    0,
+    len(ckpt.tokenizer),
+    key=P + "top_k",
+    help="Sample only among the k most likely characters.",
+)
+top_p = g4.slider(
+    "Top-p (1 = off)",
+    0.05,
+    1.0,
+    step=0.05,
+    key=P + "top_p",
+    help="Sample only among the most likely characters that together reach this probability.",
+)
 seed = g5.number_input("Seed", 0, 2**31 - 1, key=P + "seed", help="Same seed, same sample.")
 try:
-    samples = run_cached(ex.sample, name, text, int(max_new), float(temperature), int(top_k), float(top_p),
-                         int(seed), opts)
+    samples = run_cached(
+        ex.sample, name, text, int(max_new), float(temperature), int(top_k), float(top_p), int(seed), opts
+    )
     view = run_cached(ex.gpt_view, name, text, opts)
 except (InputError, ConfigError) as e:
     st.error(str(e))
@@ -124,17 +192,22 @@ except (InputError, ConfigError) as e:
 text_col, next_col = st.columns([1.5, 1], gap="medium")
 with text_col:
     st.html(token_html(text, checked.unknown, samples))
-    st.caption("Darker = the model was surer of the character it drew. Hover a character for its "
-               "probability and the alternatives it was weighing.")
+    st.caption(
+        "Darker = the model was surer of the character it drew. Hover a character for its "
+        "probability and the alternatives it was weighing."
+    )
     with st.expander("Every sampled character with its top alternatives"):
         st.dataframe(
-            pd.DataFrame({
-                "step": range(1, len(samples) + 1),
-                "sampled": [s.label for s in samples],
-                "probability": [s.prob for s in samples],
-                "alternatives": ["  ".join(f"{lab} {p:.2f}" for lab, p in s.top) for s in samples],
-            }),
-            hide_index=True, height=260,
+            pd.DataFrame(
+                {
+                    "step": range(1, len(samples) + 1),
+                    "sampled": [s.label for s in samples],
+                    "probability": [s.prob for s in samples],
+                    "alternatives": ["  ".join(f"{lab} {p:.2f}" for lab, p in s.top) for s in samples],
+                }
+            ),
+            hide_index=True,
+            height=260,
             column_config={
                 "probability": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
             },
@@ -146,44 +219,82 @@ with next_col:
     if ablation:
         base = run_cached(ex.gpt_view, name, text, replace(opts, ablate=frozenset()))
         tv, kl = ex.distribution_shift(base.next_probs, probs)
-        ids = list(dict.fromkeys([i for i, _, _ in ex.top_tokens(base.next_probs, ckpt.tokenizer, 6)]
-                                 + [i for i, _, _ in ex.top_tokens(probs, ckpt.tokenizer, 6)]))
+        ids = list(
+            dict.fromkeys(
+                [i for i, _, _ in ex.top_tokens(base.next_probs, ckpt.tokenizer, 6)]
+                + [i for i, _, _ in ex.top_tokens(probs, ckpt.tokenizer, 6)]
+            )
+        )
         st.plotly_chart(
-            plots.token_bars(ckpt.tokenizer.token_labels(ids),
-                             {"all heads": base.next_probs[ids], "with ablation": probs[ids]},
-                             "Next character: before and after ablation", height=250),
-            key=P + "next", config=plots.PNG_CONFIG,
+            plots.token_bars(
+                ckpt.tokenizer.token_labels(ids),
+                {"all heads": base.next_probs[ids], "with ablation": probs[ids]},
+                "Next character: before and after ablation",
+                height=250,
+            ),
+            key=P + "next",
+            config=plots.PNG_CONFIG,
         )
         m1, m2 = st.columns(2)
-        m1.metric("Total variation", f"{tv:.3f}",
-                  help="Half the summed absolute change in probability: 0 = same, 1 = disjoint.")
-        m2.metric("KL(before ‖ after)", f"{kl:.3f}",
-                  help="In nats: the extra surprise of predicting with the ablated model.")
+        m1.metric(
+            "Total variation",
+            f"{tv:.3f}",
+            help="Half the summed absolute change in probability: 0 = same, 1 = disjoint.",
+        )
+        m2.metric(
+            "KL(before ‖ after)",
+            f"{kl:.3f}",
+            help="In nats: the extra surprise of predicting with the ablated model.",
+        )
         names = ", ".join("L{} H{}".format(*a.split(".")) for a in ablate)
-        st.caption(f"Ablating {names} moves this much probability. Try heads one at a time to find "
-                   "the ones the prediction depends on.")
+        st.caption(
+            f"Ablating {names} moves this much probability. Try heads one at a time to find "
+            "the ones the prediction depends on."
+        )
     else:
         best = ex.top_tokens(probs, ckpt.tokenizer, 10)
         st.plotly_chart(
-            plots.token_bars([lab for _, lab, _ in best], {"probability": np.array([p for _, _, p in best])},
-                             "Next character after the prompt (top 10)", height=250),
-            key=P + "next", config=plots.PNG_CONFIG,
+            plots.token_bars(
+                [lab for _, lab, _ in best],
+                {"probability": np.array([p for _, _, p in best])},
+                "Next character after the prompt (top 10)",
+                height=250,
+            ),
+            key=P + "next",
+            config=plots.PNG_CONFIG,
         )
 
 # ---------------------------------------------------------------- 2 every head
 st.subheader("2 · Every head at once")
-st.caption("Model view: one small map per layer (row) and head (column), all on one colour scale. "
-           "Rows are the characters asking (queries), columns the characters answering (keys). "
-           "Click a map, or use the selectors, to draw that head large with exact weights on hover.")
+st.caption(
+    "Model view: one small map per layer (row) and head (column), all on one colour scale. "
+    "Rows are the characters asking (queries), columns the characters answering (keys). "
+    "Click a map, or use the selectors, to draw that head large with exact weights on hover."
+)
 tokens = view.tokens
 layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, st.columns([1, 1, 2])[:2])
 if nocausal:
-    st.caption("Causal mask **off**: red outlines mark characters *after* the query that now get more "
-               "than 1% of its attention: the model peeks at the future it never saw in training.")
-titles = [[f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in ablate else "") for h in range(cfg.n_heads)]
-          for l in range(cfg.n_layers)]
-ex.grid_and_head(name, text, opts, "self", prefix=P, chart="self", layer=layer, head=head,
-                 head_title=f"Layer {layer} head {head}", cell_titles=titles, mark_future=nocausal)
+    st.caption(
+        "Causal mask **off**: red outlines mark characters *after* the query that now get more "
+        "than 1% of its attention: the model peeks at the future it never saw in training."
+    )
+titles = [
+    [f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in ablate else "") for h in range(cfg.n_heads)]
+    for l in range(cfg.n_layers)
+]
+ex.grid_and_head(
+    name,
+    text,
+    opts,
+    "self",
+    prefix=P,
+    chart="self",
+    layer=layer,
+    head=head,
+    head_title=f"Layer {layer} head {head}",
+    cell_titles=titles,
+    mark_future=nocausal,
+)
 
 # ---------------------------------------------------------------- 3 one query
 st.subheader("3 · One query, step by step")
@@ -192,44 +303,64 @@ positions = list(range(T))
 if st.session_state.get(P + "query") not in positions:
     st.session_state[P + "query"] = T - 1
 qcol, fcol = st.columns([1, 2.2])
-query = qcol.selectbox("Query character", positions, key=P + "query",
-                       format_func=lambda i: f"position {i}: {tokens[i]}")
+query = qcol.selectbox(
+    "Query character", positions, key=P + "query", format_func=lambda i: f"position {i}: {tokens[i]}"
+)
 state.write_state(URL_KEYS, prefix=P)  # the clamped selectors
 steps = ex.query_steps(view.records[layer], head, query)
 scheme = POSITION_SCHEMES[cfg.positions].display_name  # names the rotation and the bias
 d_k = steps.q.shape[0]
 has_bias = steps.bias is not None
 with fcol:
-    st.latex(r"s_j = \frac{q \cdot k_j}{\sqrt{d_k}}" + (r" + b_j" if has_bias else "")
-             + r",\quad w_j = \frac{e^{s_j}}{\sum_{i\,\mathrm{allowed}} e^{s_i}},\quad "
-             r"\mathrm{out} = \sum_j w_j\, v_j")
-    st.caption(f"Layer {layer}, head {head}, query {ex.md_code(tokens[query])} at position {query}; "
-               f"d_k = {d_k}, so the scores are multiplied by 1/√{d_k} = {steps.scale:.4f}."
-               + (f" {scheme} adds the distance penalty b_j." if has_bias else ""))
+    st.latex(
+        r"s_j = \frac{q \cdot k_j}{\sqrt{d_k}}"
+        + (r" + b_j" if has_bias else "")
+        + r",\quad w_j = \frac{e^{s_j}}{\sum_{i\,\mathrm{allowed}} e^{s_i}},\quad "
+        r"\mathrm{out} = \sum_j w_j\, v_j"
+    )
+    st.caption(
+        f"Layer {layer}, head {head}, query {ex.md_code(tokens[query])} at position {query}; "
+        f"d_k = {d_k}, so the scores are multiplied by 1/√{d_k} = {steps.scale:.4f}."
+        + (f" {scheme} adds the distance penalty b_j." if has_bias else "")
+    )
 
-vecs = ({f"q (before {scheme})": steps.q_raw, f"q (after {scheme})": steps.q} if steps.rotated
-        else {"q": steps.q})
+vecs = (
+    {f"q (before {scheme})": steps.q_raw, f"q (after {scheme})": steps.q} if steps.rotated else {"q": steps.q}
+)
 v1, v2 = st.columns(2)
-v1.plotly_chart(plots.vector_bars(vecs, f"Query vector of '{tokens[query]}'"), key=P + "qvec",
-                config=plots.PNG_CONFIG)
+v1.plotly_chart(
+    plots.vector_bars(vecs, f"Query vector of '{tokens[query]}'"), key=P + "qvec", config=plots.PNG_CONFIG
+)
 if steps.rotated:
     after, before = v2.tabs([f"keys after {scheme}", f"keys before {scheme}"])
-    after.plotly_chart(plots.matrix_heatmap(steps.k, tokens, "Key vectors, rotated: what the scores use",
-                                            height=300, value_name="k"),
-                       key=P + "kmat", config=plots.PNG_CONFIG)
-    before.plotly_chart(plots.matrix_heatmap(steps.k_raw, tokens, "Key vectors before the rotation",
-                                             height=300, value_name="k"),
-                        key=P + "kraw", config=plots.PNG_CONFIG)
+    after.plotly_chart(
+        plots.matrix_heatmap(
+            steps.k, tokens, "Key vectors, rotated: what the scores use", height=300, value_name="k"
+        ),
+        key=P + "kmat",
+        config=plots.PNG_CONFIG,
+    )
+    before.plotly_chart(
+        plots.matrix_heatmap(
+            steps.k_raw, tokens, "Key vectors before the rotation", height=300, value_name="k"
+        ),
+        key=P + "kraw",
+        config=plots.PNG_CONFIG,
+    )
 else:
-    v2.plotly_chart(plots.matrix_heatmap(steps.k, tokens, "Key vectors, one row per key", height=300,
-                                         value_name="k"), key=P + "kmat", config=plots.PNG_CONFIG)
+    v2.plotly_chart(
+        plots.matrix_heatmap(steps.k, tokens, "Key vectors, one row per key", height=300, value_name="k"),
+        key=P + "kmat",
+        config=plots.PNG_CONFIG,
+    )
 if steps.rotated:
-    st.caption("RoPE turns each pair of dimensions of q and k by an angle that grows with the position, "
-               "so q·k depends on how far apart the two characters are. Hover the bars to compare.")
+    st.caption(
+        "RoPE turns each pair of dimensions of q and k by an angle that grows with the position, "
+        "so q·k depends on how far apart the two characters are. Hover the bars to compare."
+    )
 
 shifted = np.where(steps.allowed, np.exp(steps.scores - steps.scores[steps.allowed].max()), 0.0)
-table = {"key": [f"{j}: {t}" for j, t in enumerate(tokens)], "q·k": steps.dot,
-         f"× 1/√{d_k}": steps.scaled}
+table = {"key": [f"{j}: {t}" for j, t in enumerate(tokens)], "q·k": steps.dot, f"× 1/√{d_k}": steps.scaled}
 if has_bias:
     table[f"+ {scheme} bias"] = steps.bias
 table["score s"] = steps.scores
@@ -239,24 +370,52 @@ table["weight w"] = steps.weights
 t1, t2 = st.columns([1.5, 1])
 with t1:
     st.dataframe(
-        pd.DataFrame(table), hide_index=True, height=320,
-        column_config={c: st.column_config.NumberColumn(format="%.4g" if c[0] in "ew" else "%.4f")
-                       for c in table if c not in ("key", "mask")},
+        pd.DataFrame(table),
+        hide_index=True,
+        height=320,
+        column_config={
+            c: st.column_config.NumberColumn(format="%.4g" if c[0] in "ew" else "%.4f")
+            for c in table
+            if c not in ("key", "mask")
+        },
     )
-    st.caption(f"Sum of e^(s − max) over allowed keys = {shifted.sum():.4f}; each weight is its share. "
-               "Masked keys get exactly 0.")
-t2.plotly_chart(plots.token_bars(tokens, {"weight": steps.weights}, "Softmax weights over keys",
-                                 height=360, y_title="weight"), key=P + "wbars", config=plots.PNG_CONFIG)
+    st.caption(
+        f"Sum of e^(s − max) over allowed keys = {shifted.sum():.4f}; each weight is its share. "
+        "Masked keys get exactly 0."
+    )
+t2.plotly_chart(
+    plots.token_bars(
+        tokens, {"weight": steps.weights}, "Softmax weights over keys", height=360, y_title="weight"
+    ),
+    key=P + "wbars",
+    config=plots.PNG_CONFIG,
+)
 
-st.plotly_chart(plots.vector_bars({"Σ w·v": steps.output}, "The head's output for this query: "
-                                  "the weighted sum of value vectors", height=240),
-                key=P + "out", config=plots.PNG_CONFIG)
-st.caption("Every head writes such a vector; the output projection mixes the heads and adds the "
-           "result to the character's running representation.")
+st.plotly_chart(
+    plots.vector_bars(
+        {"Σ w·v": steps.output},
+        "The head's output for this query: the weighted sum of value vectors",
+        height=240,
+    ),
+    key=P + "out",
+    config=plots.PNG_CONFIG,
+)
+st.caption(
+    "Every head writes such a vector; the output projection mixes the heads and adds the "
+    "result to the character's running representation."
+)
 
 # ---------------------------------------------------------------- downloads
 st.subheader("Take the numbers with you")
-st.caption("PNG: the camera icon above each figure. The files hold every head's weights as "
-           "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`.")
-ex.download_buttons(P, name, name, view.trace, unknown_characters=checked.unknown,
-                    options={"causal": not nocausal, "positions": not nopos, "ablate": list(ablate)})
+st.caption(
+    "PNG: the camera icon above each figure. The files hold every head's weights as "
+    "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`."
+)
+ex.download_buttons(
+    P,
+    name,
+    name,
+    view.trace,
+    unknown_characters=checked.unknown,
+    options={"causal": not nocausal, "positions": not nopos, "ablate": list(ablate)},
+)

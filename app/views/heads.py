@@ -16,9 +16,11 @@ from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 from plotly.subplots import make_subplots
 
-from transformer_core.errors import CheckpointError, ConfigError, InputError
-from transformer_core.interp.heads import DESCRIPTIONS, SCORES, TEMPLATE_SCORES
-from transformer_core.interp.report import (
+from transformer_core import CheckpointError, ConfigError, InputError
+from transformer_core.interp import (
+    DESCRIPTIONS,
+    SCORES,
+    TEMPLATE_SCORES,
     heads_json,
     report_detectors,
     report_flow,

@@ -3,7 +3,7 @@
 import streamlit as st
 from lab.resources import current_device, shipped_checkpoints
 
-from transformer_core.device import describe_device
+from transformer_core import describe_device
 
 st.title("Attention Lab")
 st.markdown(

@@ -15,8 +15,7 @@ from lab.state import init_state, write_state
 
 from lessons import positions as lesson
 from lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
-from transformer_core.errors import CheckpointError
-from transformer_core.positional import sinusoidal_positional_encoding
+from transformer_core import CheckpointError, sinusoidal_positional_encoding
 
 
 def _in(lo: float, hi: float):

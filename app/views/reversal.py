@@ -9,8 +9,7 @@ from lab import plots, state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 
-from transformer_core.config import InferenceOptions
-from transformer_core.errors import CheckpointError, ConfigError, InputError
+from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
 
 P = "rev_"  # session_state prefix; the URL uses the bare names
 MAX_CHARS = 30
@@ -25,14 +24,24 @@ st.caption(
 
 choices = model_choices("reverse")
 if not choices:
-    st.warning("No reversal checkpoints found in checkpoints/. Train them with "
-               "`bash checkpoints/train_all.sh`, or train one on the Train page.")
+    st.warning(
+        "No reversal checkpoints found in checkpoints/. Train them with "
+        "`bash checkpoints/train_all.sh`, or train one on the Train page."
+    )
     st.stop()
 
 default_ckpt = "reverse-sinusoidal" if "reverse-sinusoidal" in choices else choices[0]
 state.init_state(
-    {"checkpoint": default_ckpt, "text": "attention", "layer": 0, "head": 0, "nopos": False,
-     "nocausal": False, "nopad": False, "second": "abc"},
+    {
+        "checkpoint": default_ckpt,
+        "text": "attention",
+        "layer": 0,
+        "head": 0,
+        "nopos": False,
+        "nocausal": False,
+        "nopad": False,
+        "second": "abc",
+    },
     valid={"checkpoint": lambda v: v in choices, "layer": lambda v: v >= 0, "head": lambda v: v >= 0},
     prefix=P,
 )
@@ -47,26 +56,38 @@ def correctness_html(output: str, expected: str) -> str:
         ok = i < len(output) and i < len(expected) and output[i] == expected[i]
         colour = "#dcfce7" if ok else "#fee2e2"
         border = "#16a34a" if ok else "#dc2626"
-        cells.append(f'<span style="display:inline-block;min-width:1.4em;text-align:center;margin:1px;'
-                     f'padding:2px 4px;background:{colour};border:1px solid {border};border-radius:4px;'
-                     f'font-family:monospace;font-size:1.3rem">{html.escape(got)}</span>')
+        cells.append(
+            f'<span style="display:inline-block;min-width:1.4em;text-align:center;margin:1px;'
+            f"padding:2px 4px;background:{colour};border:1px solid {border};border-radius:4px;"
+            f'font-family:monospace;font-size:1.3rem">{html.escape(got)}</span>'
+        )
     return "".join(cells)
 
 
 top_left, top_right = st.columns([1, 2])
 name = top_left.selectbox(
-    "Checkpoint", choices, key=P + "checkpoint",
+    "Checkpoint",
+    choices,
+    key=P + "checkpoint",
     help="Same model and training, one per positional scheme. `none` has no way to know letter order.",
 )
 raw = top_right.text_input(f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text")
 s1, s2, s3 = st.columns(3)
-nopos = s1.toggle("Drop positional information", key=P + "nopos",
-                  help="Run the same weights without any position signal "
-                       "(no added codes, no RoPE, no ALiBi).")
-nocausal = s2.toggle("Decoder causal mask off", key=P + "nocausal",
-                     help="Let each output position also see the positions after it (red outlines below).")
-nopad = s3.toggle("Padding mask off", key=P + "nopad",
-                  help="Let padded positions of a batch receive attention; see section 4.")
+nopos = s1.toggle(
+    "Drop positional information",
+    key=P + "nopos",
+    help="Run the same weights without any position signal (no added codes, no RoPE, no ALiBi).",
+)
+nocausal = s2.toggle(
+    "Decoder causal mask off",
+    key=P + "nocausal",
+    help="Let each output position also see the positions after it (red outlines below).",
+)
+nopad = s3.toggle(
+    "Padding mask off",
+    key=P + "nopad",
+    help="Let padded positions of a batch receive attention; see section 4.",
+)
 state.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
 
 try:
@@ -95,17 +116,21 @@ except (InputError, ConfigError) as e:
 expected = text[::-1]
 answer, verdict = st.columns([1.1, 1], vertical_alignment="bottom")
 with answer:
-    st.markdown(f"**Input** {ex.md_code(text)} → **output**",
-                help="Greedy decoding: the most likely letter at each step.")
+    st.markdown(
+        f"**Input** {ex.md_code(text)} → **output**",
+        help="Greedy decoding: the most likely letter at each step.",
+    )
     st.html(correctness_html(view.output, expected))
 with verdict:
     if view.output == expected:
         st.success(f"Correct: **{view.output}** is the input reversed.", icon=":material/check_circle:")
     else:
         extra = " Characters replaced by `<unk>` cannot come back." if checked.unknown else ""
-        st.warning(f"Not the reverse: the true reverse is {ex.md_code(expected)}, the model wrote "
-                   f"{ex.md_code(view.output) if view.output else '(nothing)'}.{extra}",
-                   icon=":material/cancel:")
+        st.warning(
+            f"Not the reverse: the true reverse is {ex.md_code(expected)}, the model wrote "
+            f"{ex.md_code(view.output) if view.output else '(nothing)'}.{extra}",
+            icon=":material/cancel:",
+        )
 
 n = len(text)
 scores = ex.anti_diagonal_scores(view.attention["cross"], n)
@@ -115,59 +140,105 @@ plain_titles = [[f"L{l} H{h}" for h in range(cfg.n_heads)] for l in range(cfg.n_
 c1, c2, c3 = st.columns([1, 1, 1.6], vertical_alignment="bottom")
 layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, [c1, c2])
 c3.metric(
-    "Most anti-diagonal cross-attention head", f"L{best[0]} H{best[1]} · {scores[best]:.2f}",
+    "Most anti-diagonal cross-attention head",
+    f"L{best[0]} H{best[1]} · {scores[best]:.2f}",
     help="Mean cross-attention weight on the mirrored input letter (section 1).",
 )
-st.caption("The layer and head chosen here are drawn large in every section; clicking a small map "
-           "in any grid chooses it too.")
+st.caption(
+    "The layer and head chosen here are drawn large in every section; clicking a small map "
+    "in any grid chooses it too."
+)
 
 # ------------------------------------------------------------ 1 cross
 st.subheader("1 · Cross-attention: where each output step reads the input")
-st.caption(f"Rows are the decoder's steps (from `<sos>`), columns the input letters. Row t writes output "
-           f"letter t; to reverse {n} letters it must read input position {n}−1−t: the anti-diagonal. Each "
-           "grid title gives that head's anti-diagonal score, the mean weight on the mirrored letter "
-           "(1.00 = perfect, near 0 = looking elsewhere).")
+st.caption(
+    f"Rows are the decoder's steps (from `<sos>`), columns the input letters. Row t writes output "
+    f"letter t; to reverse {n} letters it must read input position {n}−1−t: the anti-diagonal. Each "
+    "grid title gives that head's anti-diagonal score, the mean weight on the mirrored letter "
+    "(1.00 = perfect, near 0 = looking elsewhere)."
+)
 titles = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
-ex.grid_and_head(name, text, opts, "cross", prefix=P, chart="cross", layer=layer, head=head,
-                 head_title=f"Cross-attention layer {layer} head {head} · "
-                 f"anti-diagonal {scores[layer, head]:.2f}", cell_titles=titles)
+ex.grid_and_head(
+    name,
+    text,
+    opts,
+    "cross",
+    prefix=P,
+    chart="cross",
+    layer=layer,
+    head=head,
+    head_title=f"Cross-attention layer {layer} head {head} · anti-diagonal {scores[layer, head]:.2f}",
+    cell_titles=titles,
+)
 
 # ------------------------------------------------------------ 2 decoder
 st.subheader("2 · Decoder masked self-attention: what was already written")
 if nocausal:
-    st.caption("The causal mask is **off**: cells above the diagonal are letters not yet written "
-               "at that step. Red outlines mark future positions that now get more than 1% of the weight.")
+    st.caption(
+        "The causal mask is **off**: cells above the diagonal are letters not yet written "
+        "at that step. Red outlines mark future positions that now get more than 1% of the weight."
+    )
 else:
-    st.caption("Rows are output steps (starting at `<sos>`). The causal mask blanks everything "
-               "above the diagonal, so a step only sees what was already written.")
-ex.grid_and_head(name, text, opts, "decoder_self", prefix=P, chart="dec", layer=layer, head=head,
-                 head_title=f"Decoder layer {layer} head {head}", cell_titles=plain_titles,
-                 mark_future=nocausal)
+    st.caption(
+        "Rows are output steps (starting at `<sos>`). The causal mask blanks everything "
+        "above the diagonal, so a step only sees what was already written."
+    )
+ex.grid_and_head(
+    name,
+    text,
+    opts,
+    "decoder_self",
+    prefix=P,
+    chart="dec",
+    layer=layer,
+    head=head,
+    head_title=f"Decoder layer {layer} head {head}",
+    cell_titles=plain_titles,
+    mark_future=nocausal,
+)
 
 # ------------------------------------------------------------ 3 encoder
 st.subheader("3 · Encoder self-attention: how the input letters see each other")
-st.caption("Rows are input positions asking, columns are input positions answering. The encoder "
-           "has no mask: every letter may look both ways. `<eos>` marks where the word ends, which "
-           "is how position-free schemes can still count from the end.")
-ex.grid_and_head(name, text, opts, "encoder_self", prefix=P, chart="enc", layer=layer, head=head,
-                 head_title=f"Encoder layer {layer} head {head}", cell_titles=plain_titles)
+st.caption(
+    "Rows are input positions asking, columns are input positions answering. The encoder "
+    "has no mask: every letter may look both ways. `<eos>` marks where the word ends, which "
+    "is how position-free schemes can still count from the end."
+)
+ex.grid_and_head(
+    name,
+    text,
+    opts,
+    "encoder_self",
+    prefix=P,
+    chart="enc",
+    layer=layer,
+    head=head,
+    head_title=f"Encoder layer {layer} head {head}",
+    cell_titles=plain_titles,
+)
 
 # ------------------------------------------------------------ 4 padding
 st.subheader("4 · Padding: two inputs of different lengths in one batch")
-st.caption("Batches need equal lengths, so the shorter input is filled up with `<pad>`. The padding "
-           "mask stops every position from attending to those fillers: with it on, `<pad>` columns get "
-           "exactly 0. Switch **Padding mask off** above to see them soak up weight.")
+st.caption(
+    "Batches need equal lengths, so the shorter input is filled up with `<pad>`. The padding "
+    "mask stops every position from attending to those fillers: with it on, `<pad>` columns get "
+    "exactly 0. Switch **Padding mask off** above to see them soak up weight."
+)
 raw2 = st.text_input("Second input for the batch", key=P + "second")
 checked2 = ex.check_input(raw2, ckpt.tokenizer, limit, lowercase=True)
 if checked2.problem:
     st.warning(f"Second input: {checked2.problem}", icon=":material/error:")
 elif len(checked2.text) == len(text):
-    st.info("Both inputs have the same length, so nothing is padded: give the second input a "
-            "different length.", icon=":material/info:")
+    st.info(
+        "Both inputs have the same length, so nothing is padded: give the second input a different length.",
+        icon=":material/info:",
+    )
 else:
     if checked2.unknown:
-        st.caption("Second input: not in the vocabulary, replaced by `<unk>`: "
-                   + ", ".join(ex.char_name(c) for c in checked2.unknown))
+        st.caption(
+            "Second input: not in the vocabulary, replaced by `<unk>`: "
+            + ", ".join(ex.char_name(c) for c in checked2.unknown)
+        )
     pv = run_cached(ex.padding_view, name, (text, checked2.text), opts)
     cols = st.columns(2)
     for b, col in enumerate(cols):
@@ -176,23 +247,41 @@ else:
         pad_share = float(w[real][:, pv.is_pad[b]].sum(-1).max()) if pv.is_pad[b].any() else 0.0
         with col:
             mark = pv.is_pad[b][None, :] & (w > 0.001)
-            fig = plots.head_heatmap(w, pv.tokens[b], pv.tokens[b],
-                                     f"Row {b + 1}: encoder layer {layer} head {head}",
-                                     highlight=mark, highlight_name="weight on <pad>", height=380)
+            fig = plots.head_heatmap(
+                w,
+                pv.tokens[b],
+                pv.tokens[b],
+                f"Row {b + 1}: encoder layer {layer} head {head}",
+                highlight=mark,
+                highlight_name="weight on <pad>",
+                height=380,
+            )
             st.plotly_chart(fig, key=f"{P}pad{b}", config=plots.PNG_CONFIG)
             if pv.is_pad[b].any():
-                st.caption(f"Row {b + 1} has {int(pv.is_pad[b].sum())} `<pad>`; the most weight any real "
-                           f"letter puts on them: **{pad_share:.3f}**. "
-                           f"Output: `{pv.outputs[b] or '(nothing)'}` "
-                           f"(true reverse `{pv.texts[b][::-1]}`).")
+                st.caption(
+                    f"Row {b + 1} has {int(pv.is_pad[b].sum())} `<pad>`; the most weight any real "
+                    f"letter puts on them: **{pad_share:.3f}**. "
+                    f"Output: `{pv.outputs[b] or '(nothing)'}` "
+                    f"(true reverse `{pv.texts[b][::-1]}`)."
+                )
             else:
-                st.caption(f"Row {b + 1} is the longer input: no padding. Output: "
-                           f"`{pv.outputs[b] or '(nothing)'}` (true reverse `{pv.texts[b][::-1]}`).")
+                st.caption(
+                    f"Row {b + 1} is the longer input: no padding. Output: "
+                    f"`{pv.outputs[b] or '(nothing)'}` (true reverse `{pv.texts[b][::-1]}`)."
+                )
 
 # ------------------------------------------------------------ downloads
 st.subheader("Take the numbers with you")
-st.caption("PNG: the camera icon above each figure. The files hold every head's weights as "
-           "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`.")
-ex.download_buttons(P, f"{name}-{text}", name, view, unknown_characters=checked.unknown,
-                    options={"causal": not nocausal, "padding_mask": not nopad, "positions": not nopos})
+st.caption(
+    "PNG: the camera icon above each figure. The files hold every head's weights as "
+    "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`."
+)
+ex.download_buttons(
+    P,
+    f"{name}-{text}",
+    name,
+    view,
+    unknown_characters=checked.unknown,
+    options={"causal": not nocausal, "padding_mask": not nopad, "positions": not nopos},
+)
 state.write_state(URL_KEYS, prefix=P)

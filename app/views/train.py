@@ -31,18 +31,21 @@ from lab.runs import (
     submit,
 )
 
-from transformer_core.errors import CheckpointError, ConfigError, InputError
-from transformer_core.io.data import corpus_from_bytes
-from transformer_core.positional import POSITION_SCHEMES
-from transformer_core.train.presets import (
+from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
+from transformer_core.io import corpus_from_bytes
+from transformer_core.train import (
     DEFAULT_SIZE,
     LIMITS,
     SIZES,
+    TASK_POSITIONS,
     TRAIN_LENGTHS,
+    RunError,
+    RunInfo,
+    RunProgress,
+    RunRequest,
     optim_defaults,
     page_config,
 )
-from transformer_core.train.runs import RunError, RunInfo, RunProgress, RunRequest
 
 MAX_UPLOAD_BYTES = 5_000_000
 TASK_LABELS = {
@@ -78,9 +81,12 @@ def apply_size() -> None:
 
 
 def apply_task() -> None:
-    """A new task: its preset shape, steps, batch size and learning rate."""
+    """A new task: its preset shape, steps, batch size, learning rate (and scheme, if it has one)."""
     apply_size()
-    defaults = optim_defaults(st.session_state["train_task"])
+    task = st.session_state["train_task"]
+    if task in TASK_POSITIONS:
+        st.session_state["train_positions"] = TASK_POSITIONS[task]
+    defaults = optim_defaults(task)
     st.session_state.update(train_steps=defaults.steps, train_batch=defaults.batch_size, train_lr=defaults.lr)
 
 

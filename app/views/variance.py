@@ -16,7 +16,7 @@ from lab.state import init_state, write_state
 from lessons import training
 from lessons import variance as lesson
 from lessons.variance import SATURATION_DIMS, TABLE_DIMS
-from transformer_core.errors import CheckpointError, InputError
+from transformer_core import CheckpointError, InputError
 
 KIND_LABELS = {
     "self": "self-attention",

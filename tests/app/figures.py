@@ -66,7 +66,13 @@ def saved_runs(monkeypatch: pytest.MonkeyPatch, runs: Path, shipped: str, *run_i
     monkeypatch.setenv(RUNS_ENV, str(runs))
     ckpt = load_checkpoint(shipped)
     first = runs / run_ids[0]
-    save_checkpoint(first, ckpt.model, ckpt.tokenizer, train_args=ckpt.meta.get("train_args"),
-                    metrics=ckpt.metrics, command="trained on the /train page as a test")
+    save_checkpoint(
+        first,
+        ckpt.model,
+        ckpt.tokenizer,
+        train_args=ckpt.meta.get("train_args"),
+        metrics=ckpt.metrics,
+        command="trained on the /train page as a test",
+    )
     for run_id in run_ids[1:]:
         shutil.copytree(first, runs / run_id)

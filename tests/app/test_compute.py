@@ -50,8 +50,14 @@ def test_a_result_is_computed_once_per_weights_and_arguments(models: dict[str, C
 
 @pytest.mark.parametrize(
     "changed",
-    [{"scale_scores": False}, {"sliding_window": 2}, {"causal": False}, {"positions": False},
-     {"padding_mask": False}, {"ablate": frozenset({("self", 0, 1)})}],
+    [
+        {"scale_scores": False},
+        {"sliding_window": 2},
+        {"causal": False},
+        {"positions": False},
+        {"padding_mask": False},
+        {"ablate": frozenset({("self", 0, 1)})},
+    ],
 )
 def test_every_inference_option_keys_the_cache(models: dict[str, Checkpoint], changed: dict) -> None:
     """The old tuple copy of the options dropped scale_scores and sliding_window."""

@@ -156,7 +156,7 @@ def test_unusable_input_gives_a_message_not_a_traceback(
 
 
 def test_emoji_and_unknown_characters_are_listed(at: AppTest) -> None:
-    set_text(at, "ab1 \U0001F600")
+    set_text(at, "ab1 \U0001f600")
     warning = " ".join(texts(at, "warning"))
     assert "U+1F600" in warning and "'1'" in warning and "space" in warning
     assert charts(at)["rev_cross_grid"]  # the page still runs with <unk> in place
@@ -164,8 +164,16 @@ def test_emoji_and_unknown_characters_are_listed(at: AppTest) -> None:
 
 
 def test_a_deep_link_restores_the_view() -> None:
-    at = open_reversal({"checkpoint": "reverse-rope", "text": "world", "layer": "1", "head": "3",
-                        "nocausal": "true", "second": "ab"})
+    at = open_reversal(
+        {
+            "checkpoint": "reverse-rope",
+            "text": "world",
+            "layer": "1",
+            "head": "3",
+            "nocausal": "true",
+            "second": "ab",
+        }
+    )
     assert at.selectbox(key="rev_checkpoint").value == "reverse-rope"
     assert at.text_input(key="rev_text").value == "world"
     assert at.selectbox(key="rev_layer").value == 1 and at.selectbox(key="rev_head").value == 3
@@ -185,10 +193,16 @@ def test_downloads_hold_the_trace_the_command_line_prints(monkeypatch: pytest.Mo
     assert set(files) == {"Attention as JSON", "Attention as CSV"}
     data = json.loads(files["Attention as JSON"])
     ckpt = load_checkpoint("reverse-sinusoidal")
-    cli = trace_seq2seq(ckpt.model, ckpt.tokenizer, "world", InferenceOptions(positions=False),
-                        max_new_tokens=len("world") + 2).to_json("reverse-sinusoidal")  # the page's budget
+    cli = trace_seq2seq(
+        ckpt.model,
+        ckpt.tokenizer,
+        "world",
+        InferenceOptions(positions=False),
+        max_new_tokens=len("world") + 2,
+    ).to_json("reverse-sinusoidal")  # the page's budget
     assert {k: data[k] for k in ("checkpoint", "input", "output", "tokens")} == {
-        k: cli[k] for k in ("checkpoint", "input", "output", "tokens")}
+        k: cli[k] for k in ("checkpoint", "input", "output", "tokens")
+    }
     for kind in ("encoder_self", "decoder_self", "cross"):
         assert np.allclose(data["attention"][kind], cli["attention"][kind], atol=1e-6), kind
     assert data["options"] == {"causal": True, "padding_mask": True, "positions": False}
@@ -265,7 +279,7 @@ def test_check_input_reports_lowercasing_unknowns_and_limits() -> None:
     assert (c.text, c.lowered, c.unknown, c.problem) == ("hello!", True, ["!"], None)
     assert "empty" in ex.check_input("", tok, 30).problem
     assert "31 characters" in ex.check_input("a" * 31, tok, 30).problem
-    assert ex.char_name("\U0001F600") == "U+1F600" and ex.char_name(" ") == "space"
+    assert ex.char_name("\U0001f600") == "U+1F600" and ex.char_name(" ") == "space"
 
 
 def test_selected_head_reads_the_clicked_subplot() -> None:

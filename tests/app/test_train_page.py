@@ -96,6 +96,7 @@ def test_a_tiny_induction_run_plots_every_heads_detector_scores_beside_the_loss(
     at = open_train()
     at.radio(key="train_task").set_value("induction").run()
     assert at.number_input(key="train_steps").value == 1500  # the task's preset (train/presets.py)
+    assert at.selectbox(key="train_positions").value == "learned"  # the scheme its heads form with
     at.select_slider(key="train_preset").set_value("tiny").run()
     assert (at.number_input(key="train_n_layers").value, at.number_input(key="train_n_heads").value) == (2, 2)
     set_steps(at, 20)

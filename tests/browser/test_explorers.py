@@ -91,8 +91,11 @@ def test_reversal_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
     body = main_text(page)
     assert "Correct" in body and "olleh" in body and "lowercased" in body
 
-    for label, key in [("Drop positional information", "nopos"), ("Decoder causal mask off", "nocausal"),
-                       ("Padding mask off", "nopad")]:
+    for label, key in [
+        ("Drop positional information", "nopos"),
+        ("Decoder causal mask off", "nocausal"),
+        ("Padding mask off", "nopad"),
+    ]:
         flip(page, label, key, "true", tmp_path / f"reversal-{key}.png")
         assert page.get_by_role("switch", name=label).is_checked()
     legend(page, "rev_dec_head", "future position")  # the red outlines are drawn
@@ -104,13 +107,16 @@ def test_reversal_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
     page.screenshot(path=str(tmp_path / "reversal-clicked.png"), full_page=True)
 
     # a student shouts "type an emoji!": a message, never a traceback (other bad input: AppTest)
-    type_into(page, REVERSAL_INPUT, "emoji \U0001F600", "text", tmp_path / "reversal-emoji.png")
+    type_into(page, REVERSAL_INPUT, "emoji \U0001f600", "text", tmp_path / "reversal-emoji.png")
     assert "U+1F600" in main_text(page)
 
 
 def test_reversal_deep_link_and_download(page: Page, app_url: str, tmp_path: Path) -> None:
-    open_page(page, app_url + "/reversal?checkpoint=reverse-sinusoidal&text=world&layer=1&head=3"
-              "&nocausal=true&second=ab", tmp_path / "reversal-deep-link.png")
+    open_page(
+        page,
+        app_url + "/reversal?checkpoint=reverse-sinusoidal&text=world&layer=1&head=3&nocausal=true&second=ab",
+        tmp_path / "reversal-deep-link.png",
+    )
     reversal_box = page.get_by_role("textbox", name=REVERSAL_INPUT, exact=True)
     expect(reversal_box).to_have_value("world", timeout=20_000)
     expect(page.get_by_role("textbox", name="Second input for the batch", exact=True)).to_have_value("ab")
@@ -166,8 +172,12 @@ def test_gpt_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
 
 
 def test_gpt_deep_link(page: Page, app_url: str, tmp_path: Path) -> None:
-    open_page(page, app_url + "/gpt?checkpoint=gpt-rope&text=import%20os&layer=3&head=1&query=4"
-              "&nocausal=true&temperature=0.5&seed=3&max_new=20", tmp_path / "gpt-deep-link.png")
+    open_page(
+        page,
+        app_url + "/gpt?checkpoint=gpt-rope&text=import%20os&layer=3&head=1&query=4"
+        "&nocausal=true&temperature=0.5&seed=3&max_new=20",
+        tmp_path / "gpt-deep-link.png",
+    )
     expect(page.get_by_role("textbox", name="Prompt", exact=True)).to_have_value("import os", timeout=20_000)
     expect(page.get_by_role("switch", name="Causal mask off")).to_be_checked()
     assert "Layer 3 head 1" in plot_title(page, "gpt_self_head")

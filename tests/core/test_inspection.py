@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from transformer_core.config import InferenceOptions
+from transformer_core.interp.heads import anti_diagonal_scores
 from transformer_core.interp.inspection import (
-    anti_diagonal_scores,
     distribution_shift,
     future_cells,
     query_steps,

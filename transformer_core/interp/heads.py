@@ -155,6 +155,16 @@ def template_score(
         return np.where(total > 0, hit / np.where(total > 0, total, 1.0), np.nan)
 
 
+def anti_diagonal_scores(cross: np.ndarray, n: int) -> np.ndarray:
+    """Share of cross-attention weight on the reversal alignment, per head: (L, H, Tt, Ts) -> (L, H).
+
+    Target position t (SOS + output) should read source position n-1-t of the n-character
+    text: 1.0 for a perfect anti-diagonal, about 1/Ts for a flat head. Rows past the text
+    do not count; NaN where no row does (n = 0).
+    """
+    return template_score(cross, anti_diagonal_template(*cross.shape[-2:], n)).astype(np.float32)
+
+
 def entropy_score(pattern: np.ndarray, row_mask: np.ndarray | None = None) -> np.ndarray:
     """Mean over rows of -sum_j A log A in nats: pattern (..., Tq, Tk) -> (...).
     row_mask (Tq,) selects the rows that count (default: rows with any weight)."""

@@ -18,25 +18,6 @@ import torch
 from transformer_core.capture import AttentionRecord
 
 
-def anti_diagonal_scores(cross: np.ndarray, n: int) -> np.ndarray:
-    """Share of cross-attention weight on the reversal alignment, per head: (L, H).
-
-    cross is (L, H, Tt, Ts) with target tokens SOS + output and source tokens text + EOS;
-    n is the length of the text. Target position t (t = 0..n-1, the query that writes the
-    t-th output character) should look at source position n-1-t. The score is the mean
-    over those rows of the weight on that one key: 1.0 for a perfect anti-diagonal,
-    about 1/Ts for a flat head. Rows past the decoded output are not counted.
-    """
-    L, H, Tt, Ts = cross.shape
-    rows = min(n, Tt, Ts)
-    if rows <= 0:
-        return np.zeros((L, H), dtype=np.float32)
-    t = np.arange(rows)
-    s = n - 1 - t
-    keep = s < Ts
-    return cross[:, :, t[keep], s[keep]].mean(-1).astype(np.float32)
-
-
 @dataclass(frozen=True)
 class QuerySteps:
     """One query of one head, step by step: the arithmetic of attention for row `query`."""

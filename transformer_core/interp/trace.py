@@ -35,8 +35,14 @@ TOKEN_AXES: dict[str, tuple[str, str]] = {
 JSON_DECIMALS = 6  # weights in JSON: enough for 1e-6 agreement, a third of float64's text
 
 
-def trace_json(checkpoint: str, text: str, output: str, token_axes: dict[str, list[str]],
-               attention: dict[str, np.ndarray], unknown: list[tuple[int, str]]) -> dict[str, Any]:
+def trace_json(
+    checkpoint: str,
+    text: str,
+    output: str,
+    token_axes: dict[str, list[str]],
+    attention: dict[str, np.ndarray],
+    unknown: list[tuple[int, str]],
+) -> dict[str, Any]:
     """The trace JSON object (see the module docstring): plain lists, weights rounded."""
     payload: dict[str, Any] = {
         "checkpoint": checkpoint,

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from transformer_core.interp.heads import default_probe_set, detect_heads
 from transformer_core.interp.trace import trace_gpt
 from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.train.tasks import Batch, cross_entropy_loss
@@ -93,8 +94,6 @@ class InductionTask:
 
     def evaluate(self, model: nn.Module) -> dict[str, Any]:
         """In-context losses plus every head's previous-token and induction score."""
-        from transformer_core.interp.heads import default_probe_set, detect_heads
-
         was = model.training
         model.eval()
         probes = default_probe_set(self.tokenizer, "gpt", max_len=self.seq_len)
