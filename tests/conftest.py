@@ -1,7 +1,32 @@
 """Settings for the whole suite."""
 
+from collections.abc import Iterator
+
+import pytest
 import torch
+from playwright.sync_api import Browser, sync_playwright
 
 # The models here are tiny: one intra-op thread is fastest, and it avoids OpenMP threads
 # spinning against each other on a busy 2-core machine (100x slowdowns were measured).
 torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _runs_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs any test trains (and their queue) go to a temporary folder, never <repo>/runs."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ATTENTION_LAB_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+    yield
+    patch.undo()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """One headless Chromium for every browser test (tests/browser, tests/deploy): Playwright's
+    sync API keeps an event loop on the main thread while it lives, so there is only one."""
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -183,22 +183,15 @@ def cmd_generate(args: argparse.Namespace) -> None:
     _emit(args, payload, args.prompt + out)
 
 
+TRAIN_FLAGS = (  # `train` options that go into TrainConfig as they are
+    "steps", "batch_size", "lr", "schedule", "warmup", "seed", "device", "corpus",
+    "label_smoothing", "eval_every", "block_size", "random_positions",
+)  # fmt: skip
+
+
 def cmd_train(args: argparse.Namespace) -> None:
-    train = train_config(  # None = the task's preset (transformer_core.train.presets)
-        args.task,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        schedule=args.schedule,
-        warmup=args.warmup,
-        seed=args.seed,
-        device=args.device,
-        corpus=args.corpus,
-        label_smoothing=args.label_smoothing,
-        eval_every=args.eval_every,
-        block_size=args.block_size,
-        random_positions=args.random_positions,
-    )
+    # None = the task's preset (transformer_core.train.presets)
+    train = train_config(args.task, **{name: getattr(args, name) for name in TRAIN_FLAGS})
     shape = ("d_model", "d_ff", "n_layers", "n_heads")
     overrides = {k: getattr(args, k) for k in shape if getattr(args, k)}
     model, task = prepare_run(train, args.positions, **overrides)

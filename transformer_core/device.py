@@ -21,11 +21,12 @@ def resolve_device(choice: str = "auto") -> torch.device:
 
 
 def describe_device(device: torch.device) -> str:
-    """'CPU (2 threads)' or 'CUDA: NVIDIA H100 (80 GiB)'."""
+    """'CPU, 2 threads' ('CPU, 1 thread') or 'CUDA: NVIDIA H100 (80 GiB)'."""
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         return f"CUDA: {props.name} ({props.total_memory / 2**30:.0f} GiB)"
-    return f"CPU ({torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"CPU, {threads} thread{'' if threads == 1 else 's'}"
 
 
 def limit_process_memory(device: torch.device, fraction: float) -> bool:

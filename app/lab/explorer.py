@@ -52,6 +52,28 @@ def char_name(ch: str) -> str:
     return f"U+{ord(ch):04X}"
 
 
+def visible(text: str) -> str:
+    """User text safe to echo in a message: every character that is not printable (control
+    characters such as BEL or ESC, newlines, zero-width marks) is written as [U+XXXX]."""
+    return "".join(c if c == " " or c.isprintable() else f"[U+{ord(c):04X}]" for c in text)
+
+
+def text_colour(
+    rgb: tuple[int, int, int], alpha: float = 1.0, backdrop: tuple[int, int, int] = (255, 255, 255)
+) -> str:
+    """Black or white text on a background of colour rgb at opacity alpha laid over backdrop:
+    white where its relative luminance (WCAG) is below 0.3, black above. (The bare WCAG
+    crossover, 0.18, keeps black on saturated mid blues, which reads badly on a projector.)"""
+
+    def linear(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    shown = [alpha * c + (1 - alpha) * b for c, b in zip(rgb, backdrop, strict=True)]
+    lum = 0.2126 * linear(shown[0]) + 0.7152 * linear(shown[1]) + 0.0722 * linear(shown[2])
+    return "#ffffff" if lum < 0.3 else "#000000"
+
+
 def md_code(text: str) -> str:
     """Inline code in Markdown that survives backticks inside the text."""
     return f"`` {text} ``" if "`" in text else f"`{text}`"
@@ -278,7 +300,8 @@ def show_input_notes(checked: CheckedInput, *, what: str = "model") -> None:
     """Info lines for lowercasing and for characters the vocabulary lacks."""
     if checked.lowered:
         st.info(
-            f"The {what} only knows lowercase letters, so your input was lowercased to **{checked.text}**.",
+            f"The {what} only knows lowercase letters, so your input was lowercased to "
+            f"{md_code(visible(checked.text))}.",
             icon=":material/text_fields:",
         )
     if checked.unknown:

@@ -254,8 +254,11 @@ def _density_bars(samples: np.ndarray, x_max: float, bins: int, color: str, name
 
 
 @figure_cache
-def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_max: float = 50.0) -> go.Figure:
-    """Histograms of q.k and of q.k / sqrt(d_k) (n,) each on one fixed x range, so growth shows."""
+def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_min_range: float = 50.0) -> go.Figure:
+    """Histograms of q.k and of q.k / sqrt(d_k) (n,) on one shared x range: +-x_min_range
+    (fixed while the samples fit, so growth shows), widened in steps of 10 to hold every sample."""
+    extreme = float(max(np.abs(raw).max(initial=0.0), np.abs(scaled).max(initial=0.0)))
+    x_max = max(x_min_range, 10.0 * np.ceil(extreme * 1.02 / 10.0))
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -509,22 +512,14 @@ def lr_figure(schedules: Schedules, warmup: int) -> go.Figure:
     through at most ~800 steps, always including the peak at the end of warm-up."""
     idx = _thin(len(schedules.steps), [warmup - 2, warmup - 1, warmup])
     steps = schedules.steps[idx]
+    curves = [
+        ("warm-up, then 1/√step", schedules.vaswani, FIRST),
+        ("warm-up, then cosine", schedules.cosine, SECOND),
+    ]
     fig = go.Figure(
         [
-            go.Scatter(
-                x=steps,
-                y=schedules.vaswani[idx],
-                mode="lines",
-                name="warm-up, then 1/√step",
-                line={"color": FIRST, "width": 3},
-            ),
-            go.Scatter(
-                x=steps,
-                y=schedules.cosine[idx],
-                mode="lines",
-                name="warm-up, then cosine",
-                line={"color": SECOND, "width": 3},
-            ),
+            go.Scatter(x=steps, y=lr[idx], mode="lines", name=name, line={"color": color, "width": 3})
+            for name, lr, color in curves
         ]
     )
     fig.add_vline(

@@ -403,29 +403,45 @@ _LEGEND_TOP = {"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"}
 _MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
 
 
+def _grouped_bars(
+    xs: list[Any],
+    values: dict[str, np.ndarray],
+    hover: str,
+    title: str,
+    height: int,
+    xaxis: dict[str, Any],
+    **layout: Any,
+) -> ReadyFigure:
+    """One bar series per entry of `values` over xs; hover is a template with {name} filled in."""
+    data = [
+        {"type": "bar", "x": xs, "y": typed(vals), "name": name, "hovertemplate": hover.format(name=name)}
+        for name, vals in values.items()
+    ]
+    spec = {
+        "title": {"text": title},
+        "height": height,
+        "barmode": "group",
+        "xaxis": xaxis,
+        "margin": _MARGIN,
+        "legend": _LEGEND_TOP,
+        **layout,
+    }
+    return ReadyFigure({"data": data, "layout": spec})
+
+
 def vector_bars(
     vectors: dict[str, np.ndarray], title: str = "", *, height: int = 260, x_title: str = "dimension"
 ) -> ReadyFigure:
     """Grouped bars of one or more equal-length vectors (e.g. q before and after RoPE)."""
-    data = [
-        {
-            "type": "bar",
-            "x": list(range(len(vec))),
-            "y": typed(vec),
-            "name": name,
-            "hovertemplate": f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>",
-        }
-        for name, vec in vectors.items()
-    ]
-    layout = {
-        "title": {"text": title},
-        "height": height,
-        "barmode": "group",
-        "xaxis": {"title": {"text": x_title}},
-        "margin": _MARGIN,
-        "legend": _LEGEND_TOP,
-    }
-    return ReadyFigure({"data": data, "layout": layout})
+    n = len(next(iter(vectors.values()), []))
+    return _grouped_bars(
+        list(range(n)),
+        vectors,
+        "{name}[%{{x}}] = %{{y:.4f}}<extra></extra>",
+        title,
+        height,
+        {"title": {"text": x_title}},
+    )
 
 
 def token_bars(
@@ -438,33 +454,23 @@ def token_bars(
 ) -> ReadyFigure:
     """Bars over tokens (keys or vocabulary entries), one series per entry of `values`."""
     xs = _unique(labels)
-    data = [
-        {
-            "type": "bar",
-            "x": xs,
-            "y": typed(vals),
-            "name": name,
-            "hovertemplate": f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>",
-        }
-        for name, vals in values.items()
-    ]
-    layout = {
-        "title": {"text": title},
-        "height": height,
-        "barmode": "group",
-        "xaxis": {
-            "tickmode": "array",
-            "tickvals": xs,
-            "ticktext": list(labels),
-            "tickfont": _tick_font(len(xs)),
-            "tickangle": 0,
-        },
-        "yaxis": {"title": {"text": y_title}},
-        "margin": _MARGIN,
-        "legend": _LEGEND_TOP,
-        "showlegend": len(values) > 1,
+    xaxis = {
+        "tickmode": "array",
+        "tickvals": xs,
+        "ticktext": list(labels),
+        "tickfont": _tick_font(len(xs)),
+        "tickangle": 0,
     }
-    return ReadyFigure({"data": data, "layout": layout})
+    return _grouped_bars(
+        xs,
+        values,
+        "{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>",
+        title,
+        height,
+        xaxis,
+        yaxis={"title": {"text": y_title}},
+        showlegend=len(values) > 1,
+    )
 
 
 def matrix_heatmap(

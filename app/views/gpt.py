@@ -80,6 +80,10 @@ state.init_state(
 ex.clamp_state(P + "checkpoint", choices, default_ckpt)
 
 
+SAMPLE_RGB = (37, 99, 235)  # sampled characters: this blue, more opaque the likelier
+SAMPLE_RGB_CSS = ",".join(map(str, SAMPLE_RGB))
+
+
 def token_html(prompt: str, unknown: list[str], samples: list[ex.Sample]) -> str:
     """The prompt in grey (characters the model lacks shown as <unk>), then each sampled
     character shaded by its probability; hover shows the probability and the alternatives."""
@@ -91,8 +95,8 @@ def token_html(prompt: str, unknown: list[str], samples: list[ex.Sample]) -> str
         title = html.escape(f"p = {s.prob:.3f} | most likely: {alts}", quote=True)
         shown = html.escape(s.text if s.text not in ("", "<unk>") else s.label)
         parts.append(
-            f'<span title="{title}" style="background:rgba(37,99,235,{alpha:.2f});'
-            f'border-radius:3px">{shown}</span>'
+            f'<span title="{title}" style="background:rgba({SAMPLE_RGB_CSS},{alpha:.2f});'
+            f'color:{ex.text_colour(SAMPLE_RGB, alpha)};border-radius:3px">{shown}</span>'
         )
     return (
         '<div style="font-family:monospace;font-size:1.05rem;white-space:pre-wrap;line-height:1.7;'

@@ -43,25 +43,52 @@ for i, (path, title, text) in enumerate(CARDS):
         st.caption(text)
 
 st.subheader("Shipped models")
-rows = []
+reversal_rows, gpt_rows = [], []
 for name, meta in shipped_checkpoints().items():
     m = meta.get("metrics", {})
     cfg = meta.get("config", {})
+    row = {
+        "checkpoint": name,
+        "positions": cfg.get("positions"),
+        "size": f"d {cfg.get('d_model')} · {cfg.get('n_layers')} L · {cfg.get('n_heads')} H",
+        "parameters": meta.get("parameters"),
+    }
     if meta.get("task") == "lm":
-        quality = f"val loss {m.get('val_loss', float('nan')):.3f} nats/char"
+        row["val loss"] = m.get("val_loss")
+        row["repeat loss"] = m.get("loss_repeat")
+        gpt_rows.append(row)
     else:
-        em = m.get("exact_match", {})
-        quality = "exact match " + ", ".join(f"len {k}: {v:.2f}" for k, v in em.items())
-    rows.append(
-        {
-            "checkpoint": name,
-            "positions": cfg.get("positions"),
-            "size": f"d={cfg.get('d_model')} · {cfg.get('n_layers')} layers · {cfg.get('n_heads')} heads",
-            "parameters": meta.get("parameters"),
-            "quality": quality,
-        }
+        row.update({f"len {k}": v for k, v in m.get("exact_match", {}).items()})
+        reversal_rows.append(row)
+NAME_COLUMNS = {
+    "checkpoint": st.column_config.TextColumn("checkpoint", width="medium"),
+    "positions": st.column_config.TextColumn("positions", width="small"),
+    "size": st.column_config.TextColumn("size", width="small"),
+    "parameters": st.column_config.NumberColumn("parameters", format="compact", width="small"),
+}
+if reversal_rows:
+    st.markdown("**Reversal (encoder-decoder)**: greedy exact match per string length (trained on 3 to 10)")
+    lengths = [k for k in reversal_rows[0] if k.startswith("len ")]
+    st.dataframe(
+        reversal_rows,
+        hide_index=True,
+        width="stretch",
+        column_config=NAME_COLUMNS
+        | {k: st.column_config.NumberColumn(k, format="%.2f", width="small") for k in lengths},
     )
-if rows:
-    st.dataframe(rows, hide_index=True, width="stretch")
-else:
+if gpt_rows:
+    st.markdown(
+        "**Character GPT**: validation loss, and the loss on a repeated segment (induction model), nats"
+    )
+    st.dataframe(
+        gpt_rows,
+        hide_index=True,
+        width="stretch",
+        column_config=NAME_COLUMNS
+        | {
+            k: st.column_config.NumberColumn(k, format="%.3f", width="small")
+            for k in ("val loss", "repeat loss")
+        },
+    )
+if not reversal_rows and not gpt_rows:
     st.warning("No shipped checkpoints found in checkpoints/: run `bash checkpoints/train_all.sh`.")

@@ -117,18 +117,21 @@ expected = text[::-1]
 answer, verdict = st.columns([1.1, 1], vertical_alignment="bottom")
 with answer:
     st.markdown(
-        f"**Input** {ex.md_code(text)} → **output**",
+        f"**Input** {ex.md_code(ex.visible(text))} → **output**",
         help="Greedy decoding: the most likely letter at each step.",
     )
     st.html(correctness_html(view.output, expected))
 with verdict:
     if view.output == expected:
-        st.success(f"Correct: **{view.output}** is the input reversed.", icon=":material/check_circle:")
+        st.success(
+            f"Correct: {ex.md_code(ex.visible(view.output))} is the input reversed.",
+            icon=":material/check_circle:",
+        )
     else:
         extra = " Characters replaced by `<unk>` cannot come back." if checked.unknown else ""
         st.warning(
-            f"Not the reverse: the true reverse is {ex.md_code(expected)}, the model wrote "
-            f"{ex.md_code(view.output) if view.output else '(nothing)'}.{extra}",
+            f"Not the reverse: the true reverse is {ex.md_code(ex.visible(expected))}, the model wrote "
+            f"{ex.md_code(ex.visible(view.output)) if view.output else '(nothing)'}.{extra}",
             icon=":material/cancel:",
         )
 
@@ -261,13 +264,14 @@ else:
                 st.caption(
                     f"Row {b + 1} has {int(pv.is_pad[b].sum())} `<pad>`; the most weight any real "
                     f"letter puts on them: **{pad_share:.3f}**. "
-                    f"Output: `{pv.outputs[b] or '(nothing)'}` "
-                    f"(true reverse `{pv.texts[b][::-1]}`)."
+                    f"Output: {ex.md_code(ex.visible(pv.outputs[b] or '(nothing)'))} "
+                    f"(true reverse {ex.md_code(ex.visible(pv.texts[b][::-1]))})."
                 )
             else:
                 st.caption(
                     f"Row {b + 1} is the longer input: no padding. Output: "
-                    f"`{pv.outputs[b] or '(nothing)'}` (true reverse `{pv.texts[b][::-1]}`)."
+                    f"{ex.md_code(ex.visible(pv.outputs[b] or '(nothing)'))} "
+                    f"(true reverse {ex.md_code(ex.visible(pv.texts[b][::-1]))})."
                 )
 
 # ------------------------------------------------------------ downloads

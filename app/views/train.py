@@ -11,6 +11,7 @@ import time
 
 import pandas as pd
 import streamlit as st
+from lab.explorer import md_code, visible
 from lab.plots import PNG_CONFIG, head_heatmap
 from lab.resources import current_device
 from lab.runs import (
@@ -130,10 +131,11 @@ with st.container(border=True):
             try:
                 corpus = corpus_from_bytes(upload.getvalue(), name=upload.name, max_bytes=MAX_UPLOAD_BYTES)
                 st.caption(
-                    f"Using **{upload.name}**: {len(corpus):,} characters, {len(set(corpus))} distinct."
+                    f"Using {md_code(visible(upload.name))}: {len(corpus):,} characters, "
+                    f"{len(set(corpus))} distinct."
                 )
             except InputError as e:
-                st.error(f"{e}. Remove the file to train on the default corpus.")
+                st.error(f"{visible(str(e))}. Remove the file to train on the default corpus.")
                 corpus_error = True
         else:
             st.caption("Using the default corpus: the documentation topics bundled with Python.")

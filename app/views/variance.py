@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from lab import lesson_plots as lp
 from lab.compute import run_cached
+from lab.explorer import char_name
 from lab.plots import PNG_CONFIG
 from lab.resources import load_model, model_choices
 from lab.state import init_state, write_state
@@ -117,7 +118,6 @@ st.dataframe(
         {
             "d_k": vt.dims,
             "variance of q·k": np.round(vt.raw, 3),
-            "variance ÷ d_k": np.round(vt.raw / vt.dims, 3),
             "variance of q·k / √d_k": np.round(vt.scaled, 3),
         }
     ),
@@ -201,8 +201,8 @@ else:
             st.error(f"That input cannot be used: {e}")
         if cmp is not None:
             if cmp.unknown:
-                chars = "".join(sorted({c for _, c in cmp.unknown}))
-                st.warning(f"Not in this model's alphabet, read as <unk>: {chars!r}")
+                chars = ", ".join(char_name(c) for c in sorted({c for _, c in cmp.unknown}))
+                st.warning(f"Not in this model's alphabet, read as <unk>: {chars}.")
             kinds = list(cmp.scaled)
             if st.session_state.get(P + "scale_kind") not in kinds:
                 st.session_state[P + "scale_kind"] = "cross" if "cross" in kinds else kinds[0]

@@ -87,6 +87,27 @@ def test_sampling_shows_tokens_with_probabilities_and_follows_the_seed(at: AppTe
     at.number_input(key="gpt_seed").set_value(0).run()
 
 
+def test_text_colour_follows_the_background_luminance() -> None:
+    """Issue 11 #9: sampled characters were black on dark blue."""
+    blue = (37, 99, 235)
+    assert ex.text_colour(blue, 0.9) == "#ffffff"  # a likely character: dark shade
+    assert ex.text_colour(blue, 0.15) == "#000000"  # an unlikely one: pale shade over white
+    assert ex.text_colour((0, 0, 0)) == "#ffffff" and ex.text_colour((255, 255, 255)) == "#000000"
+    assert ex.text_colour((255, 235, 59)) == "#000000"  # yellow is light
+
+
+def test_sampled_characters_carry_a_readable_text_colour(at: AppTest) -> None:
+    import re
+
+    set_prompt(at, PROMPT)
+    at.slider(key="gpt_temperature").set_value(0.0).run()
+    spans = re.findall(r"background:rgba\(37,99,235,([0-9.]+)\);color:(#[0-9a-f]{6})", html_blocks(ok(at)))
+    assert spans
+    for alpha, colour in spans:
+        assert colour == ex.text_colour((37, 99, 235), float(alpha))
+    at.slider(key="gpt_temperature").set_value(0.8).run()
+
+
 def test_causal_mask_off_puts_weight_on_future_characters(at: AppTest) -> None:
     set_prompt(at, PROMPT)
     at.toggle(key="gpt_nocausal").set_value(True).run()

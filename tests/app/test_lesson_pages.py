@@ -226,6 +226,27 @@ def test_variance_sends_thinned_curves_and_binned_histograms() -> None:
         assert (numbers(trace["y"]) * trace["width"]).sum() == pytest.approx(1.0)  # a density
 
 
+def test_variance_histogram_holds_every_sample_at_d_k_512_and_the_table_has_one_scaled_column() -> None:
+    """Issue 11 #7: the axis was fixed at +-50, cutting the tails at d_k 512; and two table
+    columns (variance / d_k, variance of q.k / sqrt(d_k)) were always equal."""
+    from lessons.variance import score_samples
+
+    at = open_view("variance", d_k=512, samples=10000)
+    raw, _ = score_samples(512, 10000)
+    assert np.abs(raw).max() > 50  # the old fixed axis cut this sample
+    hist = next(s for key, s in figure_specs(at).items() if key.endswith("var_hist"))
+    x_range = hist["layout"]["xaxis"]["range"]
+    assert x_range[0] <= raw.min() and x_range[1] >= raw.max()
+    bars = hist["data"][0]
+    centres, width = numbers(bars["x"]), bars["width"]
+    assert centres[0] - width / 2 <= raw.min() and centres[-1] + width / 2 >= raw.max()
+    var = table(at, "d_k", "variance of q·k")
+    assert list(var.columns) == ["d_k", "variance of q·k", "variance of q·k / √d_k"]
+    small = open_view("variance", d_k=4, samples=10000)
+    small_hist = next(s for key, s in figure_specs(small).items() if key.endswith("var_hist"))
+    assert small_hist["layout"]["xaxis"]["range"] == [-50, 50]  # fixed while the data fit: growth shows
+
+
 def test_positions_negative_offset_checks_real_positions() -> None:
     at = open_view("positions", offset=-25, length=50, d_model=64)
     assert float(metric(at, "max |M·PE(p) − PE(p+Δ)| over p = 25..74")) < 1e-12

@@ -163,6 +163,25 @@ def test_emoji_and_unknown_characters_are_listed(at: AppTest) -> None:
     set_text(at, "hello")
 
 
+def test_control_characters_are_named_never_echoed_raw(at: AppTest) -> None:
+    """Issue 11 #10: BEL and ESC were shown raw in the page's messages."""
+    set_text(at, "Ab\x07c\x1b")
+    warning = " ".join(texts(at, "warning"))
+    assert "U+0007" in warning and "U+001B" in warning
+    shown = [
+        s for kind in ("info", "warning", "success", "error", "caption", "markdown") for s in texts(at, kind)
+    ]
+    assert not [s for s in shown if "\x07" in s or "\x1b" in s]
+    assert any("[U+0007]" in s for s in texts(at, "info"))  # the lowercased echo names them too
+    set_text(at, "hello")
+
+
+def test_visible_names_every_unprintable_character() -> None:
+    assert ex.visible("a\x07 b\x1b\n") == "a[U+0007] b[U+001B][U+000A]"
+    assert ex.visible("héllo wörld") == "héllo wörld"
+    assert ex.char_name("\x07") == "U+0007" and ex.char_name("\x1b") == "U+001B"
+
+
 def test_a_deep_link_restores_the_view() -> None:
     at = open_reversal(
         {

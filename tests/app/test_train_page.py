@@ -170,3 +170,19 @@ def test_an_unknown_run_id_shows_a_notice() -> None:
     at = open_train({"run": new_run_id()})
     assert any("Unknown or expired run" in e.value for e in at.error)
     assert not at.get("progress")
+
+
+def test_no_stray_optimiser_values_are_written_under_the_settings() -> None:
+    """Issue 11 #4: a bare expression (Streamlit magic) wrote "300 32 0.003" under the boxes."""
+    import re
+
+    at = open_train()
+    for task in ("lm", "induction", "reverse"):
+        at.radio(key="train_task").set_value(task).run()
+        set_steps(at, 300)
+        at.run()
+        assert not at.exception
+        texts = [e.value for kind in ("markdown", "text", "code", "json") for e in at.get(kind)]
+        stray = [t for t in texts if re.fullmatch(r"\s*[\d.,\s]+\s*", str(t))]
+        assert not stray, stray
+        assert not any("300 32" in str(t) for t in texts)

@@ -5,6 +5,7 @@ Chromium go through nginx; SIGTERM leaves no process behind; missing pieces are 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import re
 import shutil
@@ -13,23 +14,31 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 import websockets
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Browser
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, assert_no_exception, wait_for_app
+from tests.browser.conftest import assert_no_exception, wait_for_app
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = ROOT / "deploy" / "serve.sh"
 READY = re.compile(r"Attention Lab is ready: (http://\S+)")
+T = TypeVar("T")
 ROUTE = "attention_lab_route"
 BASH = shutil.which("bash") or "/bin/bash"
+
+
+def in_own_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run in a fresh thread: the shared Playwright browser keeps a loop on this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def free_port() -> int:
@@ -164,7 +173,7 @@ def test_a_browser_sticks_to_one_worker_and_browsers_spread(served: Served) -> N
     for i in range(12):
         cookie = f"{ROUTE}=browser-{i}"
         upstreams = {get(served.url + "/_stcore/health", cookie)[1]["X-Upstream"] for _ in range(3)}
-        upstreams.add(asyncio.run(streamlit_session(served.url, cookie, "/basics"))[0] or "none")
+        upstreams.add(in_own_loop(streamlit_session(served.url, cookie, "/basics"))[0] or "none")
         assert len(upstreams) == 1, f"{cookie} went to several workers: {upstreams}"
         seen.setdefault(upstreams.pop(), set()).add(cookie)
     assert {u.rsplit(":", 1)[1] for u in seen} == worker_ports, f"12 browsers used only {sorted(seen)}"
@@ -172,7 +181,7 @@ def test_a_browser_sticks_to_one_worker_and_browsers_spread(served: Served) -> N
 
 def test_a_websocket_session_runs_pages_through_nginx(served: Served) -> None:
     for link in ("/reversal?text=attention", "/variance?d_k=16"):
-        upstream, exceptions, elements = asyncio.run(streamlit_session(served.url, f"{ROUTE}=ws", link))
+        upstream, exceptions, elements = in_own_loop(streamlit_session(served.url, f"{ROUTE}=ws", link))
         assert upstream, "no X-Upstream on the websocket handshake"
         assert not exceptions, f"{link}: {exceptions}"
         assert elements > 5, f"{link} drew only {elements} elements"
@@ -180,24 +189,26 @@ def test_a_websocket_session_runs_pages_through_nginx(served: Served) -> None:
     assert re.search(r'"GET /_stcore/stream HTTP/1.1" 101 .*route=ws ', log), log[-2000:]
 
 
-def test_chromium_renders_a_deep_link_through_nginx(served: Served, tmp_path: Path) -> None:
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(90_000)
-            page.goto(served.url + "/reversal?text=attention")
-            wait_for_app(page)
-            assert_no_exception(page)
-            page.screenshot(path=str(tmp_path / "reversal.png"), full_page=True)
-            assert "attention" in page.locator('[data-testid="stMain"]').inner_text().lower()
-            route = [c["value"] for c in context.cookies() if c["name"] == ROUTE]
-            assert route, "the browser got no route cookie"
-        finally:
-            browser.close()
-    log = (served.run_dir / "logs" / "access.log").read_text()
-    assert re.search(rf'"GET /_stcore/stream HTTP/1.1" 101 .*route={route[0]} ', log), log[-2000:]
+def test_chromium_renders_a_deep_link_through_nginx(served: Served, browser: Browser, tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(90_000)
+        page.goto(served.url + "/reversal?text=attention")
+        wait_for_app(page)
+        assert_no_exception(page)
+        page.screenshot(path=str(tmp_path / "reversal.png"), full_page=True)
+        assert "attention" in page.locator('[data-testid="stMain"]').inner_text().lower()
+        route = [c["value"] for c in context.cookies() if c["name"] == ROUTE]
+        assert route, "the browser got no route cookie"
+    finally:
+        context.close()
+    # nginx logs a websocket when it closes, a moment after the page does
+    pattern = re.compile(rf'"GET /_stcore/stream HTTP/1.1" 101 .*route={route[0]} ')
+    deadline = time.monotonic() + 30
+    while not pattern.search(log := (served.run_dir / "logs" / "access.log").read_text()):
+        assert time.monotonic() < deadline, log[-2000:]
+        time.sleep(0.2)
 
 
 def test_sigterm_stops_every_process(served: Served) -> None:

@@ -1,0 +1,67 @@
+"""Home through Streamlit's AppTest: the device line, the shipped-models tables, and the
+toolbar setting that hides Streamlit's developer menu from students."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from transformer_core import describe_device
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def one_thread(monkeypatch: pytest.MonkeyPatch):
+    before = torch.get_num_threads()
+    monkeypatch.setenv("ATTENTION_LAB_TORCH_THREADS", "1")
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_describe_device_counts_threads_in_words(one_thread) -> None:
+    assert describe_device(torch.device("cpu")) == "CPU, 1 thread"
+    torch.set_num_threads(2)
+    assert describe_device(torch.device("cpu")) == "CPU, 2 threads"
+
+
+def test_home_says_one_thread_and_its_tables_fit_a_projector(one_thread, monkeypatch) -> None:
+    monkeypatch.setenv("ATTENTION_LAB_DEVICE", "cpu")
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert "Running on **CPU, 1 thread**" in captions
+    assert not any("threads)" in c or "1 threads" in c for c in captions)
+
+    tables = {
+        tuple(df.value["checkpoint"])[0].split("-")[0]: df for df in at.dataframe
+    }  # "reverse" and "gpt"
+    assert set(tables) == {"reverse", "gpt"}
+    rev = tables["reverse"].value
+    assert [c for c in rev.columns if c.startswith("len ")] == [f"len {n}" for n in (3, 5, 7, 10, 12, 15)]
+    assert rev.set_index("checkpoint").loc["reverse-rope", "len 3"] == pytest.approx(1.0)
+    gpt = tables["gpt"].value.set_index("checkpoint")
+    assert gpt.loc["gpt-rope", "val loss"] > 0 and gpt.loc["gpt-induction", "repeat loss"] > 0
+    for df in tables.values():
+        # no free-text column wider than a name: every cell short, every column given a width
+        cells = [str(v) for v in df.value.astype(str).to_numpy().ravel()]
+        assert max(map(len, cells)) <= 20, max(cells, key=len)
+        config = json.loads(df.proto.columns)
+        assert set(df.value.columns) <= set(config), config
+        assert all(config[c].get("width") for c in df.value.columns)
+
+
+def test_students_see_no_deploy_button_or_developer_menu() -> None:
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["client"]["toolbarMode"] == "viewer"
+    import streamlit.config as st_config
+
+    st_config.get_config_options(force_reparse=True)
+    assert "client.toolbarMode" in st_config._config_options  # the option exists in this Streamlit
