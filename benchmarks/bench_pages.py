@@ -1,6 +1,6 @@
 """Server-side cost of a deep-link page run, per page, through Streamlit's AppTest.
 
-    python benchmarks/bench_pages.py [basics positions variance] [--repeats 7] [--profile PAGE]
+    python benchmarks/bench_pages.py [PAGE ...] [--repeats 7] [--profile PAGE]   # PAGE: home, gpt, reversal, ...
 
 For each page named (default: every page in PAGES) it opens the router (app/Home.py) with
 the page's deep-link query parameters and prints
@@ -53,9 +53,14 @@ HOME = str(ROOT / "app" / "Home.py")
 
 #: page name -> the deep link a lecturer prepares (USERS.md, walk 1)
 PAGES: dict[str, dict[str, str]] = {
+    "home": {},
+    "gpt": {"text": "The with statement"},
+    "reversal": {"text": "attention"},
     "basics": {"heads": "2"},
     "positions": {"d_model": "64", "length": "50"},
     "variance": {"d_k": "16"},
+    "train": {},
+    "heads": {"checkpoint": "gpt-induction"},
 }
 
 

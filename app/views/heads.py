@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 from lab import explorer as ex
+from lab import head_plots as hp
 from lab import state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
-from plotly.subplots import make_subplots
 
 from transformer_core import CheckpointError, ConfigError, InputError
 from transformer_core.interp import (
@@ -29,24 +29,6 @@ from transformer_core.interp import (
 
 P = "heads_"  # session_state prefix; the URL uses the bare names
 URL_KEYS = ["checkpoint", "probe", "score", "open"]
-KIND_NAMES = {
-    "self": "self-attention",
-    "encoder_self": "encoder self-attention",
-    "decoder_self": "decoder masked self-attention",
-    "cross": "cross-attention",
-}
-LABELS = {
-    "previous_token": "previous token",
-    "diagonal": "current token",
-    "first_token": "first token",
-    "duplicate_token": "duplicate token",
-    "induction": "induction",
-    "anti_diagonal": "anti-diagonal",
-    "monotonic": "monotonic",
-    "entropy": "entropy (nats)",
-    "mean_distance": "mean distance",
-}
-HEAT_PX = 46  # one layer x head cell of the score maps
 
 st.title("Heads you can read")
 st.caption(
@@ -127,21 +109,21 @@ st.markdown(
     "row i). A dash means the score does not apply to that kind of attention."
 )
 with st.expander("What each score means"):
-    st.markdown("\n".join(f"- **{LABELS[s]}**: {DESCRIPTIONS[s]}" for s in SCORES))
+    st.markdown("\n".join(f"- **{hp.LABELS[s]}**: {DESCRIPTIONS[s]}" for s in SCORES))
 
 rows = []
 for kind in kinds:
     for layer in range(cfg.n_layers):
         for head in range(cfg.n_heads):
-            vals = {LABELS[s]: float(scores.scores[kind][s][layer, head]) for s in SCORES}
-            templ = {s: vals[LABELS[s]] for s in TEMPLATE_SCORES if np.isfinite(vals[LABELS[s]])}
+            vals = {hp.LABELS[s]: float(scores.scores[kind][s][layer, head]) for s in SCORES}
+            templ = {s: vals[hp.LABELS[s]] for s in TEMPLATE_SCORES if np.isfinite(vals[hp.LABELS[s]])}
             best = max(templ, key=lambda s: templ[s]) if templ else None
             row = {
                 "head": head_id(kind, layer, head),
-                "kind": KIND_NAMES[kind],
+                "kind": hp.KIND_NAMES[kind],
                 "layer": layer,
                 "h": head,
-                "looks like": LABELS[best] if best and templ[best] >= 0.5 else "—",
+                "looks like": hp.LABELS[best] if best and templ[best] >= 0.5 else "—",
                 "best score": templ[best] if best else np.nan,
                 **vals,
                 "Δ loss (ablated)": float(importance.delta_loss[kind][layer, head]),
@@ -186,7 +168,7 @@ chosen = o1.selectbox(
     head_ids,
     key=P + "open",
     format_func=lambda h: "{} layer {} head {}".format(
-        KIND_NAMES[h.split(":")[0]], *h.split(":")[1].split(".")
+        hp.KIND_NAMES[h.split(":")[0]], *h.split(":")[1].split(".")
     ),
 )
 state.write_state(URL_KEYS, prefix=P)
@@ -208,36 +190,7 @@ st.markdown(
     "output, like induction heads, can only appear later."
 )
 shown = [s for s in SCORES if any(np.isfinite(scores.scores[k][s]).any() for k in kinds)]
-fig = make_subplots(
-    rows=len(kinds),
-    cols=len(shown),
-    subplot_titles=[f"{LABELS[s]}" if r == 0 else "" for r in range(len(kinds)) for s in shown],
-    horizontal_spacing=0.02,
-    vertical_spacing=0.12 if len(kinds) > 1 else 0.0,
-    row_titles=[KIND_NAMES[k] for k in kinds] if len(kinds) > 1 else None,
-)
-for r, kind in enumerate(kinds):
-    for c, s in enumerate(shown):
-        z = scores.scores[kind][s]
-        bounded = s not in ("entropy", "mean_distance")
-        fig.add_heatmap(
-            z=np.where(np.isfinite(z), z, np.nan),
-            row=r + 1,
-            col=c + 1,
-            zmin=0.0 if bounded else None,
-            zmax=1.0 if bounded else None,
-            colorscale="Blues" if bounded else "Greys",
-            showscale=False,
-            hovertemplate=f"{LABELS[s]}<br>layer %{{y}} head %{{x}}<br>%{{z:.3f}}<extra>{kind}</extra>",
-            texttemplate="%{z:.2f}" if cfg.n_heads <= 4 and len(shown) <= 9 else None,
-        )
-fig.update_yaxes(autorange="reversed", dtick=1, title_text="")
-fig.update_xaxes(dtick=1)
-fig.update_layout(
-    height=110 + len(kinds) * max(HEAT_PX * cfg.n_layers, 90),
-    margin={"l": 30, "r": 60, "t": 50, "b": 20},
-)
-st.plotly_chart(fig, key=P + "maps")
+st.plotly_chart(hp.score_maps(scores, tuple(kinds), tuple(shown), cfg.n_layers, cfg.n_heads), key=P + "maps")
 st.caption("Blue maps are shares of attention (0 to 1, one scale); grey maps are entropy and distance.")
 
 # ---------------------------------------------------------------- 3 small multiples
@@ -247,7 +200,7 @@ kind_pat = (
         "Attention",
         kinds,
         horizontal=True,
-        format_func=lambda k: KIND_NAMES[k],
+        format_func=lambda k: hp.KIND_NAMES[k],
         key=P + "kind",
         label_visibility="collapsed",
     )
@@ -256,29 +209,7 @@ kind_pat = (
 )
 w = scores.patterns[kind_pat]
 qt, kt = scores.pattern_tokens[kind_pat]
-grid = make_subplots(
-    rows=cfg.n_layers,
-    cols=cfg.n_heads,
-    subplot_titles=[f"L{layer} H{head}" for layer in range(cfg.n_layers) for head in range(cfg.n_heads)],
-    horizontal_spacing=0.015,
-    vertical_spacing=0.04,
-)
-for layer in range(cfg.n_layers):
-    for head in range(cfg.n_heads):
-        grid.add_heatmap(
-            z=w[layer, head],
-            row=layer + 1,
-            col=head + 1,
-            zmin=0,
-            zmax=1,
-            colorscale="Blues",
-            showscale=False,
-            hovertemplate="query %{y}<br>key %{x}<br>%{z:.3f}<extra></extra>",
-        )
-grid.update_yaxes(autorange="reversed", showticklabels=False)
-grid.update_xaxes(showticklabels=False)
-grid.update_layout(height=60 + 170 * cfg.n_layers, margin={"l": 10, "r": 10, "t": 40, "b": 10})
-st.plotly_chart(grid, key=P + "grid")
+st.plotly_chart(hp.pattern_grid(w), key=P + "grid")
 st.caption(
     f"Each head's pattern on the first probe text ({''.join(qt) if kind_pat != 'cross' else ''.join(kt)}): "
     "rows are queries, columns keys. A previous-token head is a line just below the diagonal; "
@@ -299,38 +230,7 @@ st.markdown(
         else "."
     )
 )
-panels = [("Δ loss when ablated", importance.delta_loss, "RdBu_r", True)]
-if importance.delta_exact_match is not None:
-    panels.append(("Δ exact match when ablated", importance.delta_exact_match, "RdBu", True))
-panels.append(("|∂loss/∂gate|", importance.gradient, "Oranges", False))
-imp = make_subplots(
-    rows=len(kinds),
-    cols=len(panels),
-    subplot_titles=[p[0] if r == 0 else "" for r in range(len(kinds)) for p in panels],
-    horizontal_spacing=0.08,
-    vertical_spacing=0.12 if len(kinds) > 1 else 0.0,
-    row_titles=[KIND_NAMES[k] for k in kinds] if len(kinds) > 1 else None,
-)
-for c, (title, values, scale, diverging) in enumerate(panels):
-    bound = max(float(np.abs(values[k]).max()) for k in kinds) or 1.0
-    for r, kind in enumerate(kinds):
-        imp.add_heatmap(
-            z=values[kind],
-            row=r + 1,
-            col=c + 1,
-            zmin=-bound if diverging else 0.0,
-            zmax=bound,
-            colorscale=scale,
-            showscale=False,
-            texttemplate="%{z:.2f}" if cfg.n_heads <= 8 else None,
-            hovertemplate=f"{title}<br>layer %{{y}} head %{{x}}<br>%{{z:.4f}}<extra>{kind}</extra>",
-        )
-imp.update_yaxes(autorange="reversed", dtick=1)
-imp.update_xaxes(dtick=1)
-imp.update_layout(
-    height=110 + len(kinds) * max(HEAT_PX * cfg.n_layers, 90), margin={"l": 30, "r": 60, "t": 50, "b": 20}
-)
-st.plotly_chart(imp, key=P + "importance")
+st.plotly_chart(hp.importance_maps(importance, tuple(kinds), cfg.n_layers, cfg.n_heads), key=P + "importance")
 
 # ---------------------------------------------------------------- 5 rollout
 st.subheader("5 · Attention rollout")
@@ -340,20 +240,7 @@ st.markdown(
     "renormalised) and multiply the layers together. Row i says how much of position i's final "
     f"state traces back to each input token ({'the GPT' if is_gpt else 'the encoder'}, first probe text)."
 )
-roll = make_subplots(rows=1, cols=1)
-roll.add_heatmap(
-    z=rollout,
-    x=list(range(len(rollout_tokens))),
-    y=list(range(len(rollout_tokens))),
-    colorscale="Blues",
-    zmin=0,
-    hovertemplate="from %{x} into %{y}<br>%{z:.3f}<extra></extra>",
-)
-ticks = {"tickmode": "array", "tickvals": list(range(len(rollout_tokens))), "ticktext": rollout_tokens}
-roll.update_xaxes(title_text="input token", **ticks)
-roll.update_yaxes(title_text="position", autorange="reversed", **ticks)
-roll.update_layout(height=420, width=520, margin={"l": 40, "r": 20, "t": 20, "b": 40})
-st.plotly_chart(roll, key=P + "rollout")
+st.plotly_chart(hp.rollout_map(rollout, tuple(rollout_tokens)), key=P + "rollout")
 
 # ---------------------------------------------------------------- 6 logit lens
 if lens is not None:

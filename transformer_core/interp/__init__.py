@@ -5,7 +5,11 @@ from transformer_core.interp.heads import (
     DESCRIPTIONS,
     SCORES,
     TEMPLATE_SCORES,
+    HeadScores,
     anti_diagonal_scores,
+)
+from transformer_core.interp.importance import (
+    Importance,
 )
 from transformer_core.interp.inspection import (
     QuerySteps,
@@ -33,6 +37,8 @@ from transformer_core.interp.trace import (
 __all__ = [
     "DESCRIPTIONS",
     "GPTTrace",
+    "HeadScores",
+    "Importance",
     "JSON_DECIMALS",
     "QuerySteps",
     "SCORES",
