@@ -1,6 +1,6 @@
 """Server-side cost of a deep-link page run, per page, through Streamlit's AppTest.
 
-    python benchmarks/bench_pages.py [PAGE ...] [--repeats 7] [--profile PAGE]   # PAGE: home, gpt, reversal, ...
+    python benchmarks/bench_pages.py [PAGE ...] [--repeats 7] [--profile PAGE]   # PAGE: gpt, heads, ...
 
 For each page named (default: every page in PAGES) it opens the router (app/Home.py) with
 the page's deep-link query parameters and prints
