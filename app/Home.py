@@ -22,6 +22,9 @@ navigation = st.navigation(
                 icon=":material/swap_horiz:",
                 url_path="reversal",
             ),
+            st.Page(
+                PAGES / "compare.py", title="Side by side", icon=":material/compare:", url_path="compare"
+            ),
         ],
         "Interpretability": [
             st.Page(

@@ -1,0 +1,281 @@
+"""Side by side: one input through two models, or one model under two switch settings.
+
+`/compare?a=reverse-rope&b=reverse-none&text=attention` (b defaults to a, so
+`/compare?a=gpt-rope&b_noscale=true` compares one checkpoint with scaling on and off).
+"""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from lab import explorer as ex
+from lab import plots, state
+from lab.compute import run_cached
+from lab.resources import load_model, model_choices
+
+from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
+from transformer_core.io import Checkpoint, is_run_id
+
+P = "cmp_"  # session_state prefix; the URL uses the bare names
+MAX_CHARS = 30
+SIDES = ("a", "b")
+SWITCHES = {  # URL suffix -> (label, help)
+    "nopos": ("Positions off", "Same weights, no position signal (no added codes, no RoPE, no ALiBi)."),
+    "nocausal": ("Causal mask off", "GPT: every character sees the ones after it. Reversal: the decoder's."),
+    "noscale": ("Scaling by √d_k off", "Softmax of q·k itself, not of q·k / √d_k."),
+}
+URL_KEYS = ["a", "b", "text", "kind", "layer", "head"] + [f"{s}_{w}" for s in SIDES for w in SWITCHES]
+KINDS = {"gpt": ["self"], "seq2seq": ["cross", "encoder_self", "decoder_self"]}
+KIND_LABELS = {
+    "self": "self-attention (causal)",
+    "cross": "cross-attention (output → input)",
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "decoder self-attention",
+}
+
+st.title("Side by side")
+st.caption(
+    "The same input through two models, or through one model with different switches: both attention "
+    "grids on one colour scale, then one head of each and their difference."
+)
+
+choices = model_choices("reverse")
+hidden = st.empty()  # run ids in the URL were reported above; do not report them twice
+with hidden.container():
+    choices += model_choices("lm")
+hidden.empty()
+if not choices:
+    st.warning("No checkpoints found in checkpoints/. Train them with `bash checkpoints/train_all.sh`.")
+    st.stop()
+
+for side in SIDES:  # a name the link gives that is not here: say so, then use a default
+    given = st.query_params.get(side)
+    if P + side not in st.session_state and given and given not in choices and not is_run_id(given):
+        st.error(
+            f"Side {side.upper()}: there is no checkpoint called {ex.md_code(ex.visible(given))}. "
+            f"Shipped ones: {', '.join(c for c in choices if not is_run_id(c))}.",
+            icon=":material/link_off:",
+        )
+
+default_a = "reverse-rope" if "reverse-rope" in choices else choices[0]
+state.init_state({"a": default_a}, valid={"a": lambda v: v in choices}, prefix=P)
+if "a" in st.query_params or "reverse-none" not in choices:
+    default_b = st.session_state[P + "a"]  # b defaults to a: one model, two settings
+else:
+    default_b = "reverse-none"  # the bare address opens the classic pair
+state.init_state(
+    {
+        "b": default_b,
+        "text": "attention",
+        "kind": "",
+        "layer": 0,
+        "head": 0,
+        **{f"{s}_{w}": False for s in SIDES for w in SWITCHES},
+    },
+    valid={"b": lambda v: v in choices, "layer": lambda v: v >= 0, "head": lambda v: v >= 0},
+    prefix=P,
+)
+ex.clamp_state(P + "a", choices, default_a)
+ex.clamp_state(P + "b", choices, default_b)
+
+# ---------------------------------------------------------------- the two sides and the input
+c_a, c_b, c_text = st.columns([1, 1, 1.6])
+names = {
+    "a": c_a.selectbox("Model A", choices, key=P + "a", format_func=str),
+    "b": c_b.selectbox("Model B", choices, key=P + "b", help="Pick the same model to compare switches."),
+}
+raw = c_text.text_input(f"Input (at most {MAX_CHARS} characters for reversal)", key=P + "text")
+options: dict[str, InferenceOptions] = {}
+for side, col in zip(SIDES, st.columns(2, gap="large"), strict=True):
+    col.markdown(f"**Switches of side {side.upper()}**")
+    row = col.columns(len(SWITCHES))
+    off = {
+        w: row[i].toggle(label, key=f"{P}{side}_{w}", help=h)
+        for i, (w, (label, h)) in enumerate(SWITCHES.items())
+    }
+    options[side] = InferenceOptions(
+        positions=not off["nopos"], causal=not off["nocausal"], scale_scores=not off["noscale"]
+    )
+state.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
+
+
+def load(side: str) -> Checkpoint:
+    try:
+        return load_model(names[side])
+    except (CheckpointError, ConfigError, OSError) as e:
+        st.error(f"Could not load model {side.upper()} ({names[side]}): {e}", icon=":material/error:")
+        st.stop()
+
+
+ckpts = {side: load(side) for side in SIDES}
+cfg_a, cfg_b = ckpts["a"].config, ckpts["b"].config
+shape_a = (cfg_a.arch, cfg_a.n_layers, cfg_a.n_heads)
+shape_b = (cfg_b.arch, cfg_b.n_layers, cfg_b.n_heads)
+if shape_a != shape_b:
+    st.error(
+        "The two sides need the same architecture to be compared head by head: "
+        f"A is {cfg_a.arch} with {cfg_a.n_layers} layers × {cfg_a.n_heads} heads, "
+        f"B is {cfg_b.arch} with {cfg_b.n_layers} layers × {cfg_b.n_heads} heads. "
+        "Pick two GPT checkpoints or two reversal checkpoints.",
+        icon=":material/compare_arrows:",
+    )
+    st.stop()
+arch, n_layers, n_heads = shape_a
+for side in SIDES:
+    st.caption(f"**{side.upper()}** · {names[side]} · " + ex.checkpoint_note(ckpts[side]))
+
+reversal = arch == "seq2seq"
+limit = min((min(MAX_CHARS, c.config.max_len - 2) if reversal else c.config.max_len) for c in ckpts.values())
+checked = {side: ex.check_input(raw, ckpts[side].tokenizer, limit, lowercase=reversal) for side in SIDES}
+if checked["a"].problem:
+    (st.warning if not raw else st.error)(checked["a"].problem, icon=":material/error:")
+    st.stop()
+ex.show_input_notes(checked["a"])
+if checked["b"].unknown != checked["a"].unknown:
+    ex.show_input_notes(checked["b"], what="model B")
+text = checked["a"].text
+
+
+def trace_of(side: str) -> ex.GPTTrace | ex.Seq2SeqTrace:
+    if reversal:
+        return run_cached(ex.reversal_view, names[side], text, options[side])
+    return run_cached(ex.gpt_view, names[side], text, options[side]).trace
+
+
+try:
+    traces = {side: trace_of(side) for side in SIDES}
+except (InputError, ConfigError) as e:
+    st.error(str(e), icon=":material/error:")
+    st.stop()
+
+# ---------------------------------------------------------------- 1 what each side answers
+st.subheader("1 · What each side answers")
+for side, col in zip(SIDES, st.columns(2, gap="large"), strict=True):
+    tr = traces[side]
+    with col:
+        if reversal:
+            expected = text[::-1]
+            verdict = "the input reversed" if tr.output == expected else f"not the reverse ({expected})"
+            st.markdown(
+                f"**{side.upper()}** writes {ex.md_code(ex.visible(tr.output)) if tr.output else '(nothing)'}"
+                f" — {verdict}"
+            )
+        else:
+            top = ex.top_tokens(tr.next_token_probs, ckpts[side].tokenizer, k=5)
+            st.markdown(
+                f"**{side.upper()}**'s likeliest next characters: "
+                + " · ".join(f"{ex.md_code(label)} {p:.2f}" for _, label, p in top)
+            )
+if traces["a"].output == traces["b"].output:
+    st.caption("Both sides give the same " + ("output." if reversal else "most likely next character."))
+
+# ---------------------------------------------------------------- 2 every head, one colour scale
+st.subheader("2 · Every head of both sides")
+kinds = KINDS[arch]
+ex.clamp_state(P + "kind", kinds, kinds[0])
+k_col, l_col, h_col = st.columns([2, 1, 1])
+kind = k_col.selectbox("Attention", kinds, key=P + "kind", format_func=KIND_LABELS.get)
+layer, head = ex.head_selectors(P, n_layers, n_heads, [l_col, h_col])
+state.write_state(URL_KEYS, prefix=P)  # kind, layer and head settled
+
+
+def common_difference(
+    a: ex.GPTTrace | ex.Seq2SeqTrace, b: ex.GPTTrace | ex.Seq2SeqTrace, kind: str
+) -> tuple[np.ndarray, list[str], list[str]]:
+    """B − A over the shape both sides share, (L, H, Tq, Tk), with its query and key labels
+    (a position whose tokens differ is labelled 'a|b')."""
+    wa, wb = a.attention[kind], b.attention[kind]
+    tq, tk = min(wa.shape[2], wb.shape[2]), min(wa.shape[3], wb.shape[3])
+    diff = wb[:, :, :tq, :tk].astype(np.float64) - wa[:, :, :tq, :tk]
+    (qa, ka), (qb, kb) = a.axes(kind), b.axes(kind)
+    queries = [x if x == y else f"{x}|{y}" for x, y in zip(qa[:tq], qb[:tq], strict=True)]
+    keys = [x if x == y else f"{x}|{y}" for x, y in zip(ka[:tk], kb[:tk], strict=True)]
+    return diff, queries, keys
+
+
+diff, queries, keys = common_difference(traces["a"], traces["b"], kind)
+per_head = np.abs(diff).mean(axis=(2, 3))  # (L, H): mean |B − A|
+shapes = {side: traces[side].attention[kind].shape[2:] for side in SIDES}
+if shapes["a"] != shapes["b"]:
+    st.info(
+        f"The maps differ in size (A {shapes['a'][0]}×{shapes['a'][1]}, B {shapes['b'][0]}×{shapes['b'][1]}: "
+        "the two outputs differ in length). The difference covers only the common "
+        f"{diff.shape[2]}×{diff.shape[3]} part, from the top left.",
+        icon=":material/crop:",
+    )
+elif reversal and kind != "encoder_self" and traces["a"].output != traces["b"].output:
+    st.info(
+        "The outputs differ, so the decoder rows read different letters (labelled 'A|B'): "
+        "their difference mixes the two inputs of the decoder with the two models.",
+        icon=":material/info:",
+    )
+
+cell_px = int(min(110, max(55, 280 / n_heads)))
+for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
+    titles = [
+        [f"L{l} H{h}" + (f" · Δ{per_head[l, h]:.2f}" if side == "b" else "") for h in range(n_heads)]
+        for l in range(n_layers)
+    ]
+    col.markdown(f"**{side.upper()}** · {names[side]}")
+    col.plotly_chart(
+        run_cached(ex.grid_figure, names[side], text, options[side], kind, (layer, head), titles, cell_px),
+        key=f"{P}{side}_grid",
+        config=plots.PNG_CONFIG,
+    )
+st.caption(
+    "Both grids use one colour scale, weight 0 (white) to 1 (dark blue). Titles on B's grid give "
+    "Δ = mean |B − A| of that head."
+)
+
+# ---------------------------------------------------------------- 3 one head: A, B and B − A
+st.subheader(f"3 · Layer {layer}, head {head}: A, B and the difference")
+bound = max(float(np.abs(diff[layer, head]).max(initial=0.0)), 1e-3)
+col_a, col_b, col_d = st.columns(3, gap="small")
+for side, col in (("a", col_a), ("b", col_b)):
+    col.plotly_chart(
+        run_cached(
+            ex.head_figure,
+            names[side],
+            text,
+            options[side],
+            kind,
+            layer,
+            head,
+            f"{side.upper()}: {names[side]}",
+            False,
+            400,
+        ),
+        key=f"{P}{side}_head",
+        config=plots.PNG_CONFIG,
+    )
+col_d.plotly_chart(
+    plots.head_heatmap(
+        diff[layer, head],
+        queries,
+        keys,
+        f"B − A · mean |B − A| = {per_head[layer, head]:.3f}",
+        zmin=-bound,
+        zmax=bound,
+        colorscale="RdBu",
+        value_name="B − A",
+        height=400,
+    ),
+    key=f"{P}diff_head",
+    config=plots.PNG_CONFIG,
+)
+st.caption("Blue: B gives the cell more weight than A; red: less; white: the same.")
+
+# ---------------------------------------------------------------- 4 one number per head
+st.subheader("4 · How much each head changed")
+table = pd.DataFrame(
+    per_head, index=[f"layer {l}" for l in range(n_layers)], columns=[f"head {h}" for h in range(n_heads)]
+)
+st.dataframe(
+    table,
+    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns},
+    key=P + "per_head",
+)
+st.caption(
+    f"Mean |B − A| over the {diff.shape[2]}×{diff.shape[3]} cells both sides share; 0 = identical "
+    f"attention. Largest: {per_head.max():.3f} (layer {int(per_head.argmax() // n_heads)}, "
+    f"head {int(per_head.argmax() % n_heads)})."
+)

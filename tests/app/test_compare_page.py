@@ -1,0 +1,143 @@
+"""The /compare page through Streamlit's AppTest: two sides, one colour scale, their difference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app.figures import charts, heatmaps, saved_runs, texts
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 90
+REVERSAL_LINK = {"a": "reverse-rope", "b": "reverse-none", "text": "attention"}
+
+
+def open_compare(query_params: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("views/compare.py")
+    at.query_params = dict(query_params)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def markdown(at: AppTest) -> str:
+    return "\n".join(texts(at, "markdown"))
+
+
+def per_head(at: AppTest) -> np.ndarray:
+    frames = [d.value for d in at.dataframe]
+    assert len(frames) == 1
+    return frames[0].to_numpy(dtype=float)
+
+
+@pytest.fixture(scope="module")
+def reversal() -> AppTest:
+    return open_compare(REVERSAL_LINK)
+
+
+def test_reversal_link_shows_both_outputs_and_rope_reverses_exactly(reversal: AppTest) -> None:
+    md = markdown(reversal)
+    assert "**A** writes `noitnetta` — the input reversed" in md
+    b_line = next(line for line in md.splitlines() if line.startswith("**B** writes"))
+    assert "noitnetta` — the input reversed" not in b_line  # no positions: it cannot reverse
+    assert reversal.selectbox(key="cmp_kind").value == "cross"  # default kind for reversal
+
+
+def test_both_grids_share_one_colour_scale_and_have_every_head(reversal: AppTest) -> None:
+    figs = charts(reversal)
+    scales = [figs[f"cmp_{s}_grid"]["layout"]["coloraxis"] for s in ("a", "b")]
+    assert [(c["cmin"], c["cmax"]) for c in scales] == [(0, 100), (0, 100)]  # weight 0..1, in percent
+    for side in ("a", "b"):
+        maps = heatmaps(figs[f"cmp_{side}_grid"])
+        assert len(maps) == 2 * 4
+        assert all(m.shape[1] == len("attention") + 1 for m in maps)  # keys: the source + <eos>
+
+
+def test_difference_map_is_b_minus_a_on_a_symmetric_diverging_scale(reversal: AppTest) -> None:
+    figs = charts(reversal)
+    a = heatmaps(figs["cmp_a_head"])[0]
+    b = heatmaps(figs["cmp_b_head"])[0]
+    d_trace = next(t for t in figs["cmp_diff_head"]["data"] if t["type"] == "heatmap")
+    d = heatmaps(figs["cmp_diff_head"])[0]
+    tq, tk = min(a.shape[0], b.shape[0]), min(a.shape[1], b.shape[1])
+    assert d.shape == (tq, tk)
+    assert np.allclose(d, b[:tq, :tk] - a[:tq, :tk], atol=1e-5)
+    assert np.abs(d).max() > 0.05  # the two models attend differently
+    assert d_trace["zmin"] == -d_trace["zmax"] and d_trace["zmax"] >= np.abs(d).max() - 1e-6
+    ticks = figs["cmp_diff_head"]["layout"]["yaxis"]["ticktext"]
+    assert len(ticks) == tq
+    table = per_head(reversal)
+    assert table.shape == (2, 4) and (table > 0).all()
+
+
+def test_outputs_of_different_lengths_are_compared_on_the_common_shape() -> None:
+    # without its causal mask the rope model stops after "ol": its decoder maps are 3 x 3, A's 6 x 6
+    at = open_compare({"a": "reverse-rope", "b_nocausal": "true", "text": "hello", "kind": "decoder_self"})
+    assert "**A** writes `olleh` — the input reversed" in markdown(at)
+    figs = charts(at)
+    a, b = heatmaps(figs["cmp_a_head"])[0], heatmaps(figs["cmp_b_head"])[0]
+    d = heatmaps(figs["cmp_diff_head"])[0]
+    assert a.shape == (6, 6) and b.shape[0] < 6
+    assert d.shape == b.shape
+    assert np.allclose(d, b - a[: b.shape[0], : b.shape[1]], atol=1e-5)
+    assert any("common" in s for s in texts(at, "info"))
+    assert per_head(at).shape == (2, 4)
+
+
+def test_gpt_with_scaling_off_on_side_b_changes_the_attention() -> None:
+    at = open_compare({"a": "gpt-sinusoidal", "b_noscale": "true", "text": "The with statement"})
+    assert at.selectbox(key="cmp_b").value == "gpt-sinusoidal"  # b defaults to a
+    assert at.selectbox(key="cmp_kind").value == "self"
+    assert "likeliest next characters" in markdown(at)
+    figs = charts(at)
+    d = heatmaps(figs["cmp_diff_head"])[0]
+    assert d.shape == (len("The with statement"),) * 2
+    assert np.abs(d).max() > 1e-3
+    assert per_head(at).max() > 1e-3
+    assert at.query_params["b_noscale"] in ("true", ["true"])
+
+
+def test_same_model_same_settings_gives_an_all_zero_difference() -> None:
+    at = open_compare({"a": "reverse-rope", "b": "reverse-rope", "text": "hello"})
+    d = heatmaps(charts(at)["cmp_diff_head"])[0]
+    assert d.shape == (len("hello") + 1, len("hello") + 1)
+    assert not d.any()
+    assert not per_head(at).any()
+
+
+def test_different_architectures_give_a_clear_error() -> None:
+    at = open_compare({"a": "reverse-rope", "b": "gpt-rope", "text": "hello"})
+    errors = texts(at, "error")
+    assert any("same architecture" in e for e in errors), errors
+    assert not charts(at)
+
+
+def test_unknown_checkpoint_and_bad_input_show_a_message() -> None:
+    at = open_compare({"a": "reverse-nope", "b": "reverse-none", "text": "hello"})
+    assert any("reverse-nope" in e and "no checkpoint" in e for e in texts(at, "error"))
+    assert at.selectbox(key="cmp_a").value == "reverse-rope"  # a shipped one instead
+    at.text_input(key="cmp_text").set_value("x" * 40).run()
+    assert not at.exception
+    assert any("at most" in e for e in texts(at, "error"))
+    at.text_input(key="cmp_text").set_value("").run()
+    assert not at.exception
+    assert any("empty" in w for w in texts(at, "warning"))
+
+
+def test_unknown_run_id_shows_a_message() -> None:
+    at = open_compare({"a": "run-0123456789abcdef0123", "b": "reverse-none", "text": "hello"})
+    errors = texts(at, "error")
+    assert sum("cannot be opened" in e for e in errors) == 1, errors
+
+
+def test_a_saved_run_compares_with_its_shipped_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    run_id = "run-00112233445566778899"
+    saved_runs(monkeypatch, tmp_path / "runs", "reverse-rope", run_id)
+    at = open_compare({"a": run_id, "b": "reverse-rope", "text": "attention"})
+    assert at.selectbox(key="cmp_a").value == run_id
+    assert not heatmaps(charts(at)["cmp_diff_head"])[0].any()  # the same weights
