@@ -32,9 +32,19 @@ CARDS = [  # (page, title, what it shows)
         "Queries, keys and values by hand: the seeds' worked numbers, "
         "masked softmax, kernel regression, multi-head.",
     ),
+    (
+        "compare",
+        "Side by side",
+        "One input through two models or two switch settings, on one colour scale, with the difference.",
+    ),
+    (
+        "heads",
+        "Heads you can read",
+        "Every head scored: previous-token, induction, anti-diagonal; ablation sweep, rollout, logit lens.",
+    ),
     ("positions", "Positional encodings", "Sinusoidal, learned, RoPE and ALiBi: tables, rotations, biases."),
     ("variance", "Why divide by √d_k", "Score variance grows with d_k; watch softmax saturate."),
-    ("train", "Train a model", "Train reversal or a character LM in the browser and watch the heads form."),
+    ("train", "Train a model", "Train reversal, a character LM or induction heads and watch the heads form."),
 ]
 columns = st.columns(3)
 for i, (path, title, text) in enumerate(CARDS):
