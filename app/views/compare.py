@@ -19,9 +19,9 @@ P = "cmp_"  # session_state prefix; the URL uses the bare names
 MAX_CHARS = 30
 SIDES = ("a", "b")
 SWITCHES = {  # URL suffix -> (label, help)
-    "nopos": ("Positions off", "Same weights, no position signal (no added codes, no RoPE, no ALiBi)."),
-    "nocausal": ("Causal mask off", "GPT: every character sees the ones after it. Reversal: the decoder's."),
-    "noscale": ("Scaling by √d_k off", "Softmax of q·k itself, not of q·k / √d_k."),
+    "nopos": ("No positions", "Same weights, no position signal (no added codes, no RoPE, no ALiBi)."),
+    "nocausal": ("No causal mask", "GPT: every character sees the ones after it. Reversal: the decoder's."),
+    "noscale": ("No scaling", "No division by √d_k: the softmax of q·k itself, not of q·k / √d_k."),
 }
 URL_KEYS = ["a", "b", "text", "kind", "layer", "head"] + [f"{s}_{w}" for s in SIDES for w in SWITCHES]
 KINDS = {"gpt": ["self"], "seq2seq": ["cross", "encoder_self", "decoder_self"]}
@@ -87,11 +87,8 @@ raw = c_text.text_input(f"Input (at most {MAX_CHARS} characters for reversal)", 
 options: dict[str, InferenceOptions] = {}
 for side, col in zip(SIDES, st.columns(2, gap="large"), strict=True):
     col.markdown(f"**Switches of side {side.upper()}**")
-    row = col.columns(len(SWITCHES))
-    off = {
-        w: row[i].toggle(label, key=f"{P}{side}_{w}", help=h)
-        for i, (w, (label, h)) in enumerate(SWITCHES.items())
-    }
+    row = col.container(horizontal=True)
+    off = {w: row.toggle(label, key=f"{P}{side}_{w}", help=h) for w, (label, h) in SWITCHES.items()}
     options[side] = InferenceOptions(
         positions=not off["nopos"], causal=not off["nocausal"], scale_scores=not off["noscale"]
     )
