@@ -133,10 +133,10 @@ for kind in kinds:
             row["|∂loss/∂gate|"] = float(importance.gradient[kind][layer, head])
             rows.append(row)
 table = pd.DataFrame(rows).sort_values("best score", ascending=False, kind="stable").reset_index(drop=True)
-fmt = {c: st.column_config.NumberColumn(format="%.3f") for c in table.columns if table[c].dtype.kind == "f"}
-fmt["best score"] = st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")
+fmt = {"best score": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")}
+numeric = [c for c in table.columns if table[c].dtype.kind == "f" and c != "best score"]
 picked = st.dataframe(
-    table,
+    table.style.format("{:.3f}", subset=numeric, na_rep="—"),  # a dash where a score does not apply
     hide_index=True,
     column_config=fmt,
     on_select="rerun",

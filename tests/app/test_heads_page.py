@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -26,6 +28,12 @@ def open_heads(query_params: dict[str, str]) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def displayed(at: AppTest) -> pd.DataFrame:
+    """The score table as the page shows it (the Styler's display strings)."""
+    styler = at.dataframe[0].proto.arrow_data.styler
+    return pa.ipc.open_stream(styler.display_values).read_all().to_pandas()
 
 
 def page_link(at: AppTest) -> tuple[str, dict[str, str]]:
@@ -51,6 +59,10 @@ def test_reversal_checkpoint_table_maps_and_link():
     row = table[table["head"] == "cross:1.2"].iloc[0]
     assert row["anti-diagonal"] == pytest.approx(scores["cross"]["anti_diagonal"][1, 2], abs=1e-6)
     assert np.isnan(row["previous token"])  # not applicable to cross-attention
+    shown = displayed(at)
+    i = int(np.flatnonzero(table["head"] == "cross:1.2")[0])
+    assert shown.iloc[i]["previous token"] == "—"  # a dash on the page, not "None"
+    assert shown.iloc[i]["anti-diagonal"] == f"{row['anti-diagonal']:.3f}"
     assert table.iloc[0]["best score"] >= 0.8  # sorted: an anti-diagonal cross head on top
     figs = charts(at)
     assert {"heads_maps", "heads_grid", "heads_importance", "heads_rollout"} <= set(figs)

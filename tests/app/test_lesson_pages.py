@@ -221,8 +221,8 @@ def test_variance_sends_thinned_curves_and_binned_histograms() -> None:
         assert 4000 in steps and np.all(np.diff(steps) > 0)
         assert rates.max() == pytest.approx(512**-0.5 * 4000**-0.5)  # the peak is drawn, not skipped
     hist = next(s for key, s in specs.items() if key.endswith("var_hist"))
-    for trace in hist["data"]:
-        assert trace["type"] == "bar" and len(numbers(trace["x"])) == 100
+    for trace, bins in zip(hist["data"], (100, 400), strict=True):  # the scaled bins 0.25 wide
+        assert trace["type"] == "bar" and len(numbers(trace["x"])) == bins
         assert (numbers(trace["y"]) * trace["width"]).sum() == pytest.approx(1.0)  # a density
 
 
