@@ -103,7 +103,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
 
 
 def cmd_trace(args: argparse.Namespace) -> None:
-    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    ckpt = load_checkpoint(fetched(args.checkpoint), resolve_device(args.device))
     options = InferenceOptions(
         causal=not args.no_causal,
         padding_mask=not args.no_padding_mask,
@@ -125,7 +125,7 @@ def cmd_trace(args: argparse.Namespace) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    ckpt = load_checkpoint(fetched(args.checkpoint), resolve_device(args.device))
     torch.manual_seed(args.seed)
     if ckpt.task == "reverse":
         try:
@@ -152,7 +152,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    ckpt = load_checkpoint(fetched(args.checkpoint), resolve_device(args.device))
     if not isinstance(ckpt.model, GPT):
         raise ConfigError(f"generate: {ckpt.name} is a reversal model; use `trace` for it")
     encoded = ckpt.tokenizer.encode_checked(args.prompt, max_chars=10_000)
@@ -228,7 +228,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 def cmd_heads(args: argparse.Namespace) -> None:
 
-    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    ckpt = load_checkpoint(fetched(args.checkpoint), resolve_device(args.device))
     probes = [p for p in args.probe if p] or None
     report = analyze_heads(ckpt, probes)
     payload = heads_json(ckpt.name, report.heads, report.importance)
@@ -261,7 +261,7 @@ def cmd_heads(args: argparse.Namespace) -> None:
 
 def cmd_export(args: argparse.Namespace) -> None:
 
-    ckpt = load_checkpoint(args.checkpoint, "cpu")
+    ckpt = load_checkpoint(fetched(args.checkpoint), "cpu")
     out = export_transformer_lens(ckpt.model, args.out, name=ckpt.name, vocab=ckpt.tokenizer.vocab)
     _emit(
         args,
@@ -273,6 +273,25 @@ def cmd_export(args: argparse.Namespace) -> None:
         },
         f"wrote config.json, model.safetensors and vocab.json to {out} (HookedTransformer names)",
     )
+
+
+def fetched(checkpoint: str) -> str:
+    """A run id trained through the Redis queue is first brought into the local runs folder
+    (with ATTENTION_LAB_REDIS_URL set); names and paths pass through."""
+    from transformer_core.train import fetch_run
+
+    fetch_run(checkpoint)
+    return checkpoint
+
+
+def cmd_worker(args: argparse.Namespace) -> None:
+    from transformer_core.train import REDIS_URL_ENV, redis_url
+    from transformer_core.train.redis_worker import serve_worker
+
+    url = args.redis or redis_url()
+    if not url:
+        raise ConfigError(f"worker: give --redis redis://host:port/db or set {REDIS_URL_ENV}")
+    serve_worker(url, args.device)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -358,6 +377,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("checkpoint")
     sp.add_argument("--format", choices=["transformer-lens"], required=True)
     sp.add_argument("--out", required=True, help="folder to write config.json and model.safetensors into")
+
+    sp = sub.add_parser(
+        "worker",
+        help="a training worker for the Redis run queue (one run at a time)",
+        description="Take runs from the Redis run queue and train them, one at a time, until stopped "
+        "(SIGTERM/Ctrl+C stops and saves the current run). Start one per GPU on any host; the number "
+        "of workers is the number of trainings at once.",
+    )
+    sp.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    sp.add_argument("--redis", default=None, metavar="URL", help="default: $ATTENTION_LAB_REDIS_URL")
     return p
 
 
@@ -369,6 +398,7 @@ COMMANDS = {
     "train": cmd_train,
     "heads": cmd_heads,
     "export": cmd_export,
+    "worker": cmd_worker,
 }
 
 

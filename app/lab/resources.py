@@ -10,6 +10,7 @@ session keeps only the ids of its own runs (MY_MODELS_KEY), to offer them as cho
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import streamlit as st
 import torch
@@ -25,6 +26,7 @@ from transformer_core.io import (
     run_checkpoint_path,
     shipped_checkpoint_path,
 )
+from transformer_core.train import fetch_run
 
 MY_MODELS_KEY = "my_models"  # session_state: {run id: {"label": str, "task": a /train task}}
 MODEL_TASK = {"induction": "lm"}  # a /train task -> its checkpoints' task: induction runs are GPTs
@@ -69,6 +71,16 @@ def _load_run(run_id: str, device: str, saved_at: float) -> Checkpoint:
     return load_checkpoint(run_id, torch.device(device))
 
 
+def run_folder(run_id: str) -> Path:
+    """A saved run's folder here; a run trained through the Redis queue (several hosts) is
+    first fetched into the local runs folder. CheckpointError when it cannot be opened."""
+    try:
+        return run_checkpoint_path(run_id)
+    except CheckpointError:
+        fetch_run(run_id)
+        return run_checkpoint_path(run_id)
+
+
 def load_model(name: str) -> Checkpoint:
     """A shipped checkpoint or a saved run, by name or run id, on the current device.
 
@@ -77,7 +89,7 @@ def load_model(name: str) -> Checkpoint:
     has meta["weights_sha256"]."""
     device = str(current_device())
     if is_run_id(name):
-        folder = run_checkpoint_path(name)
+        folder = run_folder(name)
         return _load_run(name, device, (folder / META_FILE).stat().st_mtime)
     return _load_shipped(name, device)
 
@@ -96,7 +108,7 @@ def checkpoint_label(name: str) -> str:
 def _saved_run_task(run_id: str) -> str | None:
     """The task of a saved run, or None when the id has no loadable model here."""
     try:
-        return read_meta(run_checkpoint_path(run_id)).get("task")
+        return read_meta(run_folder(run_id)).get("task")
     except CheckpointError:
         return None
 
@@ -109,7 +121,7 @@ def _adopt_url_runs(task: str) -> None:
         if not value or not value.startswith("run-") or value in st.session_state.get(MY_MODELS_KEY, {}):
             continue
         try:
-            meta = read_meta(run_checkpoint_path(value))
+            meta = read_meta(run_folder(value))
         except CheckpointError as e:
             st.error(
                 f"The link's model cannot be opened: {e}. Showing a shipped model instead.",

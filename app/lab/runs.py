@@ -25,6 +25,8 @@ from transformer_core.train import (
     RunQueue,
     RunRequest,
     default_max_runs,
+    open_run_queue,
+    redis_url,
 )
 
 __all__ = ["REPORT_LENGTHS"]
@@ -48,14 +50,15 @@ FORM_KEYS = (  # /train widgets the router keeps across page visits (lab.state.k
 
 
 @st.cache_resource(max_entries=4)
-def _queue(root: str, max_running: int) -> RunQueue:
-    return RunQueue(Path(root), max_running=max_running)
+def _queue(root: str, max_running: int, redis: str | None) -> RunQueue:
+    return open_run_queue(Path(root), max_running)  # `redis` only keys the cache
 
 
 def run_queue() -> RunQueue:
-    """This process's handle on the box-wide queue (state on disk, shared by every app
-    process): ATTENTION_LAB_RUNS_DIR, ATTENTION_LAB_MAX_RUNS (default 2 on CPU, 4 on CUDA)."""
-    return _queue(str(runs_dir()), default_max_runs())
+    """This process's handle on the run queue: on disk and box-wide by default
+    (ATTENTION_LAB_RUNS_DIR, ATTENTION_LAB_MAX_RUNS: 2 on CPU, 4 on CUDA), or on Redis for
+    several hosts (ATTENTION_LAB_REDIS_URL; the runs dir then mirrors the runs shown here)."""
+    return _queue(str(runs_dir()), default_max_runs(), redis_url())
 
 
 def submit(request: RunRequest, corpus: str | None = None) -> str:

@@ -1,6 +1,7 @@
 """Training: presets, tasks, the trainer and its events, LR schedules, evaluation, runs in
 worker processes."""
 
+from transformer_core.train.backends import REDIS_URL_ENV, fetch_run, open_run_queue, redis_url
 from transformer_core.train.evaluation import (
     evaluate_lm,
     evaluate_reversal,
@@ -55,6 +56,7 @@ __all__ = [
     "RunInfo",
     "RunProgress",
     "RunQueue",
+    "REDIS_URL_ENV",
     "RunRequest",
     "SIZES",
     "StepEvent",
@@ -65,6 +67,9 @@ __all__ = [
     "Trainer",
     "default_max_runs",
     "evaluate_lm",
+    "fetch_run",
+    "open_run_queue",
+    "redis_url",
     "evaluate_reversal",
     "label_smoothing_target",
     "optim_defaults",

@@ -1,0 +1,333 @@
+"""Runs on a Redis queue (RQ) for several hosts: app replicas anywhere submit, watch and stop
+runs; `python -m transformer_core worker` processes on any host train them.
+
+Why: one box's on-disk queue (runs.RunQueue) cannot be shared by app replicas on several
+hosts, nor reach GPUs on other boxes. ATTENTION_LAB_REDIS_URL switches the app to this
+queue; the on-disk queue stays the default.
+
+Everything a run has lives in Redis under `attention_lab:run:<run id>`:
+- `…` (hash): label, task, status, created/started/finished, host, pid, error, bytes, seq;
+- `…:request` (the RunRequest JSON), `…:corpus` (an uploaded corpus, deleted at the end);
+- `…:progress` (list): the worker's progress.jsonl lines, in order;
+- `…:snapshots` (hash): snapshot file name -> safetensors bytes;
+- `…:files` (hash): model.safetensors and checkpoint.json once the run is saved;
+- `…:alive` (expires after ALIVE_SECONDS): refreshed by the worker while it trains;
+- `…:stop` (present = stop requested).
+Queue-wide: `attention_lab:queued` (sorted set by submission order: positions),
+`attention_lab:active` (set), `attention_lab:finished` (sorted set by end time: eviction),
+and RQ's own queue `attention-lab-runs` whose jobs carry only the run id.
+
+Each replica mirrors a run it shows into its local runs folder (`<runs dir>/<run id>/`, the
+same layout the on-disk queue writes), so progress, snapshots and the finished checkpoint
+are read by the same code on one box and on many, and a `run-` id opens everywhere.
+
+Nothing is pickled: RQ uses its JSON serializer, arrays are safetensors, and a worker runs
+only `run_job` (any other job function is refused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from redis import Redis, WatchError
+from redis.exceptions import RedisError
+from rq import Queue, Worker
+from rq.job import Job
+from rq.serializers import JSONSerializer
+
+from transformer_core.errors import ConfigError, InputError
+from transformer_core.io.checkpoint import META_FILE, WEIGHTS_FILE, is_run_id, runs_dir
+from transformer_core.train.backends import REDIS_URL_ENV
+from transformer_core.train.runs import (
+    FINISHED,
+    MAX_CORPUS_CHARS,
+    PROGRESS_FILE,
+    SNAPSHOT_DIR,
+    RunError,
+    RunInfo,
+    RunRequest,
+    env_int,
+    new_run_id,
+    runs_max_bytes,
+)
+
+PREFIX = "attention_lab"
+RQ_QUEUE = "attention-lab-runs"
+RUN_JOB = "transformer_core.train.redis_worker.run_job"  # the only job a worker performs
+ALIVE_SECONDS = 5  # a running run whose worker has not refreshed `alive` this long has failed
+PUBLISH_EVERY = 0.5  # seconds between the worker's progress uploads (and alive refreshes)
+MAX_FILE_BYTES = 64 * 2**20  # one checkpoint or snapshot file; these models are a few MB
+
+
+@functools.cache
+def connect(url: str) -> Redis:
+    """One connection pool per URL for the process (a pool, not per-user data)."""
+    try:
+        return Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
+    except ValueError as e:
+        raise ConfigError(f"{REDIS_URL_ENV}: {url!r} is not a Redis URL ({e})") from None
+
+
+def _key(run_id: str, part: str = "") -> str:
+    return f"{PREFIX}:run:{run_id}" + (f":{part}" if part else "")
+
+
+QUEUED, ACTIVE_SET, FINISHED_SET, SEQ = (f"{PREFIX}:{n}" for n in ("queued", "active", "finished", "seq"))
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode()
+
+
+def _float(value: bytes | None) -> float | None:
+    return None if value in (None, b"") else float(value)
+
+
+def rq_queue(connection: Redis) -> Queue:
+    return Queue(RQ_QUEUE, connection=connection, serializer=JSONSerializer)
+
+
+class RedisRunQueue:
+    """The page's side: the same methods the app calls on the on-disk RunQueue.
+
+    root: this replica's local mirror of the runs it shows (default: the runs dir);
+    max_bytes: budget of the finished runs kept in Redis (oldest evicted first);
+    max_seconds: wall-clock bound of one run (the worker stops it and saves).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        root: Path | None = None,
+        *,
+        max_bytes: int | None = None,
+        max_seconds: int | None = None,
+    ) -> None:
+        self.url, self.redis = url, connect(url)
+        self.root = Path(root) if root is not None else runs_dir()
+        self.max_bytes = max_bytes if max_bytes is not None else runs_max_bytes()
+        self.max_seconds = (
+            max_seconds if max_seconds is not None else env_int("ATTENTION_LAB_RUN_MAX_SECONDS", 3600)
+        )
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.redis.ping()
+        except RedisError as e:
+            raise ConfigError(f"{REDIS_URL_ENV}: cannot reach Redis at {url} ({e})") from None
+
+    @property
+    def max_running(self) -> int:
+        """The cap is the number of live workers serving the queue."""
+        return Worker.count(connection=self.redis, queue=rq_queue(self.redis))
+
+    def folder(self, run_id: str) -> Path:
+        if not is_run_id(run_id):
+            raise RunError(f"{run_id!r} is not a run id")
+        return self.root / run_id
+
+    # -------------------------------------------------- submit, read, stop
+
+    def submit(self, request: RunRequest, corpus: str | None = None) -> str:
+        request.validate()
+        if corpus is not None and len(corpus) > MAX_CORPUS_CHARS:
+            raise InputError(f"corpus: at most {MAX_CORPUS_CHARS:,} characters, got {len(corpus):,}")
+        self.enforce_disk_budget()
+        run_id = new_run_id()
+        seq = self.redis.incr(SEQ)
+        fields = {
+            "label": request.label,
+            "task": request.train_config().task,
+            "status": "queued",
+            "created": time.time(),
+            "seq": seq,
+        }
+        with self.redis.pipeline() as pipe:
+            pipe.hset(_key(run_id), mapping=fields)
+            pipe.set(_key(run_id, "request"), request.to_json())
+            if corpus is not None:
+                pipe.set(_key(run_id, "corpus"), corpus)
+            pipe.zadd(QUEUED, {run_id: seq})
+            pipe.execute()
+        rq_queue(self.redis).enqueue(
+            RUN_JOB,
+            run_id,
+            job_id=run_id,
+            job_timeout=self.max_seconds + 300,  # the worker stops itself at max_seconds and saves
+            result_ttl=3600,
+            failure_ttl=24 * 3600,
+        )
+        return run_id
+
+    def info(self, run_id: str) -> RunInfo | None:
+        """The run's state (None for an id Redis never had); mirrors what is new into the
+        local folder and fails a running run whose worker went silent."""
+        if not is_run_id(run_id):
+            return None
+        row = self.redis.hgetall(_key(run_id))
+        if not row:
+            return None
+        status = row[b"status"].decode()
+        if status in ("starting", "running") and self._reap(run_id):
+            row = self.redis.hgetall(_key(run_id))
+            status = row[b"status"].decode()
+        if status == "evicted":
+            shutil.rmtree(self.folder(run_id), ignore_errors=True)
+        else:
+            self._mirror(run_id, finished=status in FINISHED)
+        rank = self.redis.zrank(QUEUED, run_id) if status == "queued" else None
+        pid = row.get(b"pid")
+        return RunInfo(
+            run_id,
+            row[b"label"].decode(),
+            row[b"task"].decode(),
+            status,  # type: ignore[arg-type]
+            float(row[b"created"]),
+            _float(row.get(b"started")),
+            _float(row.get(b"finished")),
+            int(pid) if pid else None,
+            _text(row.get(b"error")) or None,
+            None if rank is None else rank + 1,
+        )
+
+    def counts(self) -> tuple[int, int]:
+        """(runs training, runs waiting) across every host."""
+        return self.redis.scard(ACTIVE_SET), self.redis.zcard(QUEUED)
+
+    def stop(self, run_id: str) -> None:
+        """A waiting run is cancelled at once; a running one ends after its current step
+        (its worker watches the stop key every 50 ms) and is saved."""
+        if not is_run_id(run_id) or not self.redis.exists(_key(run_id)):
+            raise RunError(f"unknown run {run_id}")
+        cancelled = _update_if(
+            self.redis, run_id, ("queued",), {"status": "stopped", "finished": time.time()}, finished=True
+        )
+        if cancelled:
+            with contextlib.suppress(Exception):
+                Job.fetch(run_id, connection=self.redis, serializer=JSONSerializer).cancel()
+        else:
+            self.redis.set(_key(run_id, "stop"), 1, ex=24 * 3600)
+
+    def dispatch(self) -> list[str]:
+        """Fail runs whose worker went silent (workers pull their own runs)."""
+        for raw in self.redis.smembers(ACTIVE_SET):
+            self._reap(raw.decode())
+        return []
+
+    def has_checkpoint(self, run_id: str) -> bool:
+        self._mirror(run_id, finished=True)
+        return (self.folder(run_id) / META_FILE).is_file()
+
+    # -------------------------------------------------- faults and budget
+
+    def _reap(self, run_id: str) -> bool:
+        """Mark a starting/running run failed when its alive key expired; True if it did."""
+        if self.redis.exists(_key(run_id, "alive")):
+            return False
+        started = _float(self.redis.hget(_key(run_id), "started")) or 0.0
+        if time.time() - started < ALIVE_SECONDS:
+            return False
+        return _update_if(
+            self.redis,
+            run_id,
+            ("starting", "running"),
+            {
+                "status": "failed",
+                "finished": time.time(),
+                "error": f"the run's worker stopped answering (no sign of life for {ALIVE_SECONDS} s)",
+            },
+            finished=True,
+        )
+
+    def enforce_disk_budget(self) -> list[str]:
+        """Evict finished runs from Redis, oldest first, until they fit max_bytes; their
+        hash stays with status 'evicted' (the id then says "expired", not "unknown")."""
+        finished = [r.decode() for r in self.redis.zrange(FINISHED_SET, 0, -1)]
+        sizes = [int(self.redis.hget(_key(r), "bytes") or 0) for r in finished]
+        total, evicted = sum(sizes), []
+        for run_id, size in zip(finished, sizes, strict=True):
+            if total <= self.max_bytes:
+                break
+            note = f"deleted to keep the finished runs under {self.max_bytes / 2**20:g} MB"
+            with self.redis.pipeline() as pipe:
+                pipe.delete(*(_key(run_id, p) for p in ("progress", "snapshots", "files", "request")))
+                pipe.hset(_key(run_id), mapping={"status": "evicted", "error": note})
+                pipe.zrem(FINISHED_SET, run_id)
+                pipe.execute()
+            shutil.rmtree(self.folder(run_id), ignore_errors=True)
+            total -= size
+            evicted.append(run_id)
+        return evicted
+
+    # -------------------------------------------------- the local mirror
+
+    def _mirror(self, run_id: str, *, finished: bool) -> None:
+        """Append the progress lines (and their snapshot files) this replica has not seen,
+        and, once finished, the checkpoint files. One process at a time per folder."""
+        folder = self.folder(run_id)
+        (folder / SNAPSHOT_DIR).mkdir(parents=True, exist_ok=True)
+        with _locked(folder / ".mirror.lock"):
+            count_file = folder / ".mirrored-lines"
+            have = int(count_file.read_text() or 0) if count_file.is_file() else 0
+            lines = self.redis.lrange(_key(run_id, "progress"), have, -1)
+            if lines:
+                for line in lines:
+                    record = json.loads(line)
+                    if record.get("kind") == "snapshot":
+                        name = Path(str(record["file"])).name  # never a path out of the folder
+                        data = self.redis.hget(_key(run_id, "snapshots"), name)
+                        if data is not None:
+                            (folder / SNAPSHOT_DIR / name).write_bytes(data)
+                with open(folder / PROGRESS_FILE, "ab") as f:
+                    f.write(b"".join(line + b"\n" for line in lines))
+                count_file.write_text(str(have + len(lines)))
+            if finished and not (folder / META_FILE).is_file():
+                files = self.redis.hgetall(_key(run_id, "files"))
+                if WEIGHTS_FILE.encode() in files and META_FILE.encode() in files:
+                    (folder / WEIGHTS_FILE).write_bytes(files[WEIGHTS_FILE.encode()])
+                    tmp = folder / (META_FILE + ".tmp")
+                    tmp.write_bytes(files[META_FILE.encode()])
+                    tmp.replace(folder / META_FILE)  # the meta file last: present = complete
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _update_if(redis: Redis, run_id: str, when: tuple[str, ...], fields: dict, *, finished: bool) -> bool:
+    """Set `fields` on the run's hash only if its status is one of `when` (optimistic
+    transaction: a worker finishing and a reader reaping never both win)."""
+    key = _key(run_id)
+    with redis.pipeline() as pipe:
+        while True:
+            try:
+                pipe.watch(key)
+                status = _text(pipe.hget(key, "status"))
+                if status not in when:
+                    pipe.unwatch()
+                    return False
+                pipe.multi()
+                pipe.hset(key, mapping=fields)
+                pipe.zrem(QUEUED, run_id)
+                if finished:
+                    pipe.srem(ACTIVE_SET, run_id)
+                    pipe.zadd(FINISHED_SET, {run_id: time.time()})
+                    pipe.delete(_key(run_id, "alive"), _key(run_id, "corpus"))
+                else:
+                    pipe.sadd(ACTIVE_SET, run_id)
+                pipe.execute()
+                return True
+            except WatchError:
+                continue
