@@ -5,6 +5,7 @@
     python benchmarks/bench_load.py --target single --trainings 2    # with two trainings watched
     python benchmarks/bench_load.py --target serve --soak 600 --soak-users 20   # memory over time
     python benchmarks/bench_load.py --url http://127.0.0.1:8501      # a server already running
+    python benchmarks/bench_load.py --target serve --redis-workers 2 --trainings 3   # Redis queue, 2 workers
 
 Each simulated user is one browser speaking Streamlit's own protocol: it opens a deep link
 as a new tab does - GET the page's HTML (keeping the cookies nginx sets, so it stays on one
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import os
 import re
@@ -447,6 +449,7 @@ class Server:
     workers: int
     proc: subprocess.Popen[bytes] | None = None
     run_ids: list[str] = field(default_factory=list)  # trainings this benchmark started
+    runs: Path | None = None  # the server's ATTENTION_LAB_RUNS_DIR
 
     def rss_mb(self) -> float:
         if self.proc is None:
@@ -470,6 +473,58 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: fl
 
 
 @contextmanager
+def redis_queue(workers: int, logdir: Path) -> Iterator[str | None]:
+    """With --redis-workers N: Debian's redis-server on a free loopback port and N training
+    workers (`python -m transformer_core worker --device cpu`); yields the Redis URL."""
+    if not workers:
+        yield None
+        return
+    port, folder = free_port(), logdir / "redis"
+    folder.mkdir()
+    redis = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
+         "--appendonly", "yes"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    procs = []
+    try:
+        time.sleep(0.5)
+        for i in range(workers):
+            with open(logdir / f"worker-{i}.log", "wb") as out:
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "transformer_core",
+                            "worker",
+                            "--device",
+                            "cpu",
+                            "--redis",
+                            url,
+                        ],
+                        cwd=ROOT,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )  # fmt: skip
+                )
+        yield url
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)  # the worker stops and saves its run
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        redis.terminate()
+        redis.wait(timeout=30)
+
+
+@contextmanager
 def started(target: str, workers: int, logdir: Path) -> Iterator[Server]:
     port = free_port()
     log = logdir / f"{target}.log"
@@ -485,7 +540,7 @@ def started(target: str, workers: int, logdir: Path) -> Iterator[Server]:
     env = {**os.environ, "PYTHON": sys.executable, "ATTENTION_LAB_RUNS_DIR": str(runs)}
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    server = Server(name, f"http://127.0.0.1:{port}", count, proc)
+    server = Server(name, f"http://127.0.0.1:{port}", count, proc, runs=runs)
     try:
         wait_healthy(server.base, proc, log)
         yield server
@@ -499,9 +554,32 @@ def started(target: str, workers: int, logdir: Path) -> Iterator[Server]:
         stop_trainings(runs, server.run_ids)
 
 
+def queue_waits(runs: Path, run_ids: list[str]) -> str:
+    """Each training's wait in the queue (submitted -> a worker took it), or its place."""
+    from transformer_core.train import open_run_queue
+
+    queue, now, parts = open_run_queue(runs, 1), time.time(), []
+    for i, info in enumerate(map(queue.info, run_ids), 1):
+        if info is None:
+            parts.append(f"run {i}: unknown")
+        elif info.status == "queued":
+            parts.append(f"run {i}: waiting {now - info.created:.1f} s (place {info.position})")
+        else:
+            parts.append(f"run {i}: waited {(info.started or now) - info.created:.1f} s ({info.status})")
+    return "queue: " + "; ".join(parts)
+
+
 def stop_trainings(runs: Path, run_ids: list[str], timeout: float = 30) -> None:
     """Training workers outlive the web server by design: stop the ones started here and
     wait for their processes to end (killed after `timeout` s)."""
+    if run_ids and os.environ.get("ATTENTION_LAB_REDIS_URL"):
+        from transformer_core.train import open_run_queue
+
+        queue = open_run_queue(runs)
+        for run_id in run_ids:
+            with contextlib.suppress(Exception):
+                queue.stop(run_id)
+        return  # the workers themselves are stopped by redis_queue()
     if not run_ids or not (runs / "queue.sqlite3").exists():
         return
     from transformer_core.train.runs import RunQueue
@@ -550,6 +628,9 @@ async def bench_target(server: Server, args: argparse.Namespace) -> list[str]:
     await warm_up(server.base, server.workers, args.page_timeout)
     watchers = await start_trainings(server.base, args.trainings, args.page_timeout) if args.trainings else []
     rows = []
+    if watchers and server.runs is not None:
+        await asyncio.sleep(3)  # let the workers take what they can
+        print(queue_waits(server.runs, [w.run_id for w in watchers if w.run_id]), flush=True)
     try:
         for users in args.users:
             steps_before = sum(max(w.steps, default=0) for w in watchers)
@@ -602,6 +683,12 @@ def main() -> None:
         "--page-timeout", type=float, default=60.0, help="seconds before a page counts as error"
     )
     parser.add_argument("--trainings", type=int, default=0, help="trainings started and watched on /train")
+    parser.add_argument(
+        "--redis-workers",
+        type=int,
+        default=0,
+        help="run queue on a local redis-server with this many training workers (several-hosts setup)",
+    )
     parser.add_argument("--soak", type=float, default=0.0, help="then this many seconds at --soak-users")
     parser.add_argument("--soak-users", type=int, default=20)
     parser.add_argument("--soak-every", type=float, default=30.0)
@@ -621,7 +708,13 @@ def main() -> None:
         asyncio.run(bench_target(server, args))
         return
     targets = ["single", "serve"] if args.target == "both" else [args.target]
-    with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-load-") as tmp,
+        redis_queue(args.redis_workers, Path(tmp)) as url,
+    ):
+        if url:
+            os.environ["ATTENTION_LAB_REDIS_URL"] = url  # the servers started below inherit it
+            print(f"run queue: Redis {url} with {args.redis_workers} training workers", flush=True)
         for target in targets:
             with started(target, args.workers, Path(tmp)) as server:
                 asyncio.run(bench_target(server, args))
