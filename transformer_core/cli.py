@@ -6,6 +6,8 @@ Every command accepts --json and then prints exactly one JSON object on stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import shlex
 import sys
@@ -42,11 +44,20 @@ from transformer_core.train import (
     EvalEvent,
     LanguageModelTask,
     StepEvent,
+    TrainConfig,
     Trainer,
     evaluate_lm,
     evaluate_reversal,
     prepare_run,
     train_config,
+)
+from transformer_core.train.distributed import (
+    World,
+    check_global_batch,
+    distribute,
+    main_rank_events,
+    process_group,
+    world_from_env,
 )
 
 
@@ -192,22 +203,40 @@ TRAIN_FLAGS = (  # `train` options that go into TrainConfig as they are
 def cmd_train(args: argparse.Namespace) -> None:
     # None = the task's preset (transformer_core.train.presets)
     train = train_config(args.task, **{name: getattr(args, name) for name in TRAIN_FLAGS})
+    world = world_from_env()  # rank 0 of 1 unless started by torchrun
+    check_global_batch(train.batch_size, world)
+    with process_group(world, train.device):
+        _train(args, train, world)
+
+
+def _train(args: argparse.Namespace, train: TrainConfig, world: World) -> None:
+    """One process's part of a run: under torchrun every rank trains its shard, rank 0
+    alone reports, logs and saves (transformer_core.train.distributed)."""
     shape = ("d_model", "d_ff", "n_layers", "n_heads")
     overrides = {k: getattr(args, k) for k in shape if getattr(args, k)}
     model, task = prepare_run(train, args.positions, **overrides)
-    command = "python -m transformer_core " + shlex.join(sys.argv[1:])
-    bar = tqdm(total=train.steps, desc=f"{args.task}-{args.positions}", file=sys.stderr, disable=args.quiet)
+    launcher = f"torchrun --nproc_per_node={world.size} -m" if world.distributed else "python -m"
+    command = f"{launcher} transformer_core " + shlex.join(sys.argv[1:])
+    quiet = args.quiet or not world.is_main
+    bar = tqdm(total=train.steps, desc=f"{args.task}-{args.positions}", file=sys.stderr, disable=quiet)
     history, done = [], None
-    for event in Trainer(model, task, train).run():
-        if isinstance(event, StepEvent):
-            bar.update(1)
-            bar.set_postfix(loss=f"{event.loss:.3f}", tok_s=f"{event.tokens_per_s:,.0f}")
-        elif isinstance(event, EvalEvent):
-            history.append({"step": event.step, **event.metrics})
-            bar.write(f"step {event.step}: {json.dumps(event.metrics)}")
-        elif isinstance(event, DoneEvent):
-            done = event
+    trained, shard = distribute(model, task, world)  # DDP and this rank's shard; as given for one process
+    log_here = args.loss_log and world.is_main
+    with open(args.loss_log, "w") if log_here else contextlib.nullcontext() as log:
+        for event in main_rank_events(Trainer(trained, shard, train).run(), world):
+            if isinstance(event, StepEvent):
+                bar.update(1)
+                bar.set_postfix(loss=f"{event.loss:.3f}", tok_s=f"{event.tokens_per_s:,.0f}")
+                if log:
+                    log.write(json.dumps(dataclasses.asdict(event)) + "\n")
+            elif isinstance(event, EvalEvent):
+                history.append({"step": event.step, **event.metrics})
+                bar.write(f"step {event.step}: {json.dumps(event.metrics)}", file=sys.stderr)  # not stdout
+            elif isinstance(event, DoneEvent):
+                done = event
     bar.close()
+    if not world.is_main:
+        return
     metrics = dict(done.metrics)  # reversal: every REPORT_LENGTHS length, 200 strings each
     metrics["train_seconds"] = round(done.elapsed, 1)
     metrics["steps"] = done.step
@@ -367,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--corpus", default=None, help="UTF-8 text file (default: bundled Python docs)")
     sp.add_argument("--out", required=True, help="folder to write the checkpoint into")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    sp.add_argument("--loss-log", default=None, metavar="FILE", help="a JSON line per step (loss, tokens/s)")
 
     sp = add("heads", "every head's detector scores (previous-token, induction, ...) and ablation effect")
     sp.add_argument("checkpoint")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from transformer_core.errors import ConfigError
@@ -18,6 +20,30 @@ def resolve_device(choice: str = "auto") -> torch.device:
     if choice == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device: 'cuda' was asked for but no CUDA GPU is available")
     return torch.device(choice)
+
+
+def resolve_device_before_fork(choice: str = "auto") -> torch.device:
+    """resolve_device for a process that forks children which use the device (an RQ worker
+    and its work horses): CUDA is asked through NVML, because the CUDA runtime's own check
+    would leave every forked child unable to initialise CUDA."""
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    return resolve_device(choice)
+
+
+def rank_device(choice: str, local_rank: int) -> torch.device:
+    """This torchrun process's device: CPU, or GPU `local_rank` made current, so that a
+    plain 'cuda' (resolve_device) also means this rank's GPU from here on."""
+    device = resolve_device(choice)
+    if device.type != "cuda":
+        return device
+    if local_rank >= torch.cuda.device_count():
+        raise ConfigError(
+            f"device: local rank {local_rank} has no GPU ({torch.cuda.device_count()} visible); "
+            "start at most one process per GPU"
+        )
+    device = torch.device("cuda", local_rank)
+    torch.cuda.set_device(device)
+    return device
 
 
 def describe_device(device: torch.device) -> str:
