@@ -31,6 +31,7 @@ from transformer_core.errors import (
     InputError,
 )
 from transformer_core.generation import (
+    filter_logits,
     generate,
     greedy_decode,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "build_model",
     "causal_mask",
     "describe_device",
+    "filter_logits",
     "generate",
     "greedy_decode",
     "masked_softmax",

@@ -22,7 +22,7 @@ import torch
 
 from lab import export, plots
 from lab.compute import cached_call, run_cached
-from transformer_core import AttentionCapture, InferenceOptions, generate, greedy_decode
+from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
 from transformer_core.interp import (  # noqa: F401  (the pages use them as ex.*)
     GPTTrace,
     QuerySteps,
@@ -118,6 +118,14 @@ def top_tokens(probs: np.ndarray, tokenizer: CharTokenizer, k: int = 8) -> list[
     order = np.argsort(-probs)[:k]
     labels = tokenizer.token_labels([int(i) for i in order])
     return [(int(i), lab, float(probs[i])) for i, lab in zip(order, labels, strict=True)]
+
+
+def sampled_distribution(next_probs: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
+    """The distribution (V,) the sampler actually draws from after the prompt: the model's
+    probabilities through the sampler's own temperature / top-k / top-p filter, so the chart
+    can never drift from what `generate` does (log-probabilities are logits up to a constant)."""
+    logits = torch.log(torch.as_tensor(next_probs, dtype=torch.float64).clamp_min(0))
+    return filter_logits(logits, temperature, top_k or None, top_p if top_p < 1 else None).numpy()
 
 
 # ---------------------------------------------------------------- computations

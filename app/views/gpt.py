@@ -255,17 +255,32 @@ with next_col:
             f"Ablating {names} moves this much probability. Try heads one at a time to find "
             "the ones the prediction depends on."
         )
-    else:
-        best = ex.top_tokens(probs, ckpt.tokenizer, 10)
+    else:  # the temperature moment: what the model says, and what the dice are thrown on
+        sampled = ex.sampled_distribution(probs, float(temperature), int(top_k), float(top_p))
+        ids = list(
+            dict.fromkeys(
+                [i for i, _, _ in ex.top_tokens(probs, ckpt.tokenizer, 10)]
+                + [i for i, _, _ in ex.top_tokens(sampled, ckpt.tokenizer, 10) if sampled[i] > 0]
+            )
+        )[:14]
+        settings = [f"temperature {temperature:g}" if temperature > 0 else "greedy (temperature 0)"]
+        settings += [f"top-k {top_k}"] * bool(top_k) + [f"top-p {top_p:g}"] * (top_p < 1)
         st.plotly_chart(
             plots.token_bars(
-                [lab for _, lab, _ in best],
-                {"probability": np.array([p for _, _, p in best])},
-                "Next character after the prompt (top 10)",
+                ckpt.tokenizer.token_labels(ids),
+                {"model (softmax of the logits)": probs[ids], "sampled from": sampled[ids]},
+                "Next character after the prompt",
                 height=250,
             ),
             key=P + "next",
             config=plots.PNG_CONFIG,
+        )
+        kept = int((sampled > 0).sum())
+        st.caption(
+            f"Sampled from: {', '.join(settings)}: {kept} of {len(sampled)} characters can be drawn; "
+            "the most likely one has "
+            f"{sampled.max():.0%} (the model gives it {probs[int(sampled.argmax())]:.0%}). Lower temperature "
+            "sharpens, higher flattens; top-k and top-p cut the tail."
         )
 
 # ---------------------------------------------------------------- 2 every head

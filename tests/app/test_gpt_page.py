@@ -306,3 +306,43 @@ def test_options_key_is_order_independent() -> None:
     a = InferenceOptions(ablate=(("self", 1, 2), ("self", 0, 3)))
     b = InferenceOptions(ablate=(("self", 0, 3), ("self", 1, 2)))
     assert canonical(a) == canonical(b) and a.ablate == frozenset({("self", 1, 2), ("self", 0, 3)})
+
+
+def next_chart(at: AppTest) -> dict[str, tuple[list[str], np.ndarray]]:
+    """The next-character chart's series: name -> (tick labels, values)."""
+    fig = charts(at)["gpt_next"]
+    ticks = fig["layout"]["xaxis"]["ticktext"]
+    return {t["name"]: (ticks, array(t["y"])) for t in fig["data"]}
+
+
+@pytest.mark.parametrize(
+    ("temperature", "top_k", "top_p"), [(0.5, 0, 1.0), (1.5, 5, 1.0), (1.0, 0, 0.6), (0.0, 0, 1.0)]
+)
+def test_next_character_chart_shows_the_distribution_the_sampler_draws_from(
+    temperature: float, top_k: int, top_p: float
+) -> None:
+    """Issue 11 #8: the chart ignored temperature, top-k and top-p. It now shows the model's
+    softmax beside the filtered distribution, computed by generation.filter_logits itself."""
+    import torch
+
+    from transformer_core.generation import filter_logits
+
+    at = open_gpt({"temperature": str(temperature), "top_k": str(top_k), "top_p": str(top_p)})
+    series = next_chart(at)
+    labels, model = series["model (softmax of the logits)"]
+    _, sampled = series["sampled from"]
+    ckpt = load_checkpoint("gpt-sinusoidal")
+    with torch.no_grad():
+        logits = ckpt.model(torch.tensor([ckpt.tokenizer.encode(PROMPT)]))[0, -1]
+    want = filter_logits(logits, temperature, top_k or None, top_p if top_p < 1 else None).numpy()
+    raw = torch.softmax(logits, -1).numpy()
+    ids = [ckpt.tokenizer.token_labels(range(len(raw))).index(lab) for lab in labels]
+    np.testing.assert_allclose(model, raw[ids], atol=2e-4)
+    np.testing.assert_allclose(sampled, want[ids], atol=2e-4)
+    assert sampled.sum() == pytest.approx(want.sum(), abs=1e-3)  # every drawable character is shown
+    if temperature == 0:
+        assert sampled.max() == pytest.approx(1.0) and int((want > 0).sum()) == 1
+    if top_k:
+        assert int((want > 0).sum()) == top_k
+    caption = " ".join(texts(at, "caption"))
+    assert f"{int((want > 0).sum())} of {len(raw)} characters can be drawn" in caption

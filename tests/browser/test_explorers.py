@@ -184,3 +184,18 @@ def test_gpt_deep_link(page: Page, app_url: str, tmp_path: Path) -> None:
     legend(page, "gpt_qvec", "q (after RoPE)")
     p = params(page)
     assert (p["checkpoint"], p["query"], p["temperature"], p["seed"]) == ("gpt-rope", "4", "0.5", "3")
+
+
+def test_gpt_temperature_changes_the_next_character_chart(page: Page, app_url: str, tmp_path: Path) -> None:
+    """Issue 11 #8: moving the temperature slider redraws the distribution sampled from."""
+    open_page(page, app_url + "/gpt?text=import%20o&temperature=1.5&max_new=10", tmp_path / "gpt-t15.png")
+    legend(page, "gpt_next", "sampled from")
+    caption = page.locator('[data-testid="stCaptionContainer"]', has_text="can be drawn").first
+    assert "temperature 1.5" in caption.inner_text()
+    thumb = page.get_by_role("slider", name="Temperature")
+    thumb.focus()
+    thumb.press("Home")  # all the way down: greedy
+    settle(page, {"temperature": "0.0"}, tmp_path / "gpt-t0.png")
+    caption = page.locator('[data-testid="stCaptionContainer"]', has_text="can be drawn").first
+    text = caption.inner_text()
+    assert "greedy (temperature 0)" in text and "1 of " in text and "has 100%" in text
