@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 from lab.resources import configure_torch, device_picker
 from lab.runs import FORM_KEYS
-from lab.state import keep_form_state
+from lab.state import enter_page, keep_form_state
 
 configure_torch()
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
@@ -57,4 +57,5 @@ navigation = st.navigation(
 )
 device_picker()
 keep_form_state(FORM_KEYS)
+enter_page(navigation.url_path)
 navigation.run()

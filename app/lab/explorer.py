@@ -20,7 +20,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from lab import export, plots
+from lab import export, plots, state
 from lab.compute import cached_call, run_cached
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
 from transformer_core.interp import (  # noqa: F401  (the pages use them as ex.*)
@@ -318,8 +318,16 @@ def show_input_notes(checked: CheckedInput, *, what: str = "model") -> None:
 
 
 def clamp_state(key: str, options: list[Any], default: Any) -> None:
-    """Keep a selector's state inside its options (a checkpoint switch can shrink them)."""
-    if st.session_state.get(key) not in options:
+    """Keep a selector's state inside its options (a link or a checkpoint switch can ask for
+    more than there is), saying so when a value had to go."""
+    value = st.session_state.get(key)
+    if value not in options:
+        if value is not None:
+            name = key.split("_", 1)[-1]
+            st.info(
+                f"`{name}={state.shown(str(value))}` is not available for this model; showing {default}.",
+                icon=":material/info:",
+            )
         st.session_state[key] = default
 
 

@@ -7,6 +7,12 @@ run the current widget values are written back to the URL, so a copied link reop
 A page may give a `prefix`: the session_state key is then prefix + name while the URL
 keeps the short name (`/reversal?text=hello`), so two pages never share a widget key.
 List values (multiselect) travel as one comma-separated parameter.
+
+Every key a page seeds is kept alive for the whole session (the router re-assigns them on
+every run, `enter_page`), so a page's setup survives a prompt that stops the page before its
+widgets are drawn and a visit to another page. When a page is entered (sidebar, link, the
+browser's Back) the parameters in its URL win; on reruns of the page shown, the widgets do.
+A value from a link that cannot be used is named in a notice, never dropped silently.
 """
 
 from __future__ import annotations
@@ -15,6 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
+
+MANAGED = "_view_state_keys"  # session_state: every key init_state seeds, on any page
+PAGE, ENTERED = "_view_page", "_view_entered"  # the page shown last; whether this run opens a page
+SHOWN_CHARS = 40
 
 
 def _cast(raw: str, default: Any) -> Any:
@@ -37,37 +47,74 @@ def _format(value: Any) -> str:
     return str(value)
 
 
+def shown(raw: str) -> str:
+    """A URL value as a notice shows it: control characters as U+XXXX, at most 40 characters."""
+    text = "".join(f"U+{ord(c):04X}" if not c.isprintable() else c for c in raw[:SHOWN_CHARS])
+    return text + ("…" if len(raw) > SHOWN_CHARS else "")
+
+
 def init_state(
     defaults: dict[str, Any],
     valid: dict[str, Callable[[Any], bool]] | None = None,
     *,
     prefix: str = "",
 ) -> None:
-    """Seed each widget key that has no value yet from the URL, else from its default.
+    """Seed each widget key from the page's URL when the page is entered (or the key has no
+    value yet), else keep the session's value; a key never seen starts at its default.
 
-    Values that do not parse or fail their `valid` check fall back to the default.
+    URL values that do not parse or fail their `valid` check are named in one notice and
+    the value in use is kept.
     """
     valid = valid or {}
+    entered = st.session_state.get(ENTERED, True)
+    managed: set[str] = st.session_state.setdefault(MANAGED, set())
+    ignored = []
     for name, default in defaults.items():
         key = prefix + name
-        if key in st.session_state:
+        managed.add(key)
+        from_url = name in st.query_params
+        if key in st.session_state and not (entered and from_url):
             continue
-        value = default
-        if name in st.query_params:
+        value = st.session_state.get(key, default)
+        if from_url:
+            raw = st.query_params[name]
             try:
-                value = _cast(st.query_params[name], default)
-                if name in valid and not valid[name](value):
-                    value = default
+                parsed = _cast(raw, default)
+                if name in valid and not valid[name](parsed):
+                    raise ValueError(raw)
+                value = parsed
             except (ValueError, TypeError):
-                value = default
+                ignored.append((name, raw, value))
         st.session_state[key] = value
+    if ignored:
+        st.warning(
+            "Ignored from the link: "
+            + "; ".join(
+                f"`{name}={shown(raw)}` (showing {_format(used) or 'none'})" for name, raw, used in ignored
+            )
+            + ". Those values are not valid here.",
+            icon=":material/link_off:",
+        )
 
 
-def write_state(keys: list[str], *, prefix: str = "") -> None:
-    """Mirror the given session_state keys (names without prefix) into the URL."""
+def enter_page(page: str) -> None:
+    """The router calls this on every run, before the page: note whether the run opens a
+    page or reruns the one shown, and keep every page's view state alive."""
+    st.session_state[ENTERED] = st.session_state.get(PAGE) != page
+    st.session_state[PAGE] = page
+    keep_form_state(tuple(sorted(st.session_state.get(MANAGED, ()))))
+
+
+def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()) -> None:
+    """Mirror the given session_state keys (names without prefix) into the URL; the names
+    in `keep` keep the URL's value (an input not accepted yet never reaches the URL)."""
     params = {}
     for name in keys:
         value = st.session_state.get(prefix + name)
+        if name in keep:
+            if name in st.query_params:
+                params[name] = st.query_params[name]
+            continue
         if value is None:
             continue
         params[name] = _format(value)

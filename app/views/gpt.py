@@ -118,7 +118,7 @@ raw = top_right.text_area(
 try:
     ckpt = load_model(name)
 except (CheckpointError, ConfigError, OSError) as e:
-    state.write_state(URL_KEYS, prefix=P)
+    state.write_state(URL_KEYS, prefix=P, keep=("text",))
     st.error(f"Could not load {name}: {e}")
     st.stop()
 cfg = ckpt.config
@@ -144,13 +144,14 @@ ablate = s3.multiselect(
     format_func=lambda a: "L{} H{}".format(*a.split(".")),
     help="Zero these heads' outputs; the weights are untouched.",
 )
-state.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
+state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 st.caption(ex.checkpoint_note(ckpt) + " · the switches apply to sampling and to the attention below")
 
 checked = ex.check_input(raw, ckpt.tokenizer, cfg.max_len)
 if checked.problem:
     (st.warning if not raw else st.error)(checked.problem, icon=":material/error:")
     st.stop()
+state.write_state(URL_KEYS, prefix=P)  # the prompt was accepted: now the link may carry it
 ex.show_input_notes(checked)
 text = checked.text
 ablation = frozenset(("self", *map(int, a.split("."))) for a in ablate)

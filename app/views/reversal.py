@@ -88,7 +88,7 @@ nopad = s3.toggle(
     key=P + "nopad",
     help="Let padded positions of a batch receive attention; see section 4.",
 )
-state.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
+state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 
 try:
     ckpt = load_model(name)
@@ -103,6 +103,7 @@ checked = ex.check_input(raw, ckpt.tokenizer, limit, lowercase=True)
 if checked.problem:
     (st.warning if not raw else st.error)(checked.problem, icon=":material/error:")
     st.stop()
+state.write_state(URL_KEYS, prefix=P)  # the input was accepted: now the link may carry it
 ex.show_input_notes(checked)
 text = checked.text
 opts = InferenceOptions(causal=not nocausal, padding_mask=not nopad, positions=not nopos)

@@ -1,0 +1,106 @@
+"""View state a lecturer can trust (issue 11 #1, #2, #11), in a real browser: the controls
+always show the state in use, a page keeps its setup across the sidebar and the browser's
+Back, and a link's unusable values are named while the URL keeps only what was accepted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+from tests.browser.test_explorers import params, settle
+
+GPT_LINK = "/gpt?temperature=1.2&max_new=60&layer=2&head=3&text=The%20with%20statement"
+
+
+def slider_value(page: Page, label: str) -> str:
+    return page.get_by_role("slider", name=label).input_value()
+
+
+def sidebar(page: Page, title: str) -> None:
+    page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def test_clearing_and_retyping_the_prompt_keeps_every_control(
+    page: Page, app_url: str, tmp_path: Path
+) -> None:
+    """#1: clearing the prompt stopped the page before its widgets were drawn; Streamlit then
+    dropped their state and the sliders came back at their minimum while the URL, the sample
+    and the map still used the old values."""
+    open_page(page, app_url + GPT_LINK, tmp_path / "before.png")
+    box = page.get_by_role("textbox", name="Prompt", exact=True)
+    box.fill("")
+    box.press("Control+Enter")
+    wait_for_app(page)
+    box.fill("import os")
+    box.press("Control+Enter")
+    settle(page, {"text": "import os"}, tmp_path / "after.png")
+    assert (slider_value(page, "New characters"), slider_value(page, "Temperature")) == ("60", "1.2")
+    assert slider_value(page, "Top-p (1 = off)") == "1"
+    p = params(page)
+    assert (p["temperature"], p["max_new"], p["layer"], p["head"]) == ("1.2", "60", "2", "3")
+    head_title = page.locator(".st-key-gpt_self_head .gtitle").first
+    head_title.wait_for(state="attached")
+    assert "Layer 2 head 3" in head_title.text_content()
+
+
+def test_reversal_keeps_its_head_when_the_input_is_cleared(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/reversal?text=attention&layer=1&head=3", tmp_path / "before.png")
+    box = page.get_by_role("textbox", name="Text to reverse (letters a–z, at most 30)", exact=True)
+    box.fill("")
+    box.press("Enter")
+    wait_for_app(page)
+    box.fill("lecture")
+    box.press("Enter")
+    settle(page, {"text": "lecture"}, tmp_path / "after.png")
+    assert (params(page)["layer"], params(page)["head"]) == ("1", "3")
+
+
+def test_a_page_keeps_its_setup_across_the_sidebar_and_back(page: Page, app_url: str, tmp_path: Path) -> None:
+    """#2: GPT -> Reversal -> GPT in the sidebar came back to the defaults (same on /basics);
+    Back returns to the previous page's view with one press."""
+    open_page(page, app_url + GPT_LINK, tmp_path / "gpt.png")
+    sidebar(page, "Reversal explorer")
+    sidebar(page, "GPT explorer")
+    settle(page, {"temperature": "1.2", "layer": "2", "head": "3"}, tmp_path / "gpt-again.png")
+    expect(page.get_by_role("textbox", name="Prompt", exact=True)).to_have_value("The with statement")
+    assert slider_value(page, "Temperature") == "1.2"
+
+    open_page(page, app_url + "/basics?heads=2", tmp_path / "basics.png")
+    before = params(page)
+    sidebar(page, "Positional encodings")
+    sidebar(page, "Attention basics")
+    settle(page, before, tmp_path / "basics-again.png")
+
+    sidebar(page, "Reversal explorer")
+    page.go_back()
+    settle(page, before, tmp_path / "back.png")
+    assert "/basics" in page.url
+
+
+def test_a_links_bad_values_are_named_and_not_kept(page: Page, app_url: str, tmp_path: Path) -> None:
+    """#11: layer=99, head=-1, checkpoint=../../etc/passwd and a control character were reset
+    silently; a rejected 10,000-character prompt stayed in the URL."""
+    open_page(
+        page,
+        app_url + "/gpt?layer=99&head=-1&checkpoint=../../etc/passwd&temperature=abc%07&text=def%20f",
+        tmp_path / "bad-link.png",
+    )
+    main = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Ignored from the link" in main
+    for shown in ("checkpoint=../../etc/passwd", "head=-1", "temperature=abcU+0007"):
+        assert shown in main, shown
+    assert "layer=99 is not available for this model" in main
+    p = params(page)
+    assert (p["checkpoint"], p["layer"], p["head"], p["temperature"]) == ("gpt-sinusoidal", "0", "0", "0.8")
+
+    box = page.get_by_role("textbox", name="Prompt", exact=True)
+    box.fill("x" * 10_000)
+    box.press("Control+Enter")
+    wait_for_app(page)
+    page.screenshot(path=str(tmp_path / "too-long.png"))
+    assert "at most" in page.locator('[data-testid="stMain"]').inner_text()
+    assert params(page)["text"] == "def f"  # the URL keeps the last accepted prompt
