@@ -80,13 +80,10 @@ class Served:
     output: list[str]
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """serve.sh --workers 2 on a free port; the last test of this file stops it."""
-    run_dir = tmp_path_factory.mktemp("serve")
-    env = {**os.environ, "ATTENTION_LAB_DEVICE": "cpu", "ATTENTION_LAB_RUNS_DIR": str(run_dir / "runs")}
+def start_serve(run_dir: Path, env: dict[str, str], workers: int = 2) -> Served:
+    """serve.sh --workers N on a free port with `env`; returns once it printed its URL."""
     proc = subprocess.Popen(
-        [BASH, str(SERVE), "--workers", "2", "--port", str(free_port()), "--run-dir", str(run_dir)],
+        [BASH, str(SERVE), "--workers", str(workers), "--port", str(free_port()), "--run-dir", str(run_dir)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -107,12 +104,30 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     if url is None:
         proc.kill()
         raise RuntimeError("serve.sh did not get ready:\n" + "".join(output) + proc.stdout.read())
+    return Served(proc, url, run_dir, output)
+
+
+def stop_serve(served: Served) -> None:
+    if served.proc.poll() is None:
+        served.proc.terminate()
+        served.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """serve.sh --workers 2 on a free port; the last test of this file stops it."""
+    run_dir = tmp_path_factory.mktemp("serve")
+    env = {**os.environ, "ATTENTION_LAB_DEVICE": "cpu", "ATTENTION_LAB_RUNS_DIR": str(run_dir / "runs")}
+    served = start_serve(run_dir, env)
     try:
-        yield Served(proc, url, run_dir, output)
+        yield served
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=30)
+        stop_serve(served)
+
+
+def upstream_of(url: str, cookie: str) -> str:
+    """The app process (127.0.0.1:port) nginx sends a browser with this route cookie to."""
+    return get(url + "/_stcore/health", cookie)[1]["X-Upstream"]
 
 
 def get(url: str, cookie: str | None = None) -> tuple[int, dict[str, str], list[str]]:
@@ -172,7 +187,7 @@ def test_a_browser_sticks_to_one_worker_and_browsers_spread(served: Served) -> N
     seen: dict[str, set[str]] = {}
     for i in range(12):
         cookie = f"{ROUTE}=browser-{i}"
-        upstreams = {get(served.url + "/_stcore/health", cookie)[1]["X-Upstream"] for _ in range(3)}
+        upstreams = {upstream_of(served.url, cookie) for _ in range(3)}
         upstreams.add(in_own_loop(streamlit_session(served.url, cookie, "/basics"))[0] or "none")
         assert len(upstreams) == 1, f"{cookie} went to several workers: {upstreams}"
         seen.setdefault(upstreams.pop(), set()).add(cookie)

@@ -6,23 +6,33 @@ hosts, nor reach GPUs on other boxes. ATTENTION_LAB_REDIS_URL switches the app t
 queue; the on-disk queue stays the default.
 
 Everything a run has lives in Redis under `attention_lab:run:<run id>`:
-- `…` (hash): label, task, status, created/started/finished, host, pid, error, bytes, seq;
+- `…` (hash): label, task, status, created/started/finished, host, pid, error, bytes, seq,
+  max_seconds (the wall-clock bound of the replica that submitted it; a worker's own
+  ATTENTION_LAB_RUN_MAX_SECONDS caps it);
 - `…:request` (the RunRequest JSON), `…:corpus` (an uploaded corpus, deleted at the end);
 - `…:progress` (list): the worker's progress.jsonl lines, in order;
 - `…:snapshots` (hash): snapshot file name -> safetensors bytes;
 - `…:files` (hash): model.safetensors and checkpoint.json once the run is saved;
 - `…:alive` (expires after ALIVE_SECONDS): refreshed by the worker while it trains;
 - `…:stop` (present = stop requested).
-Queue-wide: `attention_lab:queued` (sorted set by submission order: positions),
-`attention_lab:active` (set), `attention_lab:finished` (sorted set by end time: eviction),
-and RQ's own queue `attention-lab-runs` whose jobs carry only the run id.
+Queue-wide: `attention_lab:seq` (a counter: submission order), `attention_lab:queued`
+(sorted set by submission order: positions), `attention_lab:active` (set),
+`attention_lab:finished` (sorted set by end time: eviction), and RQ's own queue
+`attention-lab-runs` whose jobs carry only the run id (job id = run id, JSON).
 
 Each replica mirrors a run it shows into its local runs folder (`<runs dir>/<run id>/`, the
 same layout the on-disk queue writes), so progress, snapshots and the finished checkpoint
 are read by the same code on one box and on many, and a `run-` id opens everywhere.
 
+Faults: the worker's work horse refreshes `alive` (TTL ALIVE_SECONDS); whoever reads a
+starting/running run whose `alive` expired (a replica's info/dispatch, any other worker's
+horse) marks it failed, in one optimistic transaction, so a SIGKILLed worker's run fails
+within ALIVE_SECONDS of its last sign of life. A horse that dies under a live worker (the
+OOM killer) is failed by that worker at once. Redis runs with append-only persistence
+(deploy/multihost/redis-attention-lab.conf): finished runs survive its restart.
+
 Nothing is pickled: RQ uses its JSON serializer, arrays are safetensors, and a worker runs
-only `run_job` (any other job function is refused).
+only `run_job` (any other job function, and any job callback, is refused).
 """
 
 from __future__ import annotations
@@ -42,28 +52,31 @@ from rq import Queue, Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from transformer_core.errors import ConfigError, InputError
+from transformer_core.errors import ConfigError
 from transformer_core.io.checkpoint import META_FILE, WEIGHTS_FILE, is_run_id, runs_dir
 from transformer_core.train.backends import REDIS_URL_ENV
 from transformer_core.train.runs import (
     FINISHED,
-    MAX_CORPUS_CHARS,
     PROGRESS_FILE,
     SNAPSHOT_DIR,
     RunError,
     RunInfo,
     RunRequest,
+    check_submission,
     env_int,
     new_run_id,
+    run_folder,
     runs_max_bytes,
 )
 
 PREFIX = "attention_lab"
 RQ_QUEUE = "attention-lab-runs"
 RUN_JOB = "transformer_core.train.redis_worker.run_job"  # the only job a worker performs
-ALIVE_SECONDS = 5  # a running run whose worker has not refreshed `alive` this long has failed
+ALIVE_SECONDS = 6  # a running run whose worker has not refreshed `alive` this long has failed
 PUBLISH_EVERY = 0.5  # seconds between the worker's progress uploads (and alive refreshes)
 MAX_FILE_BYTES = 64 * 2**20  # one checkpoint or snapshot file; these models are a few MB
+MAX_REQUEST_BYTES = 64 * 2**10  # a RunRequest's JSON is a few hundred bytes
+WORKER_TTL = 30  # seconds: a killed worker leaves the count of live workers within ~90 s
 
 
 @functools.cache
@@ -72,7 +85,7 @@ def connect(url: str) -> Redis:
     try:
         return Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
     except ValueError as e:
-        raise ConfigError(f"{REDIS_URL_ENV}: {url!r} is not a Redis URL ({e})") from None
+        raise ConfigError(f"{url!r} is not a Redis URL redis://[:password@]host:port/db ({e})") from None
 
 
 def _key(run_id: str, part: str = "") -> str:
@@ -124,20 +137,18 @@ class RedisRunQueue:
 
     @property
     def max_running(self) -> int:
-        """The cap is the number of live workers serving the queue."""
-        return Worker.count(connection=self.redis, queue=rq_queue(self.redis))
+        """The cap is the number of live workers serving the queue (a killed worker's
+        registration expires after its heartbeat TTL)."""
+        return len(Worker.all(connection=self.redis, queue=rq_queue(self.redis)))
 
     def folder(self, run_id: str) -> Path:
-        if not is_run_id(run_id):
-            raise RunError(f"{run_id!r} is not a run id")
-        return self.root / run_id
+        return run_folder(self.root, run_id)
 
     # -------------------------------------------------- submit, read, stop
 
     def submit(self, request: RunRequest, corpus: str | None = None) -> str:
-        request.validate()
-        if corpus is not None and len(corpus) > MAX_CORPUS_CHARS:
-            raise InputError(f"corpus: at most {MAX_CORPUS_CHARS:,} characters, got {len(corpus):,}")
+        """Store the request (and corpus) in Redis and enqueue its RQ job. Returns the run id."""
+        check_submission(request, corpus)
         self.enforce_disk_budget()
         run_id = new_run_id()
         seq = self.redis.incr(SEQ)
@@ -147,6 +158,7 @@ class RedisRunQueue:
             "status": "queued",
             "created": time.time(),
             "seq": seq,
+            "max_seconds": self.max_seconds,
         }
         with self.redis.pipeline() as pipe:
             pipe.hset(_key(run_id), mapping=fields)
@@ -174,7 +186,7 @@ class RedisRunQueue:
         if not row:
             return None
         status = row[b"status"].decode()
-        if status in ("starting", "running") and self._reap(run_id):
+        if status in ("starting", "running") and reap(self.redis, run_id):
             row = self.redis.hgetall(_key(run_id))
             status = row[b"status"].decode()
         if status == "evicted":
@@ -216,8 +228,7 @@ class RedisRunQueue:
 
     def dispatch(self) -> list[str]:
         """Fail runs whose worker went silent (workers pull their own runs)."""
-        for raw in self.redis.smembers(ACTIVE_SET):
-            self._reap(raw.decode())
+        reap_all(self.redis)
         return []
 
     def has_checkpoint(self, run_id: str) -> bool:
@@ -225,25 +236,6 @@ class RedisRunQueue:
         return (self.folder(run_id) / META_FILE).is_file()
 
     # -------------------------------------------------- faults and budget
-
-    def _reap(self, run_id: str) -> bool:
-        """Mark a starting/running run failed when its alive key expired; True if it did."""
-        if self.redis.exists(_key(run_id, "alive")):
-            return False
-        started = _float(self.redis.hget(_key(run_id), "started")) or 0.0
-        if time.time() - started < ALIVE_SECONDS:
-            return False
-        return _update_if(
-            self.redis,
-            run_id,
-            ("starting", "running"),
-            {
-                "status": "failed",
-                "finished": time.time(),
-                "error": f"the run's worker stopped answering (no sign of life for {ALIVE_SECONDS} s)",
-            },
-            finished=True,
-        )
 
     def enforce_disk_budget(self) -> list[str]:
         """Evict finished runs from Redis, oldest first, until they fit max_bytes; their
@@ -281,19 +273,52 @@ class RedisRunQueue:
                     record = json.loads(line)
                     if record.get("kind") == "snapshot":
                         name = Path(str(record["file"])).name  # never a path out of the folder
-                        data = self.redis.hget(_key(run_id, "snapshots"), name)
+                        data = self._file(_key(run_id, "snapshots"), name)
                         if data is not None:
                             (folder / SNAPSHOT_DIR / name).write_bytes(data)
                 with open(folder / PROGRESS_FILE, "ab") as f:
                     f.write(b"".join(line + b"\n" for line in lines))
                 count_file.write_text(str(have + len(lines)))
             if finished and not (folder / META_FILE).is_file():
-                files = self.redis.hgetall(_key(run_id, "files"))
+                files = self._files(run_id)
                 if WEIGHTS_FILE.encode() in files and META_FILE.encode() in files:
                     (folder / WEIGHTS_FILE).write_bytes(files[WEIGHTS_FILE.encode()])
                     tmp = folder / (META_FILE + ".tmp")
                     tmp.write_bytes(files[META_FILE.encode()])
                     tmp.replace(folder / META_FILE)  # the meta file last: present = complete
+
+    def _file(self, key: str, name: str) -> bytes | None:
+        """One stored file, None when absent or over MAX_FILE_BYTES (never pulled whole)."""
+        if self.redis.hstrlen(key, name) > MAX_FILE_BYTES:
+            return None
+        return self.redis.hget(key, name)
+
+    def _files(self, run_id: str) -> dict[bytes, bytes]:
+        key = _key(run_id, "files")
+        found = {name: self._file(key, name) for name in (WEIGHTS_FILE, META_FILE)}
+        return {name.encode(): data for name, data in found.items() if data is not None}
+
+
+def reap(redis: Redis, run_id: str) -> bool:
+    """Mark a starting/running run failed when its `alive` key expired; True if it did."""
+    if redis.exists(_key(run_id, "alive")):
+        return False
+    started = _float(redis.hget(_key(run_id), "started")) or 0.0
+    if time.time() - started < ALIVE_SECONDS:
+        return False
+    error = f"the run's worker stopped answering (no sign of life for {ALIVE_SECONDS} s)"
+    return fail_run(redis, run_id, error)
+
+
+def reap_all(redis: Redis) -> list[str]:
+    """Reap every active run (replicas and workers call this); returns the runs failed."""
+    return [r for r in (raw.decode() for raw in redis.smembers(ACTIVE_SET)) if reap(redis, r)]
+
+
+def fail_run(redis: Redis, run_id: str, error: str) -> bool:
+    """A starting/running run ends as failed with `error` (unless it already ended)."""
+    fields = {"status": "failed", "finished": time.time(), "error": error}
+    return _update_if(redis, run_id, ("starting", "running"), fields, finished=True)
 
 
 @contextlib.contextmanager

@@ -1,40 +1,53 @@
 """The worker's side of the Redis run queue: `python -m transformer_core worker`.
 
 An RQ worker takes one run at a time (RQ forks a work horse per job, so a run's memory,
-GPU memory included, goes back when it ends). The horse runs `run_job`: the run's request
-comes from Redis into a local work folder, `worker.execute` trains it exactly as on one box,
-and a publisher thread uploads its progress lines and snapshots as they appear; at the end
-the checkpoint files go to Redis too. A worker performs no job function but `run_job`.
+GPU memory included, goes back when it ends; the worker imports torch and the trainer once,
+so a horse starts in milliseconds). The horse runs `run_job`: the run's request comes from
+Redis into a local work folder, `worker.execute` trains it exactly as on one box, and a
+publisher thread uploads its progress lines and snapshots as they appear, refreshes the
+run's `alive` key and fails other runs whose worker went silent; at the end the checkpoint
+files go to Redis too. A worker performs no job function but `run_job`, and no callbacks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
+import shutil
+import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq import Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from transformer_core.device import resolve_device_before_fork
 from transformer_core.errors import ConfigError
 from transformer_core.io.checkpoint import META_FILE, WEIGHTS_FILE, is_run_id
 from transformer_core.train.redis_queue import (
     ALIVE_SECONDS,
     MAX_FILE_BYTES,
+    MAX_REQUEST_BYTES,
     PUBLISH_EVERY,
     RUN_JOB,
+    WORKER_TTL,
     _key,
     _update_if,
     connect,
+    fail_run,
+    reap_all,
     rq_queue,
 )
 from transformer_core.train.runs import (
@@ -47,7 +60,11 @@ from transformer_core.train.runs import (
     RunRequest,
     Status,
     env_int,
+    pid_alive,
 )
+
+DEVICE_ENV = "ATTENTION_LAB_WORKER_DEVICE"  # the worker's resolved device, for its work horses
+RECONNECT_EVERY = 2.0  # seconds between pings while Redis is away
 
 
 class WorkerSide:
@@ -79,7 +96,14 @@ class WorkerSide:
         self.redis.set(_key(run_id, "alive"), 1, ex=ALIVE_SECONDS)
 
     def stop_requested(self, run_id: str) -> bool:
-        return bool(self.redis.exists(_key(run_id, "stop")))
+        """A stop was asked for, or the run no longer counts as running (it was failed by a
+        reader that lost sight of this worker): either way, end after this step."""
+        try:
+            with self.redis.pipeline(transaction=False) as pipe:
+                stop, status = pipe.exists(_key(run_id, "stop")).hget(_key(run_id), "status").execute()
+        except RedisError:  # Redis restarting: train on, ask again in 50 ms
+            return False
+        return bool(stop) or status != b"running"
 
     def finish(self, run_id: str, status: Status, error: str | None = None) -> None:
         self._done.set()
@@ -126,10 +150,14 @@ class WorkerSide:
             self._offset += end
 
     def _publish_loop(self, run_id: str) -> None:
+        last_reap = time.monotonic()
         while not self._done.wait(PUBLISH_EVERY):
             with contextlib.suppress(RedisError, OSError, ValueError):  # the next round retries
                 self.heartbeat(run_id)
                 self.publish(run_id)
+                if time.monotonic() - last_reap > ALIVE_SECONDS / 2:
+                    reap_all(self.redis)  # other workers' silent runs, even with no page open
+                    last_reap = time.monotonic()
 
 
 def run_job(run_id: str) -> str:
@@ -147,34 +175,72 @@ def run_job(run_id: str) -> str:
     with contextlib.suppress(OSError):
         os.nice(env_int("ATTENTION_LAB_RUN_NICE", 10, low=0))
     torch.set_num_threads(env_int("ATTENTION_LAB_RUN_THREADS", 1))
-    with tempfile.TemporaryDirectory(prefix="attention-lab-run-") as tmp:
-        side = WorkerSide(redis, Path(tmp), env_int("ATTENTION_LAB_RUN_MAX_SECONDS", 3600))
+    own_bound = env_int("ATTENTION_LAB_RUN_MAX_SECONDS", 3600)  # the replica's bound holds if shorter
+    max_seconds = min(own_bound, int(redis.hget(_key(run_id), "max_seconds") or own_bound))
+    with tempfile.TemporaryDirectory(prefix=f"{run_id}-", dir=work_root(os.getppid())) as tmp:
+        side = WorkerSide(redis, Path(tmp), max_seconds)
         folder = side.folder(run_id)
         folder.mkdir()
-        raw = redis.get(_key(run_id, "request"))
-        if raw is None:
-            return "not-found"
-        request = RunRequest(**json.loads(raw))
-        device = os.environ.get("ATTENTION_LAB_WORKER_DEVICE", "auto")
+        try:
+            request, corpus = _fetch_inputs(redis, run_id)
+        except RunError as e:
+            if side.mark_running(run_id, os.getpid()):
+                side.finish(run_id, "failed", str(e))
+            return "failed"
+        device = os.environ.get(DEVICE_ENV, "auto")
         request = dataclasses.replace(request, train={**request.train, "device": device})
         (folder / REQUEST_FILE).write_text(request.to_json(), encoding="utf-8")
-        corpus = redis.get(_key(run_id, "corpus"))
         if corpus is not None:
-            if len(corpus) > 4 * MAX_CORPUS_CHARS:  # UTF-8: at most 4 bytes a character
-                side.finish(run_id, "failed", "the corpus is larger than a run may use")
-                return "failed"
-            (folder / CORPUS_FILE).write_bytes(corpus)
+            (folder / CORPUS_FILE).write_text(corpus, encoding="utf-8")
         return execute(side, run_id)  # type: ignore[arg-type]
 
 
+def _fetch_inputs(redis: Redis, run_id: str) -> tuple[RunRequest, str | None]:
+    """The run's request and corpus as they came through the queue, size-checked before
+    they are read (a request is JSON, a corpus UTF-8 text of at most MAX_CORPUS_CHARS)."""
+    if redis.strlen(_key(run_id, "request")) > MAX_REQUEST_BYTES:
+        raise RunError("the run's request is larger than a run may use")
+    raw = redis.get(_key(run_id, "request"))
+    if raw is None:
+        raise RunError("the run's request is gone from the queue")
+    try:
+        request = RunRequest(**json.loads(raw))
+    except (ValueError, TypeError) as e:
+        raise RunError(f"the run's request is unreadable ({e})") from None
+    if redis.strlen(_key(run_id, "corpus")) > 4 * MAX_CORPUS_CHARS:  # UTF-8: at most 4 bytes a character
+        raise RunError("the corpus is larger than a run may use")
+    data = redis.get(_key(run_id, "corpus"))
+    if data is None:
+        return request, None
+    try:
+        corpus = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RunError("the corpus is not UTF-8 text") from None
+    if len(corpus) > MAX_CORPUS_CHARS:
+        raise RunError(f"corpus: at most {MAX_CORPUS_CHARS:,} characters, got {len(corpus):,}")
+    return request, corpus
+
+
 class RunJob(Job):
-    """A job that may only be `run_job`: a worker never runs any other function, whoever
-    managed to enqueue it."""
+    """A job that may only be `run_job`: a worker never runs any other function, nor a
+    success/failure/stopped callback named in the job, whoever managed to enqueue it."""
 
     def _execute(self):  # noqa: ANN202 (RQ's signature)
         if self.func_name != RUN_JOB:
             raise PermissionError(f"this worker only runs {RUN_JOB}, not {self.func_name!r}")
         return super()._execute()
+
+    @property
+    def success_callback(self) -> None:
+        return None
+
+    @property
+    def failure_callback(self) -> None:
+        return None
+
+    @property
+    def stopped_callback(self) -> None:
+        return None
 
 
 class RunWorker(Worker):
@@ -188,22 +254,75 @@ class RunWorker(Worker):
                 self.connection.set(_key(job_id, "stop"), 1, ex=3600)
         super().request_stop(signum, frame)
 
+    def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: object) -> None:
+        """The horse died under a live worker (the OOM killer, a signal): its run fails now,
+        with the reason, instead of when its `alive` key expires."""
+        super().handle_work_horse_killed(job, retpid, ret_val, rusage)
+        for folder in work_root(os.getpid()).glob(f"{job.id}-*"):  # what the horse could not remove
+            shutil.rmtree(folder, ignore_errors=True)
+        how = f"signal {os.WTERMSIG(ret_val)}" if ret_val and os.WIFSIGNALED(ret_val) else f"status {ret_val}"
+        if is_run_id(job.id):
+            with contextlib.suppress(RedisError):
+                fail_run(
+                    self.connection, job.id, f"the run's process ended unexpectedly ({how}; out of memory?)"
+                )
+
+
+def work_root(worker_pid: int) -> Path:
+    """Where a worker's horses keep their runs' work folders (one folder per worker, so
+    that what a killed horse or worker leaves behind can be found and removed)."""
+    return Path(tempfile.gettempdir()) / f"attention-lab-worker-{worker_pid}"
+
+
+def remove_stale_work_roots() -> None:
+    """Work folders of this host's workers that were killed (their pid is gone)."""
+    for root in Path(tempfile.gettempdir()).glob("attention-lab-worker-*"):
+        pid = root.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(root, ignore_errors=True)
+
 
 def serve_worker(url: str, device: str) -> int:
     """`python -m transformer_core worker`: take runs from the queue one at a time, each in
-    its own work-horse process, until SIGINT/SIGTERM (the current run is stopped and saved)."""
+    its own work-horse process, until SIGINT/SIGTERM (the current run is stopped and saved).
+    When Redis goes away (a restart), wait for it and serve again as a fresh RQ worker."""
+    os.environ[DEVICE_ENV] = resolve_device_before_fork(device).type  # read by run_job in the horse
     redis = connect(url)
     try:
         redis.ping()
     except RedisError as e:
         raise ConfigError(f"cannot reach Redis at {url} ({e})") from None
-    os.environ["ATTENTION_LAB_WORKER_DEVICE"] = device  # read by run_job in the work horse
-    worker = RunWorker(
-        [rq_queue(redis)],
-        connection=redis,
-        serializer=JSONSerializer,
-        job_class=RunJob,
-        name=f"attention-lab-{socket.gethostname()}-{os.getpid()}",
-    )
-    worker.work(logging_level="INFO")
+    import transformer_core.train.worker  # noqa: F401  (torch and the trainer, once, before any fork)
+
+    remove_stale_work_roots()
+    work_root(os.getpid()).mkdir(parents=True, exist_ok=True)
+
+    for generation in itertools.count():
+        worker = RunWorker(
+            [rq_queue(redis)],
+            connection=redis,
+            serializer=JSONSerializer,
+            job_class=RunJob,
+            name=f"attention-lab-{socket.gethostname()}-{os.getpid()}-{generation}",  # unique per life
+            worker_ttl=WORKER_TTL,
+        )
+        try:
+            worker.work(logging_level="INFO")
+            return 0  # a warm shutdown: SIGINT/SIGTERM
+        except (RedisConnectionError, RedisTimeoutError) as e:
+            _wait_for_redis(redis, url, e)
     return 0
+
+
+def _wait_for_redis(redis: Redis, url: str, error: Exception) -> None:
+    """Ping every RECONNECT_EVERY seconds until Redis answers; no run is in progress, so a
+    signal meanwhile simply ends the process."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    print(f"worker: lost Redis at {url} ({error}); reconnecting every {RECONNECT_EVERY:g} s", file=sys.stderr)
+    while True:
+        time.sleep(RECONNECT_EVERY)
+        with contextlib.suppress(RedisError):
+            if redis.ping():
+                print(f"worker: Redis at {url} is back", file=sys.stderr, flush=True)
+                return

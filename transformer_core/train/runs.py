@@ -181,6 +181,21 @@ class RunInfo:
         return self.status in ACTIVE
 
 
+def check_submission(request: RunRequest, corpus: str | None) -> None:
+    """What every run queue (on disk, Redis) checks before it accepts a run: the shared
+    box's LIMITS and the corpus size."""
+    request.validate()
+    if corpus is not None and len(corpus) > MAX_CORPUS_CHARS:
+        raise InputError(f"corpus: at most {MAX_CORPUS_CHARS:,} characters, got {len(corpus):,}")
+
+
+def run_folder(root: Path, run_id: str) -> Path:
+    """`root/<run id>`; anything but a run id is a RunError (never a path out of root)."""
+    if not is_run_id(run_id):
+        raise RunError(f"{run_id!r} is not a run id")
+    return root / run_id
+
+
 # ---------------------------------------------------------------- the queue
 
 _SCHEMA = """
@@ -201,7 +216,8 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host with this pid exists."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -271,17 +287,13 @@ class RunQueue:
                 raise
 
     def folder(self, run_id: str) -> Path:
-        if not is_run_id(run_id):
-            raise RunError(f"{run_id!r} is not a run id")
-        return self.root / run_id
+        return run_folder(self.root, run_id)
 
     # -------------------------------------------------- the page's side
 
     def submit(self, request: RunRequest, corpus: str | None = None) -> str:
         """Store the request, queue it, and start it when a slot is free. Returns the run id."""
-        request.validate()
-        if corpus is not None and len(corpus) > MAX_CORPUS_CHARS:
-            raise InputError(f"corpus: at most {MAX_CORPUS_CHARS:,} characters, got {len(corpus):,}")
+        check_submission(request, corpus)
         self.enforce_disk_budget()
         if self.disk_bytes() > self.max_bytes:
             raise RunError("the runs folder is full of runs still training; try again when one ends")
@@ -345,7 +357,7 @@ class RunQueue:
                 "WHERE status IN ('starting', 'running')"
             ).fetchall():
                 last = row["heartbeat"] or row["started"] or now
-                dead = row["host"] == host and row["pid"] is not None and not _pid_alive(row["pid"])
+                dead = row["host"] == host and row["pid"] is not None and not pid_alive(row["pid"])
                 if dead or now - last > STALE_SECONDS:
                     db.execute(
                         "UPDATE runs SET status = 'failed', finished = ?, error = ? WHERE id = ?",
