@@ -431,6 +431,15 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def is_training_worker(pid: int) -> bool:
+    """A run's worker process (`python -m transformer_core.train.worker RUN_ID`)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"transformer_core.train.worker" in f.read()
+    except OSError:
+        return False
+
+
 def rss_kb(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -452,9 +461,12 @@ class Server:
     runs: Path | None = None  # the server's ATTENTION_LAB_RUNS_DIR
 
     def rss_mb(self) -> float:
+        """The app processes' resident memory: the server's process tree without the training
+        workers, which the app processes spawn (so they are their children) but which are
+        not the server's memory (benchmarks/bench_train_memory.py shows both)."""
         if self.proc is None:
             return float("nan")
-        return sum(rss_kb(p) for p in descendants(self.proc.pid)) / 1024
+        return sum(rss_kb(p) for p in descendants(self.proc.pid) if not is_training_worker(p)) / 1024
 
 
 def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 240) -> None:

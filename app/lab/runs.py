@@ -5,6 +5,7 @@ downloads and the shipped length table. Training itself happens in worker proces
 
 from __future__ import annotations
 
+import bisect
 import io
 import json
 import zipfile
@@ -84,11 +85,71 @@ def open_run(run_id: str) -> RunInfo | None:
 
 
 def progress(run_id: str) -> RunProgress:
-    """The session's incremental reader of a run's progress (only new lines are parsed)."""
+    """The session's incremental reader of a run's progress (only new lines are parsed).
+    A session keeps the reader of the run it shows only: opening another run frees the
+    previous one's lists (a long run's steps, losses and rates are megabytes per session)."""
     readers: dict[str, RunProgress] = st.session_state.setdefault(PROGRESS_KEY, {})
     if run_id not in readers:
+        readers.clear()
         readers[run_id] = RunProgress(run_queue().folder(run_id))
     return readers[run_id]
+
+
+# ---------------------------------------------------------------- the snapshot scrubber
+# Playing: the scrubber follows the latest snapshot as the run saves new ones. Paused (the
+# Pause button, or the user moving the scrubber): it holds its step across the live
+# panel's refreshes until "Follow latest" plays again. Kept per session, reset per run.
+#
+# The server never sets the scrubber's value (a value set through st.session_state while
+# the panel refreshes can come back from the browser as a stale "change" and pause it):
+# each position it must show is a fresh widget whose default is that position. Playing,
+# the key names the number of snapshots, so each new snapshot is a new widget at the
+# latest; paused, the key is fixed (a select_slider keeps its identity and the user's
+# choice while its options grow); every switch between the two gets a new generation.
+SCRUB_STATE = "snap_scrub"  # {"run": id, "follow": bool, "held": step, "shown": step, "gen": int, "key": str}
+
+
+def _scrub() -> dict[str, Any]:
+    return st.session_state.setdefault(
+        SCRUB_STATE, {"run": None, "follow": True, "held": 0, "shown": 0, "gen": 0}
+    )
+
+
+def scrub_position(run_id: str, steps: list[int]) -> tuple[int, str]:
+    """(index into `steps`, the snapshots' steps in order, of the snapshot to show now; the
+    scrubber's widget key): the latest while playing, else the held one (the last one at
+    or before its step)."""
+    state = _scrub()
+    if state["run"] != run_id:
+        state.update(run=run_id, follow=True, held=0, shown=0, gen=state["gen"] + 1)
+    if state["follow"]:
+        index, key = len(steps) - 1, f"snap_step-{state['gen']}-{len(steps)}"
+    else:
+        index, key = max(0, bisect.bisect_right(steps, state["held"]) - 1), f"snap_step-{state['gen']}"
+    state.update(shown=steps[index], key=key)
+    return index, key
+
+
+def scrub_following() -> bool:
+    return bool(_scrub()["follow"])
+
+
+def hold_scrubber(key: str) -> None:
+    """The scrubber's on_change: the user picked a snapshot, so the scrubber holds it.
+    Only the scrubber drawn last counts: the browser reports a replaced one (a previous
+    snapshot count's) as changed when it is dropped, which is no choice of the user's."""
+    state = _scrub()
+    if key != state.get("key"):
+        return
+    if state["follow"]:
+        state.update(follow=False, gen=state["gen"] + 1)
+    state["held"] = int(st.session_state[key])
+
+
+def toggle_follow() -> None:
+    """The play/pause button: pause holds the snapshot shown now; play follows the latest."""
+    state = _scrub()
+    state.update(follow=not state["follow"], held=state["shown"], gen=state["gen"] + 1)
 
 
 def evicted_runs() -> list[RunInfo]:

@@ -24,12 +24,16 @@ from lab.runs import (
     head_score_curves,
     head_score_figure,
     head_scores_csv,
+    hold_scrubber,
     in_context_curves,
     length_table,
     open_run,
     progress,
     run_queue,
+    scrub_following,
+    scrub_position,
     submit,
+    toggle_follow,
 )
 
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
@@ -61,7 +65,9 @@ EXPLORER = {
 }
 RUN_NAMES = {"reverse": "reverse", "lm": "gpt", "induction": "induction"}  # labels: "my-<name>-<scheme>"
 SCHEDULES = ["cosine", "vaswani", "constant"]
-POLL_TIERS = ((3.0, 1.0), (20.0, 3.0), (float("inf"), 8.0))  # (idle seconds below, poll every)
+# (idle seconds below, poll every): a refresh re-sends the whole panel (charts, the snapshot's
+# heatmap), so even while progress arrives it comes every 2 s, not every second
+POLL_TIERS = ((4.0, 2.0), (20.0, 4.0), (float("inf"), 8.0))
 SCHEMES = list(POSITION_SCHEMES)
 
 st.title("Train a model")
@@ -241,7 +247,7 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
         )
         st.markdown(f"**Evaluation** ({what})")
         st.line_chart(evals[metric], height=220)
-    show_snapshots(p)
+    show_snapshots(info, p)
 
 
 def show_induction(p: RunProgress) -> None:
@@ -264,21 +270,49 @@ def show_induction(p: RunProgress) -> None:
     )
 
 
-def show_snapshots(p: RunProgress) -> None:
-    """The snapshot scrubber: attention of the probe input at each saved step."""
+def show_snapshots(info: RunInfo, p: RunProgress) -> None:
+    """The snapshot scrubber: attention of the probe input at each saved step. While the run
+    trains it plays (follows the latest snapshot) until paused or moved; a held position
+    stays across the live panel's refreshes."""
     if not p.snapshots:
         return
     last = len(p.snapshots) - 1
-    c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
-    index = c1.slider("Snapshot", 0, last, last, key="snap_index", format="%d") if last else 0
+    steps = [int(m["step"]) for m in p.snapshots]
+    index, key = scrub_position(info.id, steps)
+    playable = info.active and last > 0
+    if playable:
+        c0, c1, c2, c3, c4 = st.columns([2, 3, 2, 1, 1], vertical_alignment="bottom")
+        following = scrub_following()
+        c0.button(
+            "Pause" if following else "Follow latest",
+            icon=":material/pause:" if following else ":material/play_arrow:",
+            key="snap_play",
+            on_click=toggle_follow,
+            help="Hold the scrubber at this snapshot while the run goes on"
+            if following
+            else "Play: follow the latest snapshot as the run saves new ones",
+            width="stretch",
+        )
+    else:
+        c1, c2, c3, c4 = st.columns([3, 2, 1, 1], vertical_alignment="bottom")
+    if last:
+        c1.select_slider(
+            "Snapshot at step", steps, value=steps[index], key=key, format_func="{:,}".format,
+            on_change=hold_scrubber, args=(key,),
+        )  # fmt: skip
     try:
-        snap = p.load_snapshot(min(index, last))
+        snap = p.load_snapshot(index)
     except CheckpointError as e:
         st.warning(str(e))
         return
     kinds = [k for k in ("cross", "encoder_self", "decoder_self", "self") if k in snap]
     probe = "".join(t for t in snap["source_tokens"] if not t.startswith("<"))
-    st.caption(f"Attention of the probe input “{probe}” during training")
+    where = f"snapshot {index} of {last}, step {snap['step']:,}"
+    if playable and not scrub_following():
+        where = f"paused at {where} (latest: step {p.snapshots[-1]['step']:,})"
+    elif playable:
+        where = f"following the latest: {where}"
+    st.caption(f"Attention of the probe input “{probe}” during training · {where}")
     kind = c2.selectbox("Attention", kinds, key="snap_kind")
     L, H = snap[kind].shape[:2]
     layer = c3.number_input("Layer", 0, L - 1, L - 1, key="snap_layer")
@@ -301,8 +335,8 @@ def poll_interval(idle: float) -> float:
 
 
 def live_panel(run_id: str) -> None:
-    """Redrawn by itself while the run is active: every second while progress arrives,
-    backing off to every 3 s, then 8 s, while nothing changes (a queued run, a long
+    """Redrawn by itself while the run is active: every 2 s while progress arrives,
+    backing off to every 4 s, then 8 s, while nothing changes (a queued run, a long
     evaluation). Only new progress lines are read; the charts hold at most 400 points."""
     info = queue.info(run_id)
     p = progress(run_id)

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from transformer_core.train.runs import RunQueue, new_run_id
+from transformer_core.train import TrainConfig, prepare_run
+from transformer_core.train.runs import ProgressWriter, RunQueue, RunRequest, new_run_id
+from transformer_core.train.trainer import SnapshotEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -186,3 +188,85 @@ def test_no_stray_optimiser_values_are_written_under_the_settings() -> None:
         stray = [t for t in texts if re.fullmatch(r"\s*[\d.,\s]+\s*", str(t))]
         assert not stray, stray
         assert not any("300 32" in str(t) for t in texts)
+
+
+class FakeRun:
+    """A run marked running by this test process (no worker): the test writes its progress
+    and real attention snapshots of a tiny untrained model, one at a time."""
+
+    def __init__(self) -> None:
+        self.queue = RunQueue(max_running=2, spawn=False)
+        train = dict(task="reverse", steps=1000, batch_size=4, device="cpu")
+        self.id = self.queue.submit(RunRequest(train=train, positions="none", size="tiny", label="held"))
+        assert self.queue.mark_running(self.id, os.getpid())
+        self.model, self.task = prepare_run(TrainConfig(**train), "none", size="tiny")
+        self.writer = ProgressWriter(self.queue.folder(self.id))
+        self.step = 0
+
+    def snapshots(self, count: int) -> None:
+        for _ in range(count):
+            self.step += 25
+            self.writer.write({"kind": "step", "step": self.step, "total": 1000, "loss": 1.0, "lr": 1e-3,
+                               "tokens_per_s": 100.0, "elapsed": self.step / 10})  # fmt: skip
+            self.writer.record(SnapshotEvent(self.step, self.task.snapshot(self.model)))
+
+
+def scrubber_widget(at: AppTest):
+    return next(s for s in at.select_slider if s.label == "Snapshot at step")
+
+
+def scrubber(at: AppTest) -> tuple[int, int, str]:
+    """(the step the scrubber shows, its latest step, the heatmap's title)."""
+    slider = scrubber_widget(at)
+    title = json.loads(at.get("plotly_chart")[-1].proto.spec)["layout"]["title"]["text"]
+    return int(slider.value), int(slider.options[-1].replace(",", "")), title
+
+
+def play_label(at: AppTest) -> str:
+    return at.button(key="snap_play").label
+
+
+def test_the_scrubber_plays_and_holds_across_refreshes_of_a_running_run() -> None:
+    """Issue 11 #3: playing follows each new snapshot; pausing, or moving the scrubber,
+    holds the position while new snapshots arrive; Follow latest plays again."""
+    run = FakeRun()
+    run.snapshots(3)  # steps 25, 50, 75
+    at = open_train({"run": run.id})
+    assert scrubber(at)[:2] == (75, 75) and play_label(at) == "Pause"
+    assert any("following the latest: snapshot 2 of 2, step 75" in c.value for c in at.caption)
+    run.snapshots(2)
+    at.run()  # a refresh of the live panel
+    assert scrubber(at)[:2] == (125, 125)
+
+    scrubber_widget(at).set_value(50).run()  # the user moves the scrubber: held
+    value, latest, title = scrubber(at)
+    assert (value, latest, title.split(":")[0]) == (50, 125, "step 50")
+    assert play_label(at) == "Follow latest"
+    for _ in range(3):  # new snapshots arrive, the panel refreshes: the position stays
+        run.snapshots(1)
+        at.run()
+        assert not at.exception
+        value, latest, title = scrubber(at)
+        assert (value, title.split(":")[0]) == (50, "step 50")
+    assert latest == 200
+    assert any("paused at snapshot 1 of 7, step 50 (latest: step 200)" in c.value for c in at.caption)
+
+    at.button(key="snap_play").click().run()  # Follow latest: plays again
+    assert scrubber(at)[:2] == (200, 200) and play_label(at) == "Pause"
+    run.snapshots(1)
+    at.run()
+    assert scrubber(at)[:2] == (225, 225)
+
+    at.button(key="snap_play").click().run()  # Pause: holds the snapshot shown
+    assert scrubber(at)[:2] == (225, 225) and play_label(at) == "Follow latest"
+    run.snapshots(2)
+    at.run()
+    assert scrubber(at)[:2] == (225, 275)
+    assert scrubber(at)[2].startswith("step 225:")
+
+    run.queue.finish(run.id, "stopped")  # the run ends: the page keeps the held snapshot
+    at.run()
+    assert not at.exception
+    assert "stopped" in at.get("progress")[0].proto.text
+    assert scrubber(at)[:2] == (225, 275)
+    assert not [b for b in at.button if b.key == "snap_play"]  # nothing to play once it ended

@@ -117,3 +117,107 @@ def test_an_unknown_run_id_shows_a_notice(page: Page, app_url: str) -> None:
     expect(page.get_by_text("Unknown or expired run")).to_be_visible()
     open_page(page, f"{app_url}/reversal?checkpoint={unknown}")
     expect(page.get_by_text("cannot be opened")).to_be_visible()
+
+
+SCRUBBER_JS = """() => [...document.querySelectorAll('[data-testid="stSlider"]')]
+    .filter(s => s.innerText.includes('Snapshot'))
+    .map(s => s.querySelector('input[type="range"]'))[0]"""
+
+
+def scrubber_state(page: Page) -> tuple[int, int]:
+    """(position, last position) of the snapshot scrubber: snapshot indices, read at once."""
+    page.wait_for_function(f"() => ({SCRUBBER_JS})()")
+    value, top = page.evaluate(
+        f"() => {{ const t = ({SCRUBBER_JS})(); return [Number(t.value), Number(t.max)]; }}"
+    )
+    return value, top
+
+
+def wait_until_following(page: Page) -> None:
+    """Until the scrubber stands on the latest snapshot."""
+    page.wait_for_function(
+        f"""() => {{
+            const t = ({SCRUBBER_JS})();
+            return t && t.value === t.max;
+        }}""",
+        timeout=30_000,
+    )
+
+
+def wait_for_snapshots(page: Page, count: int) -> None:
+    """Until the scrubber offers at least `count` snapshots (index count - 1)."""
+    page.wait_for_function(
+        f"""n => {{
+            const t = ({SCRUBBER_JS})();
+            return t && Number(t.max) >= n - 1;
+        }}""",
+        arg=count,
+        timeout=120_000,
+    )
+
+
+def test_the_scrubber_holds_its_position_while_the_run_goes_on(
+    page: Page, app_url: str, tmp_path: Path
+) -> None:
+    """Issue 11 #3: moving the scrubber or pausing holds it through refreshes that bring new
+    snapshots; Follow latest plays again (the scrubber jumps to each newest snapshot)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, app_url + "/train")
+    main = page.locator('[data-testid="stMain"]')
+    size = main.get_by_role("slider").first  # the model size: small -> tiny
+    size.focus()
+    size.press("ArrowLeft")
+    wait_for_app(page)
+    if not page.get_by_label("Steps").is_visible():
+        page.get_by_text("Model shape and optimiser").click()
+    steps = page.get_by_label("Steps")
+    steps.fill("1200")  # a snapshot every 30 steps
+    steps.press("Enter")
+    wait_for_app(page)
+    main.get_by_role("button", name="Start").click()
+    wait_for_snapshots(page, 3)
+    thumb = main.locator('[data-testid="stSlider"]').filter(has_text="Snapshot").get_by_role("slider")
+    expect(main.get_by_role("button", name="Pause")).to_be_visible()
+    wait_until_following(page)  # playing: the latest snapshot
+    main.get_by_text("following the latest").scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "train-scrubber-playing.png"))
+
+    follow = main.get_by_role("button", name="Follow latest")
+    for _ in range(5):  # the user moves the scrubber back: it holds there
+        thumb.focus()  # (a refresh that brings a snapshot replaces the scrubber: try again)
+        thumb.press("ArrowLeft")
+        try:
+            expect(follow).to_be_visible(timeout=5_000)
+            break
+        except AssertionError:
+            continue
+    expect(follow).to_be_visible()
+    held, top = scrubber_state(page)
+    assert held < top
+    wait_for_snapshots(page, top + 4)  # several refreshes, each with new snapshots
+    assert scrubber_state(page)[0] == held
+    expect(main.get_by_text(f"paused at snapshot {held} of", exact=False)).to_be_visible()
+    page.screenshot(path=str(tmp_path / "train-scrubber-paused.png"))
+    assert_no_exception(page)
+
+    main.get_by_role("button", name="Follow latest").click()  # play: follows again
+    expect(main.get_by_role("button", name="Pause")).to_be_visible(timeout=30_000)
+    _, top = scrubber_state(page)
+    wait_for_snapshots(page, top + 3)
+    wait_until_following(page)
+    assert scrubber_state(page)[1] >= top + 2
+
+    main.get_by_role("button", name="Pause").click()  # pause: holds the snapshot shown
+    expect(main.get_by_role("button", name="Follow latest")).to_be_visible(timeout=30_000)
+    held, top = scrubber_state(page)
+    wait_for_snapshots(page, top + 3)
+    assert scrubber_state(page)[0] == held
+    assert_no_exception(page)
+    stop = main.get_by_role("button", name="Stop")
+    if stop.is_enabled():
+        stop.click()
+    expect(page.locator('[data-testid="stProgress"]')).to_contain_text(
+        re.compile("stopped|done"), timeout=30_000
+    )
+    wait_for_app(page)
+    assert scrubber_state(page)[0] == held  # the ended run keeps the held snapshot
