@@ -3,12 +3,18 @@
 from pathlib import Path
 
 import streamlit as st
+from lab import present
 from lab.resources import configure_torch, device_picker
 from lab.runs import FORM_KEYS
 from lab.state import enter_page, keep_form_state
 
 configure_torch()
-st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
+st.set_page_config(
+    page_title="Attention Lab",
+    page_icon=":material/visibility:",
+    layout="wide",
+    initial_sidebar_state="collapsed" if present.requested() else "auto",
+)
 
 PAGES = Path(__file__).parent / "views"
 navigation = st.navigation(
@@ -56,6 +62,7 @@ navigation = st.navigation(
     }
 )
 device_picker()
+present.apply()
 keep_form_state(FORM_KEYS)
 enter_page(navigation.url_path)
 navigation.run()

@@ -118,6 +118,8 @@ def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()
         if value is None:
             continue
         params[name] = _format(value)
+    if st.session_state.get("present"):  # projector mode travels with every link (lab.present)
+        params["present"] = "1"
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
 

@@ -104,3 +104,39 @@ def test_a_links_bad_values_are_named_and_not_kept(page: Page, app_url: str, tmp
     page.screenshot(path=str(tmp_path / "too-long.png"))
     assert "at most" in page.locator('[data-testid="stMain"]').inner_text()
     assert params(page)["text"] == "def f"  # the URL keeps the last accepted prompt
+
+
+def font_size(page: Page) -> str:
+    return page.evaluate("() => getComputedStyle(document.documentElement).fontSize")
+
+
+def test_projector_mode_is_kept_across_pages_and_links(page: Page, app_url: str, tmp_path: Path) -> None:
+    """?present=1: sidebar collapsed, larger type, captions hidden, the first map higher up;
+    the links the pages write keep present=1, also after the sidebar takes you elsewhere."""
+    open_page(page, app_url + "/reversal?present=1&text=attention", tmp_path / "present-reversal.png")
+    assert font_size(page) == "19px"
+    expect(page.locator('[data-testid="stSidebar"]')).to_have_attribute("data-collapsed", "true")
+    assert not page.locator('[data-testid="stCaptionContainer"]').first.is_visible()
+    grid = page.locator(".st-key-rev_cross_grid")
+    grid.wait_for()
+    box = grid.bounding_box()
+    assert box is not None and box["y"] < 720  # the first attention map starts above the fold
+    assert params(page)["present"] == "1"
+
+    box_input = page.get_by_role("textbox", name="Text to reverse (letters a–z, at most 30)", exact=True)
+    box_input.fill("lecture")
+    box_input.press("Enter")
+    settle(page, {"text": "lecture", "present": "1"})
+
+    page.locator('[data-testid="stExpandSidebarButton"]').click()
+    sidebar(page, "GPT explorer")
+    settle(page, {"present": "1"}, tmp_path / "present-gpt.png")
+    assert font_size(page) == "19px"
+
+    sidebar_panel = page.locator('[data-testid="stSidebar"]')
+    if sidebar_panel.get_attribute("data-collapsed") == "true":
+        page.locator('[data-testid="stExpandSidebarButton"]').click()
+    sidebar_panel.get_by_text("Projector mode", exact=True).click()  # and off again
+    page.wait_for_function("() => !new URLSearchParams(location.search).has('present')", timeout=30_000)
+    wait_for_app(page)
+    assert font_size(page) != "19px"

@@ -1,0 +1,47 @@
+"""Projector mode (`?present=1`, or the sidebar switch): the sidebar starts collapsed, text
+and chart labels are larger, captions are hidden (the lecturer says them), the page starts
+at the top of the screen, and every link the pages write keeps `present=1`.
+
+Why: a lecturer projects the lab at 1280x720 to a room; the back rows must read the labels
+and the maps should need as little scrolling as possible.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+KEY, PARAM = "present", "present"
+
+CSS = """
+<style>
+html { font-size: 19px !important; }
+header[data-testid="stHeader"] { background: transparent; height: 2.2rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 2rem; max-width: 100%; }
+[data-testid="stCaptionContainer"] { display: none; }  /* the lecturer says it; the maps move up */
+h1 { padding-top: 0 !important; padding-bottom: 0.25rem !important; }
+.js-plotly-plot .xtick text, .js-plotly-plot .ytick text { font-size: 15px !important; }
+.js-plotly-plot .gtitle { font-size: 19px !important; }
+.js-plotly-plot .annotation-text, .js-plotly-plot .legendtext { font-size: 15px !important; }
+</style>
+"""
+
+
+def requested() -> bool:
+    """Projector mode for this run: a session opened by a link starts as its URL says
+    (present=1); from then on the sidebar switch decides (the URL only follows it)."""
+    if KEY not in st.session_state and PARAM in st.query_params:
+        st.session_state[KEY] = st.query_params[PARAM].lower() in ("1", "true", "yes", "on")
+    return bool(st.session_state.get(KEY, False))
+
+
+def apply() -> None:
+    """The sidebar switch, and the larger type when on; call after st.set_page_config."""
+    st.session_state[KEY] = st.session_state.get(KEY, False)  # kept while other pages are shown
+    with st.sidebar:
+        st.toggle(
+            "Projector mode",
+            key=KEY,
+            help="Larger text and labels, less chrome, the sidebar collapsed; links keep present=1.",
+        )
+    if st.session_state[KEY]:
+        st.html(CSS)
