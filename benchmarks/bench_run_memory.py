@@ -78,7 +78,9 @@ def main() -> int:
                 if size not in SIZES[task]:
                     continue
                 m = measure(queue, task, size, args.device, args.seconds)
-                print(f"{task:<10}{size:<8}{m['parameters']:>12}{m['peak_rss_mb']:>13.0f}{m['tokens_per_s']:>10.0f}")
+                print(
+                    f"{task:<10}{size:<8}{m['parameters']:>12}{m['peak_rss_mb']:>13.0f}{m['tokens_per_s']:>10.0f}"
+                )
     return 0
 
 
