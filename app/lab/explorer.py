@@ -12,7 +12,6 @@ Four layers, top to bottom:
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -372,26 +371,27 @@ def grid_and_head(
     cell_px = int(min(150, max(70, 440 / H)))
     left, right = st.columns([1.15, 1], gap="medium")
     chart_key = f"{prefix}{chart}_grid"
+    page = prefix.rstrip("_")
     left.plotly_chart(
         run_cached(grid_figure, name, text, options, kind, (layer, head), cell_titles, cell_px),
         key=chart_key,
         on_select=functools.partial(_pick_head, chart_key, prefix),
         selection_mode="points",
-        config=plots.PNG_CONFIG,
+        config=export.png_config(export.file_stem(page, name, kind, "all_heads")),
     )
     height = max(330, min(520, cell_px * L + 60))
     right.plotly_chart(
         run_cached(head_figure, name, text, options, kind, layer, head, head_title, mark_future, height),
         key=f"{prefix}{chart}_head",
-        config=plots.PNG_CONFIG,
+        config=export.png_config(export.file_stem(page, name, kind, f"L{layer}H{head}")),
     )
 
 
 def download_buttons(
     prefix: str, stem: str, checkpoint: str, trace: GPTTrace | Seq2SeqTrace, **extra: Any
 ) -> None:
-    """JSON (the `trace --json` object plus `extra`) and long-form CSV, built on click."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem)[:60] or "attention"
+    """JSON (the `trace --json` object plus `extra`) and long-form CSV, built on click;
+    `stem` from export.file_stem."""
     row = st.container(horizontal=True)
     row.download_button(
         "Attention as JSON",

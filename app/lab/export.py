@@ -9,11 +9,25 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import numpy as np
 import pandas as pd
 
 from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
+
+
+def file_stem(page: str, checkpoint: str, *parts: object) -> str:
+    """A download's file name without extension, saying where it came from:
+    `gpt_gpt-rope_L1H2_attention`, `reversal_run-1a2b3c4d_cross_L0H3`. Safe characters only."""
+    short = checkpoint[:12] if checkpoint.startswith("run-") else checkpoint  # run-1a2b3c4d
+    stem = "_".join(str(p) for p in (page, short, *parts) if p not in (None, ""))
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", stem)[:90]
+
+
+def png_config(stem: str) -> dict:
+    """plotly's config for a chart: the camera icon saves `<stem>.png` at twice the size."""
+    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2, "filename": stem}}
 
 
 def trace_json_text(trace: GPTTrace | Seq2SeqTrace, checkpoint: str, **extra: object) -> str:

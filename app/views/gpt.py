@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 from lab import explorer as ex
-from lab import plots, state
+from lab import export, plots, state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 
@@ -431,11 +431,24 @@ st.caption(
     "PNG: the camera icon above each figure. The files hold every head's weights as "
     "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`."
 )
+continuation = "".join(s.text for s in samples)
 ex.download_buttons(
     P,
-    name,
+    export.file_stem("gpt", name, f"L{layer}H{head}", "attention"),
     name,
     view.trace,
     unknown_characters=checked.unknown,
     options={"causal": not nocausal, "positions": not nopos, "ablate": list(ablate)},
+    sample={
+        "text": text + continuation,
+        "continuation": continuation,
+        "settings": {
+            "max_new_tokens": int(max_new),
+            "temperature": float(temperature),
+            "top_k": int(top_k) or None,
+            "top_p": float(top_p) if top_p < 1 else None,
+            "seed": int(seed),
+        },
+    },
+    selected_head={"layer": layer, "head": head},
 )

@@ -5,7 +5,7 @@ import html
 import numpy as np
 import streamlit as st
 from lab import explorer as ex
-from lab import plots, state
+from lab import export, plots, state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 
@@ -283,7 +283,7 @@ st.caption(
 )
 ex.download_buttons(
     P,
-    f"{name}-{text}",
+    export.file_stem("reversal", name, f"L{layer}H{head}", text),
     name,
     view,
     unknown_characters=checked.unknown,

@@ -346,3 +346,46 @@ def test_next_character_chart_shows_the_distribution_the_sampler_draws_from(
         assert int((want > 0).sum()) == top_k
     caption = " ".join(texts(at, "caption"))
     assert f"{int((want > 0).sum())} of {len(raw)} characters can be drawn" in caption
+
+
+def test_exports_carry_their_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 11 #12: the JSON held only the next character; file names said nothing; the
+    grid's PNG was `plot-image.png`."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    names: dict[str, str] = {}
+    original = DeltaGenerator.download_button
+
+    def recording(self: DeltaGenerator, label: str, data: object, *args: object, **kwargs: object) -> object:
+        names[label] = str(kwargs.get("file_name"))
+        return original(self, label, data, *args, **kwargs)
+
+    params = {
+        "checkpoint": "gpt-rope",
+        "layer": "1",
+        "head": "2",
+        "temperature": "0.5",
+        "top_k": "5",
+        "seed": "3",
+    }
+    files = download_files(monkeypatch, lambda: open_gpt(params))
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    at = open_gpt(params)
+    assert names == {
+        "Attention as JSON": "gpt_gpt-rope_L1H2_attention.json",
+        "Attention as CSV": "gpt_gpt-rope_L1H2_attention.csv",
+    }
+    sample = json.loads(files["Attention as JSON"])["sample"]
+    shown = ex.sample(load_checkpoint("gpt-rope"), PROMPT, 20, 0.5, 5, 1.0, 3, InferenceOptions())
+    assert sample["continuation"] == "".join(s.text for s in shown) and len(shown) == 20
+    assert sample["text"] == PROMPT + sample["continuation"]
+    assert sample["settings"] == {
+        "max_new_tokens": 20,
+        "temperature": 0.5,
+        "top_k": 5,
+        "top_p": None,
+        "seed": 3,
+    }
+    configs = {c.key: json.loads(c.proto.config) for c in at.get("plotly_chart")}
+    assert configs["gpt_self_grid"]["toImageButtonOptions"]["filename"] == "gpt_gpt-rope_self_all_heads"
+    assert configs["gpt_self_head"]["toImageButtonOptions"]["filename"] == "gpt_gpt-rope_self_L1H2"

@@ -128,6 +128,7 @@ def test_reversal_deep_link_and_download(page: Page, app_url: str, tmp_path: Pat
     with page.expect_download() as info:
         page.get_by_role("button", name="Attention as JSON").click()
     data = json.loads(Path(info.value.path()).read_text())
+    assert info.value.suggested_filename == "reversal_reverse-sinusoidal_L1H3_world.json"
     assert data["checkpoint"] == "reverse-sinusoidal" and data["input"] == "world"
     assert data["tokens"]["source"] == list("world") + ["<eos>"]
     cross = data["attention"]["cross"]  # [layer][head][query][key]
