@@ -380,28 +380,59 @@ if steps.rotated:
     )
 
 shifted = np.where(steps.allowed, np.exp(steps.scores - steps.scores[steps.allowed].max()), 0.0)
-table = {"key": [f"{j}: {t}" for j, t in enumerate(tokens)], "q·k": steps.dot, f"× 1/√{d_k}": steps.scaled}
+walk = [  # the single-query walk, one column per step: (column, values, what happens)
+    ("q·k", steps.dot, "the query's dot product with every key"),
+    (f"× 1/√{d_k}", steps.scaled, f"scaled by 1/√d_k = 1/√{d_k}, so the scores keep a unit spread"),
+]
 if has_bias:
-    table[f"+ {scheme} bias"] = steps.bias
-table["score s"] = steps.scores
-table["mask"] = np.where(steps.allowed, "allowed", "masked")
-table["e^(s − max)"] = shifted
-table["weight w"] = steps.weights
+    walk.append((f"+ {scheme} bias", steps.bias, f"{scheme} adds a bias that grows with the distance"))
+walk += [
+    ("score s", steps.scores, "the score of each key"),
+    (
+        "masked s",
+        np.where(steps.allowed, steps.scores, -np.inf),
+        "the causal mask sets the scores of later keys to −∞, so e^(−∞) = 0",
+    ),
+    (
+        "e^(s − max)",
+        shifted,
+        f"exponentiated (minus the largest score, for stability); sum {shifted.sum():.4f}",
+    ),
+    ("weight w", steps.weights, "softmax: each key's share of the sum; the weights add up to 1"),
+]
+WALK_KEY = P + "walk_step"
+st.session_state[WALK_KEY] = min(st.session_state.get(WALK_KEY, len(walk) - 1), len(walk) - 1)
+
+
+def walk_to(step: int) -> None:
+    st.session_state[WALK_KEY] = max(0, min(len(walk) - 1, step))
+
+
+at_step = st.session_state[WALK_KEY]
 t1, t2 = st.columns([1.5, 1])
 with t1:
+    b1, b2, b3 = st.columns([1, 1, 3], vertical_alignment="center")
+    b1.button("◀ Previous", key=P + "walk_prev", on_click=walk_to, args=(at_step - 1,), disabled=at_step == 0)
+    b2.button(
+        "Next ▶",
+        key=P + "walk_next",
+        on_click=walk_to,
+        args=(at_step + 1,),
+        disabled=at_step == len(walk) - 1,
+    )
+    b3.markdown(f"**Step {at_step + 1} of {len(walk)}**: {walk[at_step][2]}.")
+    table = {"key": [f"{j}: {t}" for j, t in enumerate(tokens)]}
+    table.update({column: values for column, values, _ in walk[: at_step + 1]})
     st.dataframe(
         pd.DataFrame(table),
         hide_index=True,
         height=320,
+        key=P + "walk_table",
         column_config={
             c: st.column_config.NumberColumn(format="%.4g" if c[0] in "ew" else "%.4f")
             for c in table
-            if c not in ("key", "mask")
+            if c != "key"
         },
-    )
-    st.caption(
-        f"Sum of e^(s − max) over allowed keys = {shifted.sum():.4f}; each weight is its share. "
-        "Masked keys get exactly 0."
     )
 t2.plotly_chart(
     plots.token_bars(

@@ -152,7 +152,7 @@ def test_step_by_step_panel_matches_the_head_view(at: AppTest) -> None:
     row = heatmaps(figs["gpt_self_head"])[0][5]
     table = at.dataframe[-1].value
     assert np.allclose(table["weight w"].to_numpy(), row, atol=1e-5)
-    assert (table["mask"].iloc[6:] == "masked").all() and (table["weight w"].iloc[6:] == 0).all()
+    assert np.isneginf(table["masked s"].iloc[6:]).all() and (table["weight w"].iloc[6:] == 0).all()
     assert table["weight w"].sum() == pytest.approx(1.0, abs=1e-4)
     d_k = 128 // 4
     assert np.allclose(table[f"× 1/√{d_k}"], table["q·k"] / np.sqrt(d_k), atol=1e-4)
@@ -389,3 +389,31 @@ def test_exports_carry_their_context(monkeypatch: pytest.MonkeyPatch) -> None:
     configs = {c.key: json.loads(c.proto.config) for c in at.get("plotly_chart")}
     assert configs["gpt_self_grid"]["toImageButtonOptions"]["filename"] == "gpt_gpt-rope_self_all_heads"
     assert configs["gpt_self_head"]["toImageButtonOptions"]["filename"] == "gpt_gpt-rope_self_L1H2"
+
+
+def walk_table(at: AppTest) -> pd.DataFrame:
+    (table,) = [d.value for d in at.dataframe if "q·k" in d.value.columns]
+    return table
+
+
+def test_the_single_query_walk_steps_through_and_shows_masked_keys_as_minus_infinity() -> None:
+    """Issue 11 (step-through): q·k -> scale -> mask -> softmax as numbered steps with
+    Previous / Next; at the mask step the later keys' scores are −∞."""
+    at = open_gpt({"query": "3"})
+    walk = walk_table(at)
+    steps = ["q·k", "× 1/√32", "score s", "masked s", "e^(s − max)", "weight w"]
+    assert list(walk.columns) == ["key", *steps]
+    at.button(key="gpt_walk_prev").click().run()
+    at.button(key="gpt_walk_prev").click().run()
+    walk = walk_table(ok(at))
+    assert list(walk.columns)[-1] == "masked s"
+    assert any("Step 4 of 6" in m.value for m in at.markdown)
+    masked = walk["masked s"].to_numpy()
+    assert np.isneginf(masked[4:]).all() and np.isfinite(masked[:4]).all()  # query 3 sees keys 0..3
+    np.testing.assert_allclose(masked[:4], walk["score s"].to_numpy()[:4])
+    for _ in range(6):
+        if not at.button(key="gpt_walk_prev").disabled:
+            at.button(key="gpt_walk_prev").click().run()
+    assert list(walk_table(ok(at)).columns) == ["key", "q·k"]
+    at.button(key="gpt_walk_next").click().run()
+    assert list(walk_table(ok(at)).columns) == ["key", "q·k", "× 1/√32"]
