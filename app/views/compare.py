@@ -4,15 +4,18 @@
 `/compare?a=gpt-rope&b_noscale=true` compares one checkpoint with scaling on and off).
 """
 
+import json
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 from lab import explorer as ex
-from lab import plots, state
+from lab import export, plots, state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 
 from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
+from transformer_core.interp import JSON_DECIMALS
 from transformer_core.io import Checkpoint, is_run_id
 
 P = "cmp_"  # session_state prefix; the URL uses the bare names
@@ -275,4 +278,52 @@ st.caption(
     f"Mean |B − A| over the {diff.shape[2]}×{diff.shape[3]} cells both sides share; 0 = identical "
     f"attention. Largest: {per_head.max():.3f} (layer {int(per_head.argmax() // n_heads)}, "
     f"head {int(per_head.argmax() % n_heads)})."
+)
+
+
+# ---------------------------------------------------------------- downloads
+SWITCH_FIELDS = ("causal", "padding_mask", "positions", "scale_scores")
+
+
+def comparison_json() -> str:
+    """Both traces (as `trace --json` prints them, with their switches) and B − A."""
+    sides = {
+        side: {
+            **traces[side].to_json(names[side]),
+            "options": {
+                f: getattr(options[side], f) for f in ("causal", "padding_mask", "positions", "scale_scores")
+            },
+        }
+        for side in SIDES
+    }
+    difference = {
+        "kind": kind,
+        "queries": queries,
+        "keys": keys,
+        "b_minus_a": np.round(diff, JSON_DECIMALS).tolist(),  # [layer][head][query][key]
+        "mean_abs_per_head": np.round(per_head, JSON_DECIMALS).tolist(),  # [layer][head]
+    }
+    return json.dumps({**sides, "difference": difference}, ensure_ascii=False)
+
+
+st.subheader("Take the numbers with you")
+stem = export.file_stem("compare", names["a"], "vs", names["b"], kind)
+downloads = st.container(horizontal=True)
+downloads.download_button(
+    "A, B and B − A as JSON",
+    data=comparison_json,
+    file_name=f"{stem}.json",
+    mime="application/json",
+    on_click="ignore",
+    icon=":material/download:",
+    key=P + "json",
+)
+downloads.download_button(
+    "Mean |B − A| per head as CSV",
+    data=table.to_csv(index_label="layer"),
+    file_name=f"{stem}_per_head.csv",
+    mime="text/csv",
+    on_click="ignore",
+    icon=":material/download:",
+    key=P + "csv",
 )

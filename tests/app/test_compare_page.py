@@ -141,3 +141,44 @@ def test_a_saved_run_compares_with_its_shipped_model(monkeypatch: pytest.MonkeyP
     at = open_compare({"a": run_id, "b": "reverse-rope", "text": "attention"})
     assert at.selectbox(key="cmp_a").value == run_id
     assert not heatmaps(charts(at)["cmp_diff_head"])[0].any()  # the same weights
+
+
+def test_downloads_hold_both_traces_and_the_difference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/compare's downloads: A and B as `trace --json` prints them (with their switches),
+    B − A and the per-head table, under a name that says what was compared."""
+    import io
+    import json
+
+    import pandas as pd
+    from streamlit.delta_generator import DeltaGenerator
+
+    from tests.app.figures import download_files
+    from transformer_core.interp.trace import trace_seq2seq
+    from transformer_core.io.checkpoint import load_checkpoint
+
+    names: dict[str, str] = {}
+    original = DeltaGenerator.download_button
+
+    def recording(self: DeltaGenerator, label: str, data: object, *args: object, **kwargs: object) -> object:
+        names[label] = str(kwargs.get("file_name"))
+        return original(self, label, data, *args, **kwargs)
+
+    files = download_files(monkeypatch, lambda: open_compare(REVERSAL_LINK))
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
+    at = open_compare(REVERSAL_LINK)
+    assert names["A, B and B − A as JSON"] == "compare_reverse-rope_vs_reverse-none_cross.json"
+    data = json.loads(files["A, B and B − A as JSON"])
+    for side, name in (("a", "reverse-rope"), ("b", "reverse-none")):
+        ckpt = load_checkpoint(name)
+        cli = trace_seq2seq(ckpt.model, ckpt.tokenizer, "attention").to_json(name)
+        assert data[side]["checkpoint"] == name and data[side]["output"] == cli["output"]
+        assert np.allclose(data[side]["attention"]["cross"], cli["attention"]["cross"], atol=1e-6)
+        assert data[side]["options"]["causal"] is True
+    a, b = (np.asarray(data[s]["attention"]["cross"]) for s in ("a", "b"))
+    tq, tk = min(a.shape[2], b.shape[2]), min(a.shape[3], b.shape[3])
+    np.testing.assert_allclose(
+        data["difference"]["b_minus_a"], b[:, :, :tq, :tk] - a[:, :, :tq, :tk], atol=1e-5
+    )
+    np.testing.assert_allclose(data["difference"]["mean_abs_per_head"], per_head(at), atol=1e-3)
+    table = pd.read_csv(io.StringIO(files["Mean |B − A| per head as CSV"]), index_col=0)
+    np.testing.assert_allclose(table.to_numpy(), per_head(at), atol=1e-6)
