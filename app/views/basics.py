@@ -243,15 +243,11 @@ c1, c2, c3 = st.columns([1, 2, 1])
 with c1:
     st.markdown("**Q**")
     st.dataframe(frame(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"], 2), key=P + "mat_q")
-    st.markdown("**K** and **V**")
-    st.dataframe(
-        pd.DataFrame(
-            np.hstack([lesson.BATCH_K[b], lesson.BATCH_V[b]]),
-            index=[f"k{j}" for j in range(4)],
-            columns=["k.x", "k.y", "v.x", "v.y"],
-        ),
-        key=P + "mat_kv",
-    )
+    keys = [f"k{j}" for j in range(4)]
+    st.markdown("**K**")  # K and V as two narrow tables, like Q: no column hidden at 1280x720
+    st.dataframe(frame(lesson.BATCH_K[b], keys, ["x", "y"], 2), key=P + "mat_k")
+    st.markdown("**V** (row j belongs to key k_j)")
+    st.dataframe(frame(lesson.BATCH_V[b], keys, ["x", "y"], 2), key=P + "mat_v")
 with c2:
     chart(
         lp.value_heatmap(

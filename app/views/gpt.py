@@ -411,7 +411,7 @@ def walk_to(step: int) -> None:
 at_step = st.session_state[WALK_KEY]
 t1, t2 = st.columns([1.5, 1])
 with t1:
-    b1, b2, b3 = st.columns([1, 1, 3], vertical_alignment="center")
+    b1, b2, b3 = st.columns([1.35, 1, 2.65], vertical_alignment="center")
     b1.button("◀ Previous", key=P + "walk_prev", on_click=walk_to, args=(at_step - 1,), disabled=at_step == 0)
     b2.button(
         "Next ▶",
