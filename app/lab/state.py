@@ -24,6 +24,7 @@ import streamlit as st
 
 MANAGED = "_view_state_keys"  # session_state: every key init_state seeds, on any page
 PAGE, ENTERED = "_view_page", "_view_entered"  # the page shown last; whether this run opens a page
+PARTIAL, KEPT = "_view_partial", "_kept_form_state"  # the last run stopped early; copies of kept keys
 SHOWN_CHARS = 40
 
 
@@ -99,10 +100,25 @@ def init_state(
 
 def enter_page(page: str) -> None:
     """The router calls this on every run, before the page: note whether the run opens a
-    page or reruns the one shown, and keep every page's view state alive."""
-    st.session_state[ENTERED] = st.session_state.get(PAGE) != page
+    page or reruns the one shown, and keep every page's view state.
+
+    Keys are re-assigned (so widgets that come back show the state in use) only when the
+    page is entered or its last run stopped before drawing its widgets: re-assigning on
+    every run would send a value back to the browser over a user's newer one."""
+    entered = st.session_state.get(PAGE) != page
+    st.session_state[ENTERED] = entered
     st.session_state[PAGE] = page
-    keep_form_state(tuple(sorted(st.session_state.get(MANAGED, ()))))
+    keys = tuple(sorted(st.session_state.get(MANAGED, ())))
+    kept: dict = st.session_state.setdefault(KEPT, {})
+    kept.update({key: st.session_state[key] for key in keys if key in st.session_state})
+    if st.session_state.pop(PARTIAL, False) or entered:
+        keep_form_state(keys)
+
+
+def stopped_early() -> None:
+    """A page calls this before st.stop() when its widgets were not all drawn (bad input):
+    the next run brings them back with their values."""
+    st.session_state[PARTIAL] = True
 
 
 def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()) -> None:
@@ -132,7 +148,7 @@ def keep_form_state(keys: tuple[str, ...]) -> None:
     A copy under a plain key restores values that Streamlit dropped anyway: a fragment
     rerun (/train's live panel) landing while another page is shown cleans up every widget
     that run did not draw."""
-    kept: dict = st.session_state.setdefault("_kept_form_state", {})
+    kept: dict = st.session_state.setdefault(KEPT, {})
     for key in keys:
         if key in st.session_state:
             kept[key] = st.session_state[key]

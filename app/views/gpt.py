@@ -123,7 +123,9 @@ except (CheckpointError, ConfigError, OSError) as e:
     st.stop()
 cfg = ckpt.config
 heads = [f"{l}.{h}" for l in range(cfg.n_layers) for h in range(cfg.n_heads)]
-st.session_state[P + "ablate"] = [a for a in st.session_state.get(P + "ablate", []) if a in heads]
+ablated = st.session_state.get(P + "ablate", [])
+if any(a not in heads for a in ablated):  # only then: assigning sends the value over the user's
+    st.session_state[P + "ablate"] = [a for a in ablated if a in heads]
 
 s1, s2, s3 = st.columns([1, 1, 1.4])
 nopos = s1.toggle(
@@ -150,6 +152,7 @@ st.caption(ex.checkpoint_note(ckpt) + " · the switches apply to sampling and to
 checked = ex.check_input(raw, ckpt.tokenizer, cfg.max_len)
 if checked.problem:
     (st.warning if not raw else st.error)(checked.problem, icon=":material/error:")
+    state.stopped_early()
     st.stop()
 state.write_state(URL_KEYS, prefix=P)  # the prompt was accepted: now the link may carry it
 ex.show_input_notes(checked)

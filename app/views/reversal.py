@@ -102,6 +102,7 @@ limit = min(MAX_CHARS, cfg.max_len - 2)  # room for <eos> in the source and <sos
 checked = ex.check_input(raw, ckpt.tokenizer, limit, lowercase=True)
 if checked.problem:
     (st.warning if not raw else st.error)(checked.problem, icon=":material/error:")
+    state.stopped_early()
     st.stop()
 state.write_state(URL_KEYS, prefix=P)  # the input was accepted: now the link may carry it
 ex.show_input_notes(checked)
