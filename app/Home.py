@@ -6,7 +6,7 @@ import streamlit as st
 from lab import present
 from lab.resources import configure_torch, device_picker
 from lab.runs import FORM_KEYS
-from lab.state import enter_page, keep_form_state
+from lab.state import enter_page, keep_form_state, page_links
 
 configure_torch()
 st.set_page_config(
@@ -17,50 +17,48 @@ st.set_page_config(
 )
 
 PAGES = Path(__file__).parent / "views"
-navigation = st.navigation(
-    {
-        "": [st.Page(PAGES / "home.py", title="Home", icon=":material/home:", default=True)],
-        "Explore trained models": [
-            st.Page(PAGES / "gpt.py", title="GPT explorer", icon=":material/edit_note:", url_path="gpt"),
-            st.Page(
-                PAGES / "reversal.py",
-                title="Reversal explorer",
-                icon=":material/swap_horiz:",
-                url_path="reversal",
-            ),
-            st.Page(
-                PAGES / "compare.py", title="Side by side", icon=":material/compare:", url_path="compare"
-            ),
-        ],
-        "Interpretability": [
-            st.Page(
-                PAGES / "heads.py", title="Heads you can read", icon=":material/psychology:", url_path="heads"
-            ),
-        ],
-        "Lessons": [
-            st.Page(
-                PAGES / "basics.py", title="Attention basics", icon=":material/calculate:", url_path="basics"
-            ),
-            st.Page(
-                PAGES / "positions.py",
-                title="Positional encodings",
-                icon=":material/place:",
-                url_path="positions",
-            ),
-            st.Page(
-                PAGES / "variance.py",
-                title="Why divide by √d_k",
-                icon=":material/functions:",
-                url_path="variance",
-            ),
-        ],
-        "Train": [
-            st.Page(
-                PAGES / "train.py", title="Train a model", icon=":material/model_training:", url_path="train"
-            ),
-        ],
-    }
-)
+SECTIONS = {
+    "": [st.Page(PAGES / "home.py", title="Home", icon=":material/home:", default=True)],
+    "Explore trained models": [
+        st.Page(PAGES / "gpt.py", title="GPT explorer", icon=":material/edit_note:", url_path="gpt"),
+        st.Page(
+            PAGES / "reversal.py",
+            title="Reversal explorer",
+            icon=":material/swap_horiz:",
+            url_path="reversal",
+        ),
+        st.Page(PAGES / "compare.py", title="Side by side", icon=":material/compare:", url_path="compare"),
+    ],
+    "Interpretability": [
+        st.Page(
+            PAGES / "heads.py", title="Heads you can read", icon=":material/psychology:", url_path="heads"
+        ),
+    ],
+    "Lessons": [
+        st.Page(
+            PAGES / "basics.py", title="Attention basics", icon=":material/calculate:", url_path="basics"
+        ),
+        st.Page(
+            PAGES / "positions.py",
+            title="Positional encodings",
+            icon=":material/place:",
+            url_path="positions",
+        ),
+        st.Page(
+            PAGES / "variance.py",
+            title="Why divide by √d_k",
+            icon=":material/functions:",
+            url_path="variance",
+        ),
+    ],
+    "Train": [
+        st.Page(
+            PAGES / "train.py", title="Train a model", icon=":material/model_training:", url_path="train"
+        ),
+    ],
+}
+navigation = st.navigation(SECTIONS, position="hidden")
+page_links(SECTIONS)
 device_picker()
 present.apply()
 keep_form_state(FORM_KEYS)

@@ -21,6 +21,7 @@ import torch
 
 from lab import export, plots, state
 from lab.compute import cached_call, run_cached
+from lab.state import visible  # noqa: F401  (the pages use it as ex.visible)
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
 from transformer_core.interp import (  # noqa: F401  (the pages use them as ex.*)
     GPTTrace,
@@ -49,12 +50,6 @@ def char_name(ch: str) -> str:
     if ch.isprintable() and ord(ch) < 0x2000:
         return f"'{ch}'"
     return f"U+{ord(ch):04X}"
-
-
-def visible(text: str) -> str:
-    """User text safe to echo in a message: every character that is not printable (control
-    characters such as BEL or ESC, newlines, zero-width marks) is written as [U+XXXX]."""
-    return "".join(c if c == " " or c.isprintable() else f"[U+{ord(c):04X}]" for c in text)
 
 
 def text_colour(

@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from lab.plots import PNG_CONFIG
 from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
 
 
@@ -27,7 +28,7 @@ def file_stem(page: str, checkpoint: str, *parts: object) -> str:
 
 def png_config(stem: str) -> dict:
     """plotly's config for a chart: the camera icon saves `<stem>.png` at twice the size."""
-    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2, "filename": stem}}
+    return {**PNG_CONFIG, "toImageButtonOptions": {**PNG_CONFIG["toImageButtonOptions"], "filename": stem}}
 
 
 def trace_json_text(trace: GPTTrace | Seq2SeqTrace, checkpoint: str, **extra: object) -> str:

@@ -23,6 +23,8 @@ from typing import Any
 import streamlit as st
 
 MANAGED = "_view_state_keys"  # session_state: every key init_state seeds, on any page
+LINKS = "_view_links"  # session_state: page url_path -> the parameters its URL had last
+FIRST = "_view_first_run"  # session_state: this run is a page's first, its URL left bare
 PAGE, ENTERED = "_view_page", "_view_entered"  # the page shown last; whether this run opens a page
 PARTIAL, KEPT = "_view_partial", "_kept_form_state"  # the last run stopped early; copies of kept keys
 SHOWN_CHARS = 40
@@ -48,10 +50,15 @@ def _format(value: Any) -> str:
     return str(value)
 
 
+def visible(text: str) -> str:
+    """User text safe to echo in a message: every character that is not printable (control
+    characters such as BEL or ESC, newlines, zero-width marks) is written as [U+XXXX]."""
+    return "".join(c if c == " " or c.isprintable() else f"[U+{ord(c):04X}]" for c in text)
+
+
 def shown(raw: str) -> str:
-    """A URL value as a notice shows it: control characters as U+XXXX, at most 40 characters."""
-    text = "".join(f"U+{ord(c):04X}" if not c.isprintable() else c for c in raw[:SHOWN_CHARS])
-    return text + ("…" if len(raw) > SHOWN_CHARS else "")
+    """A URL value as a notice shows it: `visible`, at most 40 characters."""
+    return visible(raw[:SHOWN_CHARS]) + ("…" if len(raw) > SHOWN_CHARS else "")
 
 
 def init_state(
@@ -124,20 +131,47 @@ def stopped_early() -> None:
 def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()) -> None:
     """Mirror the given session_state keys (names without prefix) into the URL; the names
     in `keep` keep the URL's value (an input not accepted yet never reaches the URL)."""
+    links: dict[str, dict[str, str]] = st.session_state.setdefault(LINKS, {})
+    last = links.get(st.session_state.get(PAGE, ""), {})
     params = {}
     for name in keys:
         value = st.session_state.get(prefix + name)
-        if name in keep:
-            if name in st.query_params:
-                params[name] = st.query_params[name]
+        if name in keep:  # the URL's value, else the one this page last put there
+            kept = st.query_params.get(name, last.get(name))
+            if kept is not None:
+                params[name] = kept
             continue
         if value is None:
             continue
         params[name] = _format(value)
+    page = st.session_state.get(PAGE, "")
+    first_visit = page not in links or st.session_state.get(FIRST, False)
+    links[page] = dict(params)
+    if first_visit and st.session_state.get(ENTERED) and set(st.query_params) <= {"present"}:
+        # a bare first visit shows the defaults: leave its URL alone, so that opening a page is
+        # one history entry (a write now could land before the browser has left the last page)
+        st.session_state[FIRST] = True
+        return
+    st.session_state[FIRST] = False
     if st.session_state.get("present"):  # projector mode travels with every link (lab.present)
         params["present"] = "1"
-    if dict(st.query_params) != params:
+    if dict(st.query_params) != params:  # every change is a new entry in the browser's history
         st.query_params.from_dict(params)
+
+
+def page_links(sections: dict[str, list[Any]]) -> None:
+    """The sidebar menu (st.navigation's own is hidden): each page's link carries the
+    parameters that page last wrote, so opening it is one entry in the browser's history
+    and Back returns with one press (the built-in menu opens the bare page first, and the
+    page's own parameters then add a second entry)."""
+    links: dict[str, dict[str, str]] = st.session_state.get(LINKS, {})
+    present = {"present": "1"} if st.session_state.get("present") else {}
+    with st.sidebar.container(gap=None):
+        for section, pages in sections.items():
+            if section:
+                st.caption(section)
+            for page in pages:
+                st.page_link(page, query_params={**links.get(page.url_path, {}), **present})
 
 
 def keep_form_state(keys: tuple[str, ...]) -> None:

@@ -16,7 +16,7 @@ from lab.resources import load_model, model_choices
 
 from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
 from transformer_core.interp import JSON_DECIMALS
-from transformer_core.io import Checkpoint, is_run_id
+from transformer_core.io import Checkpoint
 
 P = "cmp_"  # session_state prefix; the URL uses the bare names
 MAX_CHARS = 30
@@ -49,15 +49,6 @@ hidden.empty()
 if not choices:
     st.warning("No checkpoints found in checkpoints/. Train them with `bash checkpoints/train_all.sh`.")
     st.stop()
-
-for side in SIDES:  # a name the link gives that is not here: say so, then use a default
-    given = st.query_params.get(side)
-    if P + side not in st.session_state and given and given not in choices and not is_run_id(given):
-        st.error(
-            f"Side {side.upper()}: there is no checkpoint called {ex.md_code(ex.visible(given))}. "
-            f"Shipped ones: {', '.join(c for c in choices if not is_run_id(c))}.",
-            icon=":material/link_off:",
-        )
 
 default_a = "reverse-rope" if "reverse-rope" in choices else choices[0]
 state.init_state({"a": default_a}, valid={"a": lambda v: v in choices}, prefix=P)

@@ -38,7 +38,7 @@ def displayed(at: AppTest) -> pd.DataFrame:
 
 def page_link(at: AppTest) -> tuple[str, dict[str, str]]:
     """(page, query params) of the page's "Open ... in the explorer" link."""
-    links = [e for e in at.get("page_link") if "explorer" in e.proto.label]
+    links = [e for e in at.main.get("page_link") if "explorer" in e.proto.label]
     assert len(links) == 1
     proto = links[0].proto
     params = dict(p.split("=", 1) for p in proto.query_string.split("&") if p)

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
 from transformer_core.cli import main as cli_main
@@ -32,7 +33,10 @@ def settle(page: Page, expect: dict[str, str], shot: Path | None = None) -> None
     """Wait for the rerun an action started: the page mirrors its state into the URL early
     in each run, so wait for the expected parameters, then for the run to finish; fail on
     any exception on the page."""
-    page.wait_for_function(URL_HAS, arg=expect, timeout=30_000)
+    try:
+        page.wait_for_function(URL_HAS, arg=expect, timeout=30_000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"the URL never held {expect}: {page.url}") from None
     wait_for_app(page)
     assert_no_exception(page)
     if shot is not None:
