@@ -19,7 +19,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from lab import export, plots, state
+from lab import export, plots, present, state
 from lab.compute import cached_call, run_cached
 from lab.state import visible  # noqa: F401  (the pages use it as ex.visible)
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
@@ -343,6 +343,13 @@ def _pick_head(chart_key: str, prefix: str) -> None:
         st.session_state[prefix + "layer"], st.session_state[prefix + "head"] = picked
 
 
+def grid_columns() -> tuple[Any, Any]:
+    """The (grid, large head) columns of grid_and_head, for a page that puts the layer and
+    head selectors above the large head (so the grid starts higher on the screen)."""
+    left, right = st.columns([1.15, 1], gap="medium")
+    return left, right
+
+
 def grid_and_head(
     name: str,
     text: str,
@@ -356,15 +363,21 @@ def grid_and_head(
     head_title: str,
     cell_titles: list[list[str]],
     mark_future: bool = False,
+    columns: tuple[Any, Any] | None = None,
 ) -> None:
-    """The whole (L, H) grid of `kind`, clickable, next to the selected head drawn large.
+    """The whole (L, H) grid of `kind`, clickable, next to the selected head drawn large
+    (in the given `grid_columns`, else in new ones).
 
     Sized for a 1280 x 720 projector: the grid column is about 440 px wide, so each head
     gets a roughly square cell of 440 / n_heads pixels.
     """
     L, H = len(cell_titles), len(cell_titles[0])
     cell_px = int(min(150, max(70, 440 / H)))
-    left, right = st.columns([1.15, 1], gap="medium")
+    height = max(330, min(520, cell_px * L + 60))
+    if st.session_state.get(present.KEY):  # the grid and the large head fit on one projected screen
+        cell_px = int(min(cell_px, max(50, (present.GRID_PX - 55) / L)))
+        height = max(250, cell_px * L + 55 - (125 if columns else 0))  # less the selectors above it
+    left, right = columns or grid_columns()
     chart_key = f"{prefix}{chart}_grid"
     page = prefix.rstrip("_")
     left.plotly_chart(
@@ -374,7 +387,6 @@ def grid_and_head(
         selection_mode="points",
         config=export.png_config(export.file_stem(page, name, kind, "all_heads")),
     )
-    height = max(330, min(520, cell_px * L + 60))
     right.plotly_chart(
         run_cached(head_figure, name, text, options, kind, layer, head, head_title, mark_future, height),
         key=f"{prefix}{chart}_head",

@@ -120,7 +120,7 @@ def retrieval_figure(
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=("weight per key", "values and the context vector"),
+        subplot_titles=("weight per key", "values and context"),
         horizontal_spacing=0.18,
     )
     fig.add_trace(
@@ -491,12 +491,13 @@ def slopes_figure(slopes: np.ndarray) -> go.Figure:
             marker_color=FIRST,
             text=[f"{s:.4g}" for s in slopes],
             textposition="outside",
-            textfont={"size": 11},
+            textfont={"size": 14},
+            textangle=-90 if len(slopes) > 8 else 0,  # many heads: labels upright would overlap
             hovertemplate="%{x}: slope %{y:.5f}<extra></extra>",
         )
     )
-    fig.update_yaxes(title="slope m", range=[0, max(float(np.max(slopes)), 1e-9) * 1.25])
-    fig.update_xaxes(tickangle=-45)
+    fig.update_yaxes(title="slope m", range=[0, max(float(np.max(slopes)), 1e-9) * 1.4])
+    fig.update_xaxes(tickangle=-45, tickfont={"size": 13})
     return _finish(fig, "slope per head", 380)
 
 

@@ -23,7 +23,21 @@ import plotly.io as pio
 
 COLORSCALE = "Blues"
 FUTURE_COLOR = "rgba(220, 38, 38, 0.9)"  # red outline: weight where the causal mask would forbid it
-PNG_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+# The chart toolbar keeps only the camera (PNG download): zoom and pan buttons covered titles
+PNG_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+    "modeBarButtonsToRemove": [
+        "zoom2d",
+        "pan2d",
+        "select2d",
+        "lasso2d",
+        "zoomIn2d",
+        "zoomOut2d",
+        "autoScale2d",
+        "resetScale2d",
+    ],
+}
 PICKS_PER_AXIS = 6  # clickable points per subplot axis in a grid (see attention_grid)
 
 
@@ -88,14 +102,18 @@ def _tick_font(n: int) -> dict:
     return {"size": 13 if n <= 20 else 11 if n <= 40 else 8}
 
 
-def _tick_angle(labels: list[str], width_px: float = 330.0) -> int:
-    """Upright labels while neighbours fit side by side (about 7 px a character); turned
-    when multi-character ones such as <pad><pad> would run into each other."""
+def _tick_angle(labels: list[str], width_px: float = 240.0) -> int:
+    """Upright labels while neighbours fit side by side; turned when multi-character ones
+    such as n<eos> or <pad><pad> would run into each other.
+
+    width_px: the plot area of a large head beside a grid at 1280x720 (its column less the
+    query labels and the colour bar); a character of the 13 px tick font takes up to 8 px,
+    plus a gap, so two neighbours need (len(a) + len(b)) * 4.5 px between their centres."""
     if all(len(t) <= 1 for t in labels):
         return 0  # turning single characters gains nothing
     slot = width_px / max(len(labels), 1)
     widest_pair = max((len(a) + len(b) for a, b in zip(labels, labels[1:], strict=False)), default=0)
-    return 0 if widest_pair * 3.5 <= slot else -90
+    return 0 if widest_pair * 4.5 <= slot else -90
 
 
 # ---------------------------------------------------------------- attention maps
@@ -481,8 +499,10 @@ def matrix_heatmap(
     height: int = 300,
     value_name: str = "value",
 ) -> ReadyFigure:
-    """A (rows, dims) matrix of vectors (e.g. every key vector of one head), diverging colours."""
+    """A (rows, dims) matrix of vectors (e.g. every key vector of one head), diverging colours.
+    Grows past `height` so that every row keeps a readable 12 px label (issue 11 #5)."""
     m = np.asarray(matrix, dtype=np.float32)
+    height = max(height, 15 * len(row_labels) + 110)
     bound = float(np.abs(m).max()) or 1.0
     ys = _unique(row_labels)
     data = [
@@ -508,7 +528,7 @@ def matrix_heatmap(
             "tickmode": "array",
             "tickvals": ys,
             "ticktext": list(row_labels),
-            "tickfont": {"size": 12 if len(ys) <= 12 else 9 if len(ys) <= 24 else 7},
+            "tickfont": {"size": 12},
         },
         "margin": _MARGIN,
     }

@@ -11,14 +11,24 @@ from __future__ import annotations
 import streamlit as st
 
 KEY, PARAM = "present", "present"
+GRID_PX = 380  # height of an explorer's grid (and of its large head with the selectors) when projected
+
+# Every page, projector mode or not: Streamlit leaves 6rem above the title (room for a header
+# that holds only the menu here); 3rem lets the explorers' first map start above the fold at 1280x720.
+LAYOUT_CSS = """
+<style>
+[data-testid="stMainBlockContainer"] { padding-top: 3rem; }
+</style>
+"""
 
 CSS = """
 <style>
 html { font-size: 19px !important; }
 header[data-testid="stHeader"] { background: transparent; height: 2.2rem; }
-[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 2rem; max-width: 100%; }
+[data-testid="stMainBlockContainer"] { padding-top: 1rem; padding-bottom: 2rem; max-width: 100%; }
 [data-testid="stCaptionContainer"] { display: none; }  /* the lecturer says it; the maps move up */
-h1 { padding-top: 0 !important; padding-bottom: 0.25rem !important; }
+h1 { display: none; }  /* the lecturer names the page; the grid and its head fit on the screen */
+h3 { padding-top: 0.2rem !important; padding-bottom: 0 !important; }
 .js-plotly-plot .xtick text, .js-plotly-plot .ytick text { font-size: 15px !important; }
 .js-plotly-plot .gtitle { font-size: 19px !important; }
 .js-plotly-plot .annotation-text, .js-plotly-plot .legendtext { font-size: 15px !important; }
@@ -43,5 +53,4 @@ def apply() -> None:
             key=KEY,
             help="Larger text and labels, less chrome, the sidebar collapsed; links keep present=1.",
         )
-    if st.session_state[KEY]:
-        st.html(CSS)
+    st.html(CSS if st.session_state[KEY] else LAYOUT_CSS)

@@ -34,9 +34,8 @@ DEFAULT_PROMPT = "The with statement is used to"
 
 st.title("GPT explorer")
 st.caption(
-    "A small character-level GPT trained on the documentation that ships with Python. It reads one "
-    "character at a time and guesses the next. Type a prompt, sample a continuation, then open up the "
-    "attention heads that produced the guess."
+    "A character-level GPT trained on Python's documentation. Type a prompt, see where every head "
+    "looks, then what the model writes next."
 )
 
 choices = model_choices("lm")
@@ -105,15 +104,25 @@ def token_html(prompt: str, unknown: list[str], samples: list[ex.Sample]) -> str
 
 
 # ---------------------------------------------------------------- prompt, model, switches
-top_left, top_right = st.columns([1, 2.2])
+top_left, top_mid, top_right = st.columns([1, 1.5, 1.25])
 name = top_left.selectbox(
     "Checkpoint",
     choices,
     key=P + "checkpoint",
     help="The same model trained once per positional scheme; then your own runs.",
 )
-raw = top_right.text_area(
-    "Prompt", key=P + "text", height=80, help="Any text; characters the model never saw become <unk>."
+raw = top_mid.text_area(
+    "Prompt", key=P + "text", height=112, help="Any text; characters the model never saw become <unk>."
+)
+nopos = top_right.toggle(
+    "Drop positional information",
+    key=P + "nopos",
+    help="Same weights, no position signal: no added codes, no RoPE rotation, no ALiBi bias.",
+)
+nocausal = top_right.toggle(
+    "Causal mask off",
+    key=P + "nocausal",
+    help="Let every character see the ones after it (red outlines in the head view).",
 )
 try:
     ckpt = load_model(name)
@@ -127,18 +136,7 @@ ablated = st.session_state.get(P + "ablate", [])
 if any(a not in heads for a in ablated):  # only then: assigning sends the value over the user's
     st.session_state[P + "ablate"] = [a for a in ablated if a in heads]
 
-s1, s2, s3 = st.columns([1, 1, 1.4])
-nopos = s1.toggle(
-    "Drop positional information",
-    key=P + "nopos",
-    help="Same weights, no position signal: no added codes, no RoPE rotation, no ALiBi bias.",
-)
-nocausal = s2.toggle(
-    "Causal mask off",
-    key=P + "nocausal",
-    help="Let every character see the ones after it (red outlines in the head view).",
-)
-ablate = s3.multiselect(
+ablate = top_left.multiselect(
     "Ablate heads",
     heads,
     key=P + "ablate",
@@ -160,8 +158,48 @@ text = checked.text
 ablation = frozenset(("self", *map(int, a.split("."))) for a in ablate)
 opts = InferenceOptions(causal=not nocausal, positions=not nopos, ablate=ablation)
 
-# ---------------------------------------------------------------- 1 sampling
-st.subheader("1 · What the model writes next")
+# ---------------------------------------------------------------- 1 every head
+st.subheader("1 · Every head at once")
+try:
+    view = run_cached(ex.gpt_view, name, text, opts)
+except (InputError, ConfigError) as e:
+    st.error(str(e))
+    st.stop()
+tokens = view.tokens
+grid_col, head_col = ex.grid_columns()
+layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
+titles = [
+    [f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in ablate else "") for h in range(cfg.n_heads)]
+    for l in range(cfg.n_layers)
+]
+ex.grid_and_head(
+    name,
+    text,
+    opts,
+    "self",
+    prefix=P,
+    chart="self",
+    layer=layer,
+    head=head,
+    head_title=f"Layer {layer} head {head}",
+    cell_titles=titles,
+    mark_future=nocausal,
+    columns=(grid_col, head_col),
+)
+st.caption(
+    "One small map per layer (row) and head (column), all on one colour scale: rows are the "
+    "characters asking (queries), columns the characters answering (keys). Click a map, or use "
+    "the selectors, to draw that head large with exact weights on hover."
+    + (
+        " Causal mask **off**: red outlines mark characters *after* the query that now get more "
+        "than 1% of its attention: the model peeks at the future it never saw in training."
+        if nocausal
+        else ""
+    )
+)
+
+# ---------------------------------------------------------------- 2 sampling
+st.subheader("2 · What the model writes next")
 g1, g2, g3, g4, g5 = st.columns(5)
 max_new = g1.slider("New characters", 1, 200, key=P + "max_new")
 temperature = g2.slider(
@@ -193,7 +231,6 @@ try:
     samples = run_cached(
         ex.sample, name, text, int(max_new), float(temperature), int(top_k), float(top_p), int(seed), opts
     )
-    view = run_cached(ex.gpt_view, name, text, opts)
 except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()
@@ -286,38 +323,6 @@ with next_col:
             f"{sampled.max():.0%} (the model gives it {probs[int(sampled.argmax())]:.0%}). Lower temperature "
             "sharpens, higher flattens; top-k and top-p cut the tail."
         )
-
-# ---------------------------------------------------------------- 2 every head
-st.subheader("2 · Every head at once")
-st.caption(
-    "Model view: one small map per layer (row) and head (column), all on one colour scale. "
-    "Rows are the characters asking (queries), columns the characters answering (keys). "
-    "Click a map, or use the selectors, to draw that head large with exact weights on hover."
-)
-tokens = view.tokens
-layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, st.columns([1, 1, 2])[:2])
-if nocausal:
-    st.caption(
-        "Causal mask **off**: red outlines mark characters *after* the query that now get more "
-        "than 1% of its attention: the model peeks at the future it never saw in training."
-    )
-titles = [
-    [f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in ablate else "") for h in range(cfg.n_heads)]
-    for l in range(cfg.n_layers)
-]
-ex.grid_and_head(
-    name,
-    text,
-    opts,
-    "self",
-    prefix=P,
-    chart="self",
-    layer=layer,
-    head=head,
-    head_title=f"Layer {layer} head {head}",
-    cell_titles=titles,
-    mark_future=nocausal,
-)
 
 # ---------------------------------------------------------------- 3 one query
 st.subheader("3 · One query, step by step")

@@ -17,9 +17,8 @@ URL_KEYS = ["checkpoint", "text", "layer", "head", "nopos", "nocausal", "nopad",
 
 st.title("Reversal explorer")
 st.caption(
-    "A small encoder–decoder Transformer trained to write a word backwards. The encoder reads the "
-    "letters, the decoder writes one letter at a time, and cross-attention is how each written letter "
-    "looks back at the input. Type a word and watch where every head looks."
+    "An encoder–decoder trained to write a word backwards: the encoder reads the letters, the "
+    "decoder writes one at a time, and cross-attention is how each written letter looks back."
 )
 
 choices = model_choices("reverse")
@@ -64,26 +63,25 @@ def correctness_html(output: str, expected: str) -> str:
     return "".join(cells)
 
 
-top_left, top_right = st.columns([1, 2])
+top_left, top_mid, top_right = st.columns([1, 1.5, 1.1])
 name = top_left.selectbox(
     "Checkpoint",
     choices,
     key=P + "checkpoint",
     help="Same model and training, one per positional scheme. `none` has no way to know letter order.",
 )
-raw = top_right.text_input(f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text")
-s1, s2, s3 = st.columns(3)
-nopos = s1.toggle(
+raw = top_mid.text_input(f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text")
+nopos = top_right.toggle(
     "Drop positional information",
     key=P + "nopos",
     help="Run the same weights without any position signal (no added codes, no RoPE, no ALiBi).",
 )
-nocausal = s2.toggle(
+nocausal = top_right.toggle(
     "Decoder causal mask off",
     key=P + "nocausal",
     help="Let each output position also see the positions after it (red outlines below).",
 )
-nopad = s3.toggle(
+nopad = top_right.toggle(
     "Padding mask off",
     key=P + "nopad",
     help="Let padded positions of a batch receive attention; see section 4.",
@@ -116,13 +114,12 @@ except (InputError, ConfigError) as e:
 
 # ------------------------------------------------------------ the answer
 expected = text[::-1]
-answer, verdict = st.columns([1.1, 1], vertical_alignment="bottom")
-with answer:
-    st.markdown(
-        f"**Input** {ex.md_code(ex.visible(text))} → **output**",
-        help="Greedy decoding: the most likely letter at each step.",
+answer, verdict = st.columns([1.1, 1], vertical_alignment="center")
+with answer:  # the greedy output: the most likely letter at each step
+    st.html(
+        '<span style="font-size:0.9rem;color:#6b7280;margin-right:6px">output</span>'
+        + correctness_html(view.output, expected)
     )
-    st.html(correctness_html(view.output, expected))
 with verdict:
     if view.output == expected:
         st.success(
@@ -142,26 +139,10 @@ scores = ex.anti_diagonal_scores(view.attention["cross"], n)
 best = np.unravel_index(int(scores.argmax()), scores.shape)
 plain_titles = [[f"L{l} H{h}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
 
-c1, c2, c3 = st.columns([1, 1, 1.6], vertical_alignment="bottom")
-layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, [c1, c2])
-c3.metric(
-    "Most anti-diagonal cross-attention head",
-    f"L{best[0]} H{best[1]} · {scores[best]:.2f}",
-    help="Mean cross-attention weight on the mirrored input letter (section 1).",
-)
-st.caption(
-    "The layer and head chosen here are drawn large in every section; clicking a small map "
-    "in any grid chooses it too."
-)
-
 # ------------------------------------------------------------ 1 cross
 st.subheader("1 · Cross-attention: where each output step reads the input")
-st.caption(
-    f"Rows are the decoder's steps (from `<sos>`), columns the input letters. Row t writes output "
-    f"letter t; to reverse {n} letters it must read input position {n}−1−t: the anti-diagonal. Each "
-    "grid title gives that head's anti-diagonal score, the mean weight on the mirrored letter "
-    "(1.00 = perfect, near 0 = looking elsewhere)."
-)
+grid_col, head_col = ex.grid_columns()
+layer, head = ex.head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
 titles = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
 ex.grid_and_head(
     name,
@@ -174,6 +155,14 @@ ex.grid_and_head(
     head=head,
     head_title=f"Cross-attention layer {layer} head {head} · anti-diagonal {scores[layer, head]:.2f}",
     cell_titles=titles,
+    columns=(grid_col, head_col),
+)
+st.caption(
+    f"Rows are the decoder's steps (from `<sos>`), columns the input letters. Row t writes output "
+    f"letter t; to reverse {n} letters it must read input position {n}−1−t: the anti-diagonal. Each "
+    "small map's title gives that head's anti-diagonal score, the mean weight on the mirrored letter "
+    f"(1.00 = perfect); the most anti-diagonal head is **L{best[0]} H{best[1]}** ({scores[best]:.2f}). "
+    "The layer and head chosen here, or by a click on a small map, are drawn large in every section."
 )
 
 # ------------------------------------------------------------ 2 decoder

@@ -313,3 +313,14 @@ def test_selected_head_reads_the_clicked_subplot() -> None:
     assert plots.selected_head(Event()) == (1, 2)
     assert plots.selected_head(None) is None
     assert plots.selected_head({"selection": {"points": []}}) is None
+
+
+def test_key_labels_turn_where_neighbours_would_run_together(at: AppTest) -> None:
+    """#5: the large head's key labels read `n<eos>` (the last letter and <eos> overlapped);
+    single characters, the GPT prompt's case, stay upright."""
+    set_text(at, "attention")
+    head = charts(at)["rev_cross_head"]
+    assert head["layout"]["xaxis"]["ticktext"][-1] == "<eos>"
+    assert head["layout"]["xaxis"]["tickangle"] == -90
+    upright = plots.head_heatmap(np.eye(9), list("attention"), list("attention"))
+    assert upright.to_dict()["layout"]["xaxis"]["tickangle"] == 0

@@ -125,21 +125,42 @@ def test_a_links_bad_values_are_named_and_not_kept(page: Page, app_url: str, tmp
     assert params(page)["text"] == "def f"  # the URL keeps the last accepted prompt
 
 
+def chart_box(page: Page, key: str) -> dict[str, float]:
+    """Where the chart drawn under widget key `key` lies on the page (before any scrolling)."""
+    chart = page.locator(f".st-key-{key} .js-plotly-plot")
+    chart.wait_for()
+    box = chart.bounding_box()
+    assert box is not None
+    return box
+
+
+def on_screen(page: Page, key: str) -> bool:
+    """The whole chart is inside the 1280x720 window without scrolling."""
+    box = chart_box(page, key)
+    return box["y"] >= 0 and box["y"] + box["height"] <= 720 and box["x"] + box["width"] <= 1280
+
+
+def test_the_first_attention_map_is_above_the_fold(page: Page, app_url: str, tmp_path: Path) -> None:
+    """#6: at 1280x720 the explorers showed ~620 px of header and controls and no map; now the
+    grid starts with at least 200 px of it on the first screen, sidebar open."""
+    for link, key in ((GPT_LINK, "gpt_self_grid"), ("/reversal?text=attention", "rev_cross_grid")):
+        open_page(page, app_url + link, tmp_path / f"{key}.png")
+        assert chart_box(page, key)["y"] <= 720 - 200, key
+
+
 def font_size(page: Page) -> str:
     return page.evaluate("() => getComputedStyle(document.documentElement).fontSize")
 
 
 def test_projector_mode_is_kept_across_pages_and_links(page: Page, app_url: str, tmp_path: Path) -> None:
-    """?present=1: sidebar collapsed, larger type, captions hidden, the first map higher up;
+    """?present=1: sidebar collapsed, larger type, captions hidden, the grid and the selected head
+    on the screen without scrolling;
     the links the pages write keep present=1, also after the sidebar takes you elsewhere."""
     open_page(page, app_url + "/reversal?present=1&text=attention", tmp_path / "present-reversal.png")
     assert font_size(page) == "19px"
     expect(page.locator('[data-testid="stSidebar"]')).to_have_attribute("data-collapsed", "true")
     assert not page.locator('[data-testid="stCaptionContainer"]').first.is_visible()
-    grid = page.locator(".st-key-rev_cross_grid")
-    grid.wait_for()
-    box = grid.bounding_box()
-    assert box is not None and box["y"] < 720  # the first attention map starts above the fold
+    assert on_screen(page, "rev_cross_grid") and on_screen(page, "rev_cross_head")
     assert params(page)["present"] == "1"
 
     box_input = page.get_by_role("textbox", name="Text to reverse (letters a–z, at most 30)", exact=True)
@@ -151,6 +172,7 @@ def test_projector_mode_is_kept_across_pages_and_links(page: Page, app_url: str,
     sidebar(page, "GPT explorer")
     settle(page, {"present": "1"}, tmp_path / "present-gpt.png")
     assert font_size(page) == "19px"
+    assert on_screen(page, "gpt_self_grid") and on_screen(page, "gpt_self_head")
 
     sidebar_panel = page.locator('[data-testid="stSidebar"]')
     if sidebar_panel.get_attribute("data-collapsed") == "true":
