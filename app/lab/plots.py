@@ -116,6 +116,12 @@ def _tick_angle(labels: list[str], width_px: float = 240.0) -> int:
     return 0 if widest_pair * 4.5 <= slot else -90
 
 
+def _label_step(n: int, span_px: float, min_px: float = 16.0) -> int:
+    """Label every k-th of n rows spread over span_px so that labels stay min_px apart (room
+    for the 13 px tick font, or the projector's 15 px); hover still names every cell."""
+    return max(1, int(np.ceil(min_px * n / max(span_px, 1.0))))
+
+
 # ---------------------------------------------------------------- attention maps
 
 GRID_STEPS = 10_000  # grid weights travel as whole percent + hundredths of a percent: 1e-4 steps
@@ -205,13 +211,15 @@ def head_heatmap(
             }
         )
     angle = _tick_angle(key_tokens)
+    top = 110 if angle else 95
+    every = _label_step(len(ys), height - top - 10)
     layout = {
         "yaxis": {
             "autorange": "reversed",
             "title": {"text": "query"},
             "tickmode": "array",
-            "tickvals": ys,
-            "ticktext": list(query_tokens),
+            "tickvals": ys[::every],
+            "ticktext": list(query_tokens)[::every],
             "tickfont": _tick_font(len(ys)),
         },
         "xaxis": {
@@ -225,7 +233,7 @@ def head_heatmap(
         },
         "title": {"text": title, "y": 0.99, "yref": "container", "yanchor": "top"},
         "height": height,
-        "margin": {"l": 10, "r": 10, "t": 110 if angle else 95, "b": 10},
+        "margin": {"l": 10, "r": 10, "t": top, "b": 10},
         "legend": {"orientation": "h", "y": -0.02},
     }
     return ReadyFigure({"data": data, "layout": layout})

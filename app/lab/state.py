@@ -164,14 +164,19 @@ def page_links(sections: dict[str, list[Any]]) -> None:
     parameters that page last wrote, so opening it is one entry in the browser's history
     and Back returns with one press (the built-in menu opens the bare page first, and the
     page's own parameters then add a second entry)."""
-    links: dict[str, dict[str, str]] = st.session_state.get(LINKS, {})
-    present = {"present": "1"} if st.session_state.get("present") else {}
     with st.sidebar.container(gap=None):
         for section, pages in sections.items():
             if section:
                 st.caption(section)
             for page in pages:
-                st.page_link(page, query_params={**links.get(page.url_path, {}), **present})
+                st.page_link(page, query_params=link_params(page.url_path))
+
+
+def link_params(url_path: str) -> dict[str, str]:
+    """The query parameters of a link to a page: the view that page last wrote in this
+    session (none if it was never shown), and present=1 in projector mode."""
+    present = {"present": "1"} if st.session_state.get("present") else {}
+    return {**st.session_state.get(LINKS, {}).get(url_path, {}), **present}
 
 
 def keep_form_state(keys: tuple[str, ...]) -> None:

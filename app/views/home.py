@@ -1,6 +1,7 @@
 """Home: what the lab is, the device, the shipped models and a card per page."""
 
 import streamlit as st
+from lab import state
 from lab.resources import current_device, shipped_checkpoints
 
 from transformer_core import describe_device
@@ -49,7 +50,7 @@ CARDS = [  # (page, title, what it shows)
 columns = st.columns(3)
 for i, (path, title, text) in enumerate(CARDS):
     with columns[i % 3].container(border=True):
-        st.page_link(f"views/{path}.py", label=title)
+        st.page_link(f"views/{path}.py", label=title, query_params=state.link_params(path))
         st.caption(text)
 
 st.subheader("Shipped models")

@@ -153,7 +153,7 @@ ex.grid_and_head(
     chart="cross",
     layer=layer,
     head=head,
-    head_title=f"Cross-attention layer {layer} head {head} · anti-diagonal {scores[layer, head]:.2f}",
+    head_title=f"Layer {layer} head {head} · anti-diagonal {scores[layer, head]:.2f}",
     cell_titles=titles,
     columns=(grid_col, head_col),
 )

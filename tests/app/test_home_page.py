@@ -65,3 +65,26 @@ def test_students_see_no_deploy_button_or_developer_menu() -> None:
 
     st_config.get_config_options(force_reparse=True)
     assert "client.toolbarMode" in st_config._config_options  # the option exists in this Streamlit
+
+
+def test_links_to_a_page_carry_the_view_it_was_left_in(monkeypatch) -> None:
+    """The sidebar menu and the Home cards open a page as it was last shown (one history entry
+    each); a page never shown is linked bare, and projector mode travels along."""
+    monkeypatch.setenv("ATTENTION_LAB_DEVICE", "cpu")
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=120)
+    at.run()
+
+    def links(block, label: str) -> list[str]:
+        return [e.proto.query_string for e in block.get("page_link") if e.proto.label == label]
+
+    assert links(at.sidebar, "Reversal explorer") == [""] and links(at.main, "Reversal explorer") == [""]
+    at.switch_page("views/reversal.py").run()
+    at.text_input(key="rev_text").set_value("hello").run()
+    at.switch_page("views/home.py").run()
+    assert not at.exception
+    for block in (at.sidebar, at.main):
+        (query,) = links(block, "Reversal explorer")
+        assert "text=hello" in query.split("&") and "checkpoint=reverse-sinusoidal" in query.split("&")
+    at.toggle(key="present").set_value(True).run()
+    (query,) = links(at.main, "Reversal explorer")
+    assert "present=1" in query.split("&")

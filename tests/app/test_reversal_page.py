@@ -86,7 +86,7 @@ def test_selectors_pick_the_head_drawn_large(at: AppTest) -> None:
     figs = charts(at)
     grid = heatmaps(figs["rev_cross_grid"])
     assert np.allclose(heatmaps(figs["rev_cross_head"])[0], grid[1 * 4 + 2], atol=5e-5)
-    assert "layer 1 head 2" in figs["rev_cross_head"]["layout"]["title"]["text"]
+    assert "Layer 1 head 2" in figs["rev_cross_head"]["layout"]["title"]["text"]
     assert at.query_params["layer"] in ("1", ["1"]) and at.query_params["head"] in ("2", ["2"])
     at.selectbox(key="rev_layer").set_value(0)
     at.selectbox(key="rev_head").set_value(0).run()
@@ -324,3 +324,16 @@ def test_key_labels_turn_where_neighbours_would_run_together(at: AppTest) -> Non
     assert head["layout"]["xaxis"]["tickangle"] == -90
     upright = plots.head_heatmap(np.eye(9), list("attention"), list("attention"))
     assert upright.to_dict()["layout"]["xaxis"]["tickangle"] == 0
+
+
+def test_query_labels_thin_out_where_rows_are_tighter_than_the_font() -> None:
+    """#5 in projector mode: a 29-character prompt in a 250 px head stacked its query labels
+    on top of each other; every k-th row is labelled instead, rows 16 px apart or more."""
+    tokens = list("The with statement is used to")
+    roomy = plots.head_heatmap(np.eye(29), tokens, tokens, height=600).to_dict()["layout"]["yaxis"]
+    assert roomy["ticktext"] == tokens
+    tight = plots.head_heatmap(np.eye(29), tokens, tokens, height=250).to_dict()["layout"]["yaxis"]
+    rows = [int(v.split(":")[0]) for v in tight["tickvals"]]
+    step = rows[1] - rows[0]
+    assert step > 1 and rows == list(range(0, 29, step)) and tight["ticktext"] == tokens[::step]
+    assert (250 - 105) / 29 * step >= 16  # the plot area's height per label

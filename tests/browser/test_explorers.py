@@ -107,7 +107,7 @@ def test_reversal_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
     # a click on the encoder grid's layer 1 / head 2 map opens that head everywhere
     click_head(page, "rev_enc_grid", layer=1, head=2, n_heads=4)
     assert "Encoder layer 1 head 2" in plot_title(page, "rev_enc_head")
-    assert "Cross-attention layer 1 head 2" in plot_title(page, "rev_cross_head")
+    assert "Layer 1 head 2 · anti-diagonal" in plot_title(page, "rev_cross_head")
     page.screenshot(path=str(tmp_path / "reversal-clicked.png"), full_page=True)
 
     # a student shouts "type an emoji!": a message, never a traceback (other bad input: AppTest)
