@@ -100,8 +100,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server() -> Iterator[str]:
-    """The real app on a free loopback port, as tests/browser/conftest.py starts it."""
+def server(script: str | Path = "app/Home.py") -> Iterator[str]:
+    """The real app (or another Streamlit script) on a free loopback port, as
+    tests/browser/conftest.py starts it."""
     port = _free_port()
     env = {**os.environ, "ATTENTION_LAB_DEVICE": os.environ.get("ATTENTION_LAB_DEVICE", "cpu")}
     proc = subprocess.Popen(
@@ -110,7 +111,7 @@ def server() -> Iterator[str]:
             "-m",
             "streamlit",
             "run",
-            "app/Home.py",
+            str(script),
             "--server.headless",
             "true",
             "--server.port",

@@ -491,12 +491,14 @@ def slopes_figure(slopes: np.ndarray) -> go.Figure:
             marker_color=FIRST,
             text=[f"{s:.4g}" for s in slopes],
             textposition="outside",
-            textfont={"size": 14},
-            textangle=-90 if len(slopes) > 8 else 0,  # many heads: labels upright would overlap
+            textfont={"size": 13},
+            textangle=-90,  # a narrow column: upright labels were shrunk to the bar width, unreadable
+            constraintext="none",
+            cliponaxis=False,
             hovertemplate="%{x}: slope %{y:.5f}<extra></extra>",
         )
     )
-    fig.update_yaxes(title="slope m", range=[0, max(float(np.max(slopes)), 1e-9) * 1.4])
+    fig.update_yaxes(title="slope m", range=[0, max(float(np.max(slopes)), 1e-9) * 1.6])
     fig.update_xaxes(tickangle=-45, tickfont={"size": 13})
     return _finish(fig, "slope per head", 380)
 

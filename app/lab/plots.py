@@ -116,9 +116,10 @@ def _tick_angle(labels: list[str], width_px: float = 240.0) -> int:
     return 0 if widest_pair * 4.5 <= slot else -90
 
 
-def _label_step(n: int, span_px: float, min_px: float = 16.0) -> int:
-    """Label every k-th of n rows spread over span_px so that labels stay min_px apart (room
-    for the 13 px tick font, or the projector's 15 px); hover still names every cell."""
+def _label_step(n: int, span_px: float) -> int:
+    """Label every k-th of n rows spread over span_px so that labels stay 2 px more than their
+    font size apart (`_tick_font`); hover still names every cell."""
+    min_px = _tick_font(n)["size"] + 2
     return max(1, int(np.ceil(min_px * n / max(span_px, 1.0))))
 
 

@@ -328,12 +328,12 @@ def test_key_labels_turn_where_neighbours_would_run_together(at: AppTest) -> Non
 
 def test_query_labels_thin_out_where_rows_are_tighter_than_the_font() -> None:
     """#5 in projector mode: a 29-character prompt in a 250 px head stacked its query labels
-    on top of each other; every k-th row is labelled instead, rows 16 px apart or more."""
+    on top of each other; every k-th row is labelled instead, 2 px more than the font apart."""
     tokens = list("The with statement is used to")
-    roomy = plots.head_heatmap(np.eye(29), tokens, tokens, height=600).to_dict()["layout"]["yaxis"]
+    roomy = plots.head_heatmap(np.eye(29), tokens, tokens, height=500).to_dict()["layout"]["yaxis"]
     assert roomy["ticktext"] == tokens
     tight = plots.head_heatmap(np.eye(29), tokens, tokens, height=250).to_dict()["layout"]["yaxis"]
     rows = [int(v.split(":")[0]) for v in tight["tickvals"]]
     step = rows[1] - rows[0]
     assert step > 1 and rows == list(range(0, 29, step)) and tight["ticktext"] == tokens[::step]
-    assert (250 - 105) / 29 * step >= 16  # the plot area's height per label
+    assert (250 - 105) / 29 * step >= 11 + 2  # the plot area's height per label; 11 px font
