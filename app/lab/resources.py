@@ -15,6 +15,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from lab import state
 from transformer_core import CheckpointError, describe_device, resolve_device
 from transformer_core.io import (
     META_FILE,
@@ -127,6 +128,7 @@ def _adopt_url_runs(task: str) -> None:
                 f"The link's model cannot be opened: {e}. Showing a shipped model instead.",
                 icon=":material/link_off:",
             )
+            state.explained(param)
             continue
         if meta.get("task") == task:
             label = (

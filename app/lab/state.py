@@ -25,6 +25,7 @@ import streamlit as st
 MANAGED = "_view_state_keys"  # session_state: every key init_state seeds, on any page
 LINKS = "_view_links"  # session_state: page url_path -> the parameters its URL had last
 FIRST = "_view_first_run"  # session_state: this run is a page's first, its URL left bare
+EXPLAINED = "_view_explained"  # session_state: link parameters a notice of this run explained
 PAGE, ENTERED = "_view_page", "_view_entered"  # the page shown last; whether this run opens a page
 PARTIAL, KEPT = "_view_partial", "_kept_form_state"  # the last run stopped early; copies of kept keys
 SHOWN_CHARS = 40
@@ -92,7 +93,8 @@ def init_state(
                     raise ValueError(raw)
                 value = parsed
             except (ValueError, TypeError):
-                ignored.append((name, raw, value))
+                if name not in st.session_state.get(EXPLAINED, ()):
+                    ignored.append((name, raw, value))
         st.session_state[key] = value
     if ignored:
         st.warning(
@@ -114,12 +116,19 @@ def enter_page(page: str) -> None:
     every run would send a value back to the browser over a user's newer one."""
     entered = st.session_state.get(PAGE) != page
     st.session_state[ENTERED] = entered
+    st.session_state[EXPLAINED] = set()
     st.session_state[PAGE] = page
     keys = tuple(sorted(st.session_state.get(MANAGED, ())))
     kept: dict = st.session_state.setdefault(KEPT, {})
     kept.update({key: st.session_state[key] for key in keys if key in st.session_state})
     if st.session_state.pop(PARTIAL, False) or entered:
         keep_form_state(keys)
+
+
+def explained(name: str) -> None:
+    """A notice of this run has already said why the link's `name` cannot be used (e.g. an
+    expired run id): init_state then does not name it a second time."""
+    st.session_state.setdefault(EXPLAINED, set()).add(name)
 
 
 def stopped_early() -> None:

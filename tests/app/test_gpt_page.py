@@ -220,6 +220,19 @@ def test_a_deep_link_restores_the_view() -> None:
     assert at.query_params["checkpoint"] in ("gpt-learned", ["gpt-learned"])
 
 
+def test_an_expired_run_in_a_link_is_explained_once(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link naming a run this box no longer has: one notice that says why (the run is
+    unknown or expired), not a second "Ignored from the link" naming the same value; another
+    bad value in the same link is still named."""
+    monkeypatch.setenv("ATTENTION_LAB_RUNS_DIR", str(tmp_path))
+    at = open_gpt({"checkpoint": "run-" + "0f" * 8, "layer": "99"})
+    notices = [e.value for e in at.error] + [w.value for w in at.warning] + [i.value for i in at.info]
+    assert sum("run-" + "0f" * 8 in n for n in notices) == 1, notices
+    assert any("unknown or expired run" in e.value for e in at.error), notices
+    assert any("layer=99" in n for n in notices), notices
+    assert at.selectbox(key="gpt_checkpoint").value == "gpt-sinusoidal"
+
+
 def test_downloads_hold_the_trace_the_command_line_prints(monkeypatch: pytest.MonkeyPatch) -> None:
     files = download_files(monkeypatch, lambda: open_gpt({"checkpoint": "gpt-rope", "nocausal": "true"}))
     assert set(files) == {"Attention as JSON", "Attention as CSV"}
