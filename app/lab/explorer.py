@@ -316,7 +316,7 @@ def clamp_state(key: str, options: list[Any], default: Any) -> None:
     more than there is), saying so when a value had to go."""
     value = st.session_state.get(key)
     if value not in options:
-        if value is not None:
+        if value not in (None, ""):  # "": nothing chosen yet (a page's default), nothing to say
             name = key.split("_", 1)[-1]
             st.info(
                 f"`{name}={state.shown(str(value))}` is not available for this model; showing {default}.",

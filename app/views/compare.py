@@ -72,17 +72,15 @@ ex.clamp_state(P + "a", choices, default_a)
 ex.clamp_state(P + "b", choices, default_b)
 
 # ---------------------------------------------------------------- the two sides and the input
-c_a, c_b, c_text = st.columns([1, 1, 1.6])
+c_a, c_b, c_text = st.columns([1, 1, 1.3])
 names = {
     "a": c_a.selectbox("Model A", choices, key=P + "a", format_func=str),
     "b": c_b.selectbox("Model B", choices, key=P + "b", help="Pick the same model to compare switches."),
 }
 raw = c_text.text_input(f"Input (at most {MAX_CHARS} characters for reversal)", key=P + "text")
 options: dict[str, InferenceOptions] = {}
-for side, col in zip(SIDES, st.columns(2, gap="large"), strict=True):
-    col.markdown(f"**Switches of side {side.upper()}**")
-    row = col.container(horizontal=True)
-    off = {w: row.toggle(label, key=f"{P}{side}_{w}", help=h) for w, (label, h) in SWITCHES.items()}
+for side, col in zip(SIDES, (c_a, c_b), strict=True):  # each side's switches under its model
+    off = {w: col.toggle(label, key=f"{P}{side}_{w}", help=h) for w, (label, h) in SWITCHES.items()}
     options[side] = InferenceOptions(
         positions=not off["nopos"], causal=not off["nocausal"], scale_scores=not off["noscale"]
     )
@@ -138,33 +136,29 @@ except (InputError, ConfigError) as e:
     st.error(str(e), icon=":material/error:")
     st.stop()
 
-# ---------------------------------------------------------------- 1 what each side answers
-st.subheader("1 · What each side answers")
-for side, col in zip(SIDES, st.columns(2, gap="large"), strict=True):
+
+def answer(side: str) -> str:
+    """What one side answers: the reversal's output and verdict, or the likeliest next characters."""
     tr = traces[side]
-    with col:
-        if reversal:
-            expected = text[::-1]
-            verdict = "the input reversed" if tr.output == expected else f"not the reverse ({expected})"
-            st.markdown(
-                f"**{side.upper()}** writes {ex.md_code(ex.visible(tr.output)) if tr.output else '(nothing)'}"
-                f" — {verdict}"
-            )
-        else:
-            top = ex.top_tokens(tr.next_token_probs, ckpts[side].tokenizer, k=5)
-            st.markdown(
-                f"**{side.upper()}**'s likeliest next characters: "
-                + " · ".join(f"{ex.md_code(label)} {p:.2f}" for _, label, p in top)
-            )
-if traces["a"].output == traces["b"].output:
-    st.caption("Both sides give the same " + ("output." if reversal else "most likely next character."))
+    if reversal:
+        expected = text[::-1]
+        verdict = "the input reversed" if tr.output == expected else f"not the reverse ({expected})"
+        return (
+            f"**{side.upper()}** writes {ex.md_code(ex.visible(tr.output)) if tr.output else '(nothing)'}"
+            f" — {verdict}"
+        )
+    top = ex.top_tokens(tr.next_token_probs, ckpts[side].tokenizer, k=5)
+    return f"**{side.upper()}**'s likeliest next characters: " + " · ".join(
+        f"{ex.md_code(label)} {p:.2f}" for _, label, p in top
+    )
+
 
 # ---------------------------------------------------------------- 2 every head, one colour scale
-st.subheader("2 · Every head of both sides")
+st.subheader("1 · What each side answers, and every head")
 kinds = KINDS[arch]
 ex.clamp_state(P + "kind", kinds, kinds[0])
-k_col, l_col, h_col = st.columns([2, 1, 1])
-kind = k_col.selectbox("Attention", kinds, key=P + "kind", format_func=KIND_LABELS.get)
+kind = c_text.selectbox("Attention", kinds, key=P + "kind", format_func=KIND_LABELS.get)
+l_col, h_col = c_text.columns(2)  # under the input, beside the switches
 layer, head = ex.head_selectors(P, n_layers, n_heads, [l_col, h_col])
 state.write_state(URL_KEYS, prefix=P)  # kind, layer and head settled
 
@@ -185,6 +179,27 @@ def common_difference(
 
 diff, queries, keys = common_difference(traces["a"], traces["b"], kind)
 per_head = np.abs(diff).mean(axis=(2, 3))  # (L, H): mean |B − A|
+cell_px = int(min(110, max(55, 280 / n_heads)))
+for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
+    titles = [
+        [f"L{l} H{h}" + (f" · Δ{per_head[l, h]:.2f}" if side == "b" else "") for h in range(n_heads)]
+        for l in range(n_layers)
+    ]
+    col.markdown(answer(side))
+    col.plotly_chart(
+        run_cached(ex.grid_figure, names[side], text, options[side], kind, (layer, head), titles, cell_px),
+        key=f"{P}{side}_grid",
+        config=plots.PNG_CONFIG,
+    )
+st.caption(
+    "Both grids use one colour scale, weight 0 (white) to 1 (dark blue). Titles on B's grid give "
+    "Δ = mean |B − A| of that head."
+    + (
+        " Both sides give the same " + ("output." if reversal else "most likely next character.")
+        if traces["a"].output == traces["b"].output
+        else ""
+    )
+)
 shapes = {side: traces[side].attention[kind].shape[2:] for side in SIDES}
 if shapes["a"] != shapes["b"]:
     st.info(
@@ -200,25 +215,9 @@ elif reversal and kind != "encoder_self" and traces["a"].output != traces["b"].o
         icon=":material/info:",
     )
 
-cell_px = int(min(110, max(55, 280 / n_heads)))
-for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
-    titles = [
-        [f"L{l} H{h}" + (f" · Δ{per_head[l, h]:.2f}" if side == "b" else "") for h in range(n_heads)]
-        for l in range(n_layers)
-    ]
-    col.markdown(f"**{side.upper()}** · {names[side]}")
-    col.plotly_chart(
-        run_cached(ex.grid_figure, names[side], text, options[side], kind, (layer, head), titles, cell_px),
-        key=f"{P}{side}_grid",
-        config=plots.PNG_CONFIG,
-    )
-st.caption(
-    "Both grids use one colour scale, weight 0 (white) to 1 (dark blue). Titles on B's grid give "
-    "Δ = mean |B − A| of that head."
-)
 
 # ---------------------------------------------------------------- 3 one head: A, B and B − A
-st.subheader(f"3 · Layer {layer}, head {head}: A, B and the difference")
+st.subheader(f"2 · Layer {layer}, head {head}: A, B and the difference")
 bound = max(float(np.abs(diff[layer, head]).max(initial=0.0)), 1e-3)
 col_a, col_b, col_d = st.columns(3, gap="small")
 for side, col in (("a", col_a), ("b", col_b)):
@@ -256,7 +255,7 @@ col_d.plotly_chart(
 st.caption("Blue: B gives the cell more weight than A; red: less; white: the same.")
 
 # ---------------------------------------------------------------- 4 one number per head
-st.subheader("4 · How much each head changed")
+st.subheader("3 · How much each head changed")
 table = pd.DataFrame(
     per_head, index=[f"layer {l}" for l in range(n_layers)], columns=[f"head {h}" for h in range(n_heads)]
 )

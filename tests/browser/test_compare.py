@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlparse
 from playwright.sync_api import Page
 
 from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+from tests.browser.test_state import on_screen
 
 
 def params(page: Page) -> dict[str, str]:
@@ -39,3 +40,13 @@ def test_reversal_link_side_by_side_at_1280x720(page: Page, app_url: str, tmp_pa
     wait_for_app(page)
     assert_no_exception(page)
     page.screenshot(path=str(tmp_path / "compare-noscale.png"), full_page=True)
+
+
+def test_projected_comparison_fits_both_grids_on_one_screen(page: Page, app_url: str, tmp_path: Path) -> None:
+    """USERS.md walk 6: /compare projected (present=1) at 1280x720: both grids on the screen
+    without scrolling, no notice about a value nobody gave (`kind=` was named empty)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    link = f"{app_url}/compare?a=reverse-rope&b=reverse-none&text=attention&present=1"
+    open_page(page, link, tmp_path / "compare-present.png")
+    assert on_screen(page, "cmp_a_grid") and on_screen(page, "cmp_b_grid")
+    assert "is not available" not in page.locator('[data-testid="stMain"]').inner_text()
