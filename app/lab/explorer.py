@@ -242,6 +242,14 @@ def trace_of(ckpt: Checkpoint, text: str, options: InferenceOptions) -> GPTTrace
 # same link) reuses the built figure: the grid is the costliest thing a page sends.
 
 
+KIND_LABELS = {
+    "self": "self-attention (causal)",
+    "cross": "cross-attention (output → input)",
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "decoder self-attention",
+}
+
+
 def grid_figure(
     ckpt: Checkpoint,
     text: str,
@@ -258,6 +266,7 @@ def grid_figure(
         tr.attention[kind],
         queries,
         keys,
+        title=f"Every head: {KIND_LABELS[kind]}, a layer per row",
         cell_titles=cell_titles,
         selected=selected,
         cell_px=cell_px,
@@ -375,8 +384,8 @@ def grid_and_head(
     cell_px = int(min(150, max(70, 440 / H)))
     height = max(330, min(520, cell_px * L + 60))
     if st.session_state.get(present.KEY):  # the grid and the large head fit on one projected screen
-        cell_px = int(min(cell_px, max(50, (present.GRID_PX - 55) / L)))
-        height = max(250, cell_px * L + 55 - (125 if columns else 0))  # less the selectors above it
+        cell_px = int(min(cell_px, max(50, (present.GRID_PX - 75) / L)))
+        height = max(250, cell_px * L + 75 - (125 if columns else 0))  # less the selectors above it
     left, right = columns or grid_columns()
     chart_key = f"{prefix}{chart}_grid"
     page = prefix.rstrip("_")

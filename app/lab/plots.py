@@ -271,7 +271,7 @@ def attention_grid(
     a click selects one of them and `selected_head` reads which head it was.
     """
     L, H, Tq, Tk = attention.shape
-    height = max(200, cell_px * L + (80 if title else 55))
+    height = max(200, cell_px * L + (75 if title else 55))
     hgap = 0.025
     vgap = min(0.15, 30 / height) if L > 1 else 0.0  # room for each row's subplot titles
     width, tall = (1 - hgap * (H - 1)) / H, (1 - vgap * (L - 1)) / L
@@ -367,7 +367,18 @@ def attention_grid(
                 }
             )
     layout.update(
-        title={"text": title},
+        # small, at the top left: above the cell titles, clear of the toolbar (top right), and
+        # on the PNG the camera saves
+        title={
+            "text": title,
+            "x": 0,
+            "xanchor": "left",
+            "y": 1,
+            "yanchor": "top",
+            "yref": "container",
+            "pad": {"t": 4},
+            "font": {"size": 14},
+        },
         height=height,
         hovermode="closest",
         coloraxis={
@@ -383,7 +394,7 @@ def attention_grid(
                 "ticktext": [f"{zmax * f:g}" for f in _TICKS],
             },
         },
-        margin={"l": 5, "r": 5, "t": 80 if title else 45, "b": 5},  # 45: the modebar clears the titles
+        margin={"l": 5, "r": 5, "t": 65 if title else 45, "b": 5},  # 45: the modebar clears the cell titles
     )
     if clickable:
         layout["clickmode"] = "event+select"

@@ -28,13 +28,6 @@ SWITCHES = {  # URL suffix -> (label, help)
 }
 URL_KEYS = ["a", "b", "text", "kind", "layer", "head"] + [f"{s}_{w}" for s in SIDES for w in SWITCHES]
 KINDS = {"gpt": ["self"], "seq2seq": ["cross", "encoder_self", "decoder_self"]}
-KIND_LABELS = {
-    "self": "self-attention (causal)",
-    "cross": "cross-attention (output → input)",
-    "encoder_self": "encoder self-attention",
-    "decoder_self": "decoder self-attention",
-}
-
 st.title("Side by side")
 st.caption(
     "The same input through two models, or through one model with different switches: both attention "
@@ -157,7 +150,7 @@ def answer(side: str) -> str:
 st.subheader("1 · What each side answers, and every head")
 kinds = KINDS[arch]
 ex.clamp_state(P + "kind", kinds, kinds[0])
-kind = c_text.selectbox("Attention", kinds, key=P + "kind", format_func=KIND_LABELS.get)
+kind = c_text.selectbox("Attention", kinds, key=P + "kind", format_func=ex.KIND_LABELS.get)
 l_col, h_col = c_text.columns(2)  # under the input, beside the switches
 layer, head = ex.head_selectors(P, n_layers, n_heads, [l_col, h_col])
 state.write_state(URL_KEYS, prefix=P)  # kind, layer and head settled

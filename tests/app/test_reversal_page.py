@@ -337,3 +337,17 @@ def test_query_labels_thin_out_where_rows_are_tighter_than_the_font() -> None:
     step = rows[1] - rows[0]
     assert step > 1 and rows == list(range(0, 29, step)) and tight["ticktext"] == tokens[::step]
     assert (250 - 105) / 29 * step >= 11 + 2  # the plot area's height per label; 11 px font
+
+
+def test_every_grid_says_what_it_shows(at: AppTest) -> None:
+    """#12: the grid's PNG (the camera saves the figure as drawn) had no title."""
+    figs = charts(at)
+    titles = {
+        key: figs[key]["layout"]["title"]["text"]
+        for key in ("rev_cross_grid", "rev_dec_grid", "rev_enc_grid")
+    }
+    assert titles == {
+        "rev_cross_grid": "Every head: cross-attention (output → input), a layer per row",
+        "rev_dec_grid": "Every head: decoder self-attention, a layer per row",
+        "rev_enc_grid": "Every head: encoder self-attention, a layer per row",
+    }
