@@ -116,11 +116,10 @@ def _tick_angle(labels: list[str], width_px: float = 240.0) -> int:
     return 0 if widest_pair * 4.5 <= slot else -90
 
 
-def _label_step(n: int, span_px: float) -> int:
-    """Label every k-th of n rows spread over span_px so that labels stay 2 px more than their
-    font size apart (`_tick_font`); hover still names every cell."""
-    min_px = _tick_font(n)["size"] + 2
-    return max(1, int(np.ceil(min_px * n / max(span_px, 1.0))))
+def _label_step(n: int, span_px: float, font_px: int) -> int:
+    """Label every k-th of n rows spread over span_px so that labels of font_px stay 2 px
+    more than their size apart; hover still names every cell."""
+    return max(1, int(np.ceil((font_px + 2) * n / max(span_px, 1.0))))
 
 
 # ---------------------------------------------------------------- attention maps
@@ -213,7 +212,7 @@ def head_heatmap(
         )
     angle = _tick_angle(key_tokens)
     top = 110 if angle else 95
-    every = _label_step(len(ys), height - top - 10)
+    every = _label_step(len(ys), height - top - 10, _tick_font(len(ys))["size"])
     layout = {
         "yaxis": {
             "autorange": "reversed",
@@ -520,9 +519,11 @@ def matrix_heatmap(
     value_name: str = "value",
 ) -> ReadyFigure:
     """A (rows, dims) matrix of vectors (e.g. every key vector of one head), diverging colours.
-    Grows past `height` so that every row keeps a readable 12 px label (issue 11 #5)."""
+    Grows past `height` (up to 520 px) so that rows keep readable 12 px labels; beyond that
+    every k-th row is labelled (issue 11 #5)."""
     m = np.asarray(matrix, dtype=np.float32)
-    height = max(height, 15 * len(row_labels) + 110)
+    height = max(height, min(520, 15 * len(row_labels) + 110))
+    every = _label_step(len(row_labels), height - 110, 12)
     bound = float(np.abs(m).max()) or 1.0
     ys = _unique(row_labels)
     data = [
@@ -546,8 +547,8 @@ def matrix_heatmap(
         "yaxis": {
             "autorange": "reversed",
             "tickmode": "array",
-            "tickvals": ys,
-            "ticktext": list(row_labels),
+            "tickvals": ys[::every],
+            "ticktext": list(row_labels)[::every],
             "tickfont": {"size": 12},
         },
         "margin": _MARGIN,

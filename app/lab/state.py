@@ -24,7 +24,7 @@ import streamlit as st
 
 MANAGED = "_view_state_keys"  # session_state: every key init_state seeds, on any page
 LINKS = "_view_links"  # session_state: page url_path -> the parameters its URL had last
-FIRST = "_view_first_run"  # session_state: this run is a page's first, its URL left bare
+FIRST = "_view_first_run"  # session_state: this run opens a page never shown, by a bare URL
 EXPLAINED = "_view_explained"  # session_state: link parameters a notice of this run explained
 PAGE, ENTERED = "_view_page", "_view_entered"  # the page shown last; whether this run opens a page
 PARTIAL, KEPT = "_view_partial", "_kept_form_state"  # the last run stopped early; copies of kept keys
@@ -117,6 +117,10 @@ def enter_page(page: str) -> None:
     entered = st.session_state.get(PAGE) != page
     st.session_state[ENTERED] = entered
     st.session_state[EXPLAINED] = set()
+    # a bare first visit shows the defaults: its URL stays bare (see write_state)
+    st.session_state[FIRST] = (
+        entered and page not in st.session_state.get(LINKS, {}) and set(st.query_params) <= {"present"}
+    )
     st.session_state[PAGE] = page
     keys = tuple(sorted(st.session_state.get(MANAGED, ())))
     kept: dict = st.session_state.setdefault(KEPT, {})
@@ -140,8 +144,9 @@ def stopped_early() -> None:
 def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()) -> None:
     """Mirror the given session_state keys (names without prefix) into the URL; the names
     in `keep` keep the URL's value (an input not accepted yet never reaches the URL)."""
+    page = st.session_state.get(PAGE, "")
     links: dict[str, dict[str, str]] = st.session_state.setdefault(LINKS, {})
-    last = links.get(st.session_state.get(PAGE, ""), {})
+    last = links.get(page, {})
     params = {}
     for name in keys:
         value = st.session_state.get(prefix + name)
@@ -153,15 +158,11 @@ def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()
         if value is None:
             continue
         params[name] = _format(value)
-    page = st.session_state.get(PAGE, "")
-    first_visit = page not in links or st.session_state.get(FIRST, False)
     links[page] = dict(params)
-    if first_visit and st.session_state.get(ENTERED) and set(st.query_params) <= {"present"}:
-        # a bare first visit shows the defaults: leave its URL alone, so that opening a page is
-        # one history entry (a write now could land before the browser has left the last page)
-        st.session_state[FIRST] = True
+    if st.session_state.get(FIRST):
+        # the URL of a bare first visit stays bare, so that opening a page is one history entry
+        # (a write now could land before the browser has left the last page)
         return
-    st.session_state[FIRST] = False
     if st.session_state.get("present"):  # projector mode travels with every link (lab.present)
         params["present"] = "1"
     if dict(st.query_params) != params:  # every change is a new entry in the browser's history
