@@ -357,9 +357,7 @@ def test_key_vector_rows_stay_readable_and_the_figure_bounded() -> None:
     """#5: key-vector row labels were 7 px; growing the figure per row must stop somewhere (a
     200-character prompt), labelling every k-th row beyond it."""
     short = plots.matrix_heatmap(np.ones((29, 32)), list("The with statement is used to")).to_dict()["layout"]
-    assert short["height"] == 520 and short["yaxis"]["ticktext"] == list(
-        "The with statement is used to"
-    )
+    assert short["height"] == 520 and short["yaxis"]["ticktext"] == list("The with statement is used to")
     long = plots.matrix_heatmap(np.ones((200, 32)), ["x"] * 200).to_dict()["layout"]
     rows = [int(v.split(":")[0]) for v in long["yaxis"]["tickvals"]]
     assert long["height"] == 520 and (520 - 110) / 200 * (rows[1] - rows[0]) >= 12 + 2
