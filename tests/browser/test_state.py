@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
 from tests.browser.test_explorers import params, settle
@@ -148,7 +149,18 @@ def test_the_first_attention_map_is_above_the_fold(page: Page, app_url: str, tmp
         assert chart_box(page, key)["y"] <= 720 - 200, key
 
 
-def font_size(page: Page) -> str:
+def font_size(page: Page, wanted: str | None = None) -> str:
+    """The root font size; with `wanted`, first wait (up to 15 s) until it is that size: on a
+    page switch the new page's style arrives with its run, a moment after the old one left."""
+    if wanted is not None:
+        try:
+            page.wait_for_function(
+                "(px) => getComputedStyle(document.documentElement).fontSize === px",
+                arg=wanted,
+                timeout=15_000,
+            )
+        except PlaywrightTimeout:
+            pass  # the assertion below names the size there is
     return page.evaluate("() => getComputedStyle(document.documentElement).fontSize")
 
 
@@ -157,7 +169,7 @@ def test_projector_mode_is_kept_across_pages_and_links(page: Page, app_url: str,
     on the screen without scrolling;
     the links the pages write keep present=1, also after the sidebar takes you elsewhere."""
     open_page(page, app_url + "/reversal?present=1&text=attention", tmp_path / "present-reversal.png")
-    assert font_size(page) == "19px"
+    assert font_size(page, "19px") == "19px"
     expect(page.locator('[data-testid="stSidebar"]')).to_have_attribute("data-collapsed", "true")
     assert not page.locator('[data-testid="stCaptionContainer"]').first.is_visible()
     assert on_screen(page, "rev_cross_grid") and on_screen(page, "rev_cross_head")
@@ -171,7 +183,7 @@ def test_projector_mode_is_kept_across_pages_and_links(page: Page, app_url: str,
     page.locator('[data-testid="stExpandSidebarButton"]').click()
     sidebar(page, "GPT explorer")
     settle(page, {"present": "1"}, tmp_path / "present-gpt.png")
-    assert font_size(page) == "19px"
+    assert font_size(page, "19px") == "19px"
     assert on_screen(page, "gpt_self_grid") and on_screen(page, "gpt_self_head")
 
     sidebar_panel = page.locator('[data-testid="stSidebar"]')
