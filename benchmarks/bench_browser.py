@@ -6,8 +6,8 @@
 Starts `streamlit run app/Home.py` on a free loopback port (or uses --url), then for each
 page opens its prepared deep link in a fresh headless Chromium context at 1280 x 720 (a new
 Streamlit session each time, as a student opening the lecturer's link) and prints
-- first map: when the first plotly figure inside the main area has drawn its plot
-  (heatmap image or bars), from navigation start,
+- first map: when the first chart (app/static/charts.js, a canvas) or plotly figure inside
+  the main area has drawn its plot (heatmap image or bars), from navigation start,
 - fully drawn: the time of the last change to the page before it settled (the script run
   finished, every figure drawn, no skeletons, and nothing changed for 1.5 s),
 - main thread: the page's main-thread work until settled (Chrome's TaskDuration: scripts,
@@ -55,6 +55,8 @@ LINKS: dict[str, str] = {
     "positions": "/positions?d_model=64&length=50",
     "variance": "/variance?d_k=16",
     "train": "/train",
+    "heads": "/heads?checkpoint=gpt-induction",
+    "compare": "/compare?a=reverse-rope&b=reverse-none&text=attention",
 }
 
 # Runs in the page from the first script on: records when the first figure has drawn its
@@ -69,6 +71,10 @@ PROBE = """
     if (main && window.__probe.firstMap === null) {
       for (const chart of main.querySelectorAll('.js-plotly-plot')) {
         if (drawn(chart)) { window.__probe.firstMap = performance.now(); break; }
+      }
+      for (const host of main.querySelectorAll('[data-testid="stBidiComponentIsolated"]')) {
+        const map = host.shadowRoot && host.shadowRoot.querySelector('.lab-chart[data-drawn]');
+        if (map && window.__probe.firstMap === null) window.__probe.firstMap = performance.now();
       }
     }
     requestAnimationFrame(tick);
@@ -88,6 +94,9 @@ SETTLED = """() => {
   if (main.querySelector('[data-testid="stSkeleton"]')) return false;
   for (const c of main.querySelectorAll('[data-testid="stPlotlyChart"]')) {
     if (!c.querySelector('.main-svg')) return false;
+  }
+  for (const host of main.querySelectorAll('[data-testid="stBidiComponentIsolated"]')) {
+    if (!(host.shadowRoot && host.shadowRoot.querySelector('.lab-chart[data-drawn]'))) return false;
   }
   return performance.now() - window.__probe.lastChange > 1500;
 }"""

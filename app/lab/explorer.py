@@ -19,7 +19,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from lab import export, plots, present, state
+from lab import charts, export, present, state
 from lab.compute import cached_call, run_cached
 from lab.state import visible  # noqa: F401  (the pages use it as ex.visible)
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
@@ -258,11 +258,12 @@ def grid_figure(
     selected: tuple[int, int],
     cell_titles: list[list[str]],
     cell_px: int,
-) -> plots.ReadyFigure:
-    """Every head of one attention kind, clickable, the selected head outlined."""
+    file: str,
+) -> dict[str, Any]:
+    """Every head of one attention kind as a map spec, clickable, the selected head outlined."""
     tr = trace_of(ckpt, text, options)
     queries, keys = tr.axes(kind)
-    return plots.attention_grid(
+    return charts.grid_spec(
         tr.attention[kind],
         queries,
         keys,
@@ -270,8 +271,7 @@ def grid_figure(
         cell_titles=cell_titles,
         selected=selected,
         cell_px=cell_px,
-        colorbar=False,
-        clickable=True,
+        file=file,
     )
 
 
@@ -285,13 +285,20 @@ def head_figure(
     title: str,
     mark_future: bool,
     height: int,
-) -> plots.ReadyFigure:
-    """One head drawn large; mark_future outlines keys after the query that get weight."""
+    file: str,
+) -> dict[str, Any]:
+    """One head drawn large as a map spec; mark_future outlines keys after the query that get weight."""
     tr = trace_of(ckpt, text, options)
     queries, keys = tr.axes(kind)
     weights = tr.attention[kind][layer, head]
-    return plots.head_heatmap(
-        weights, queries, keys, title, height=height, highlight=future_cells(weights) if mark_future else None
+    return charts.head_spec(
+        weights,
+        queries,
+        keys,
+        title,
+        height=height,
+        highlight=future_cells(weights) if mark_future else None,
+        file=file,
     )
 
 
@@ -346,10 +353,9 @@ def head_selectors(
     return int(layer), int(head)
 
 
-def _pick_head(chart_key: str, prefix: str) -> None:
-    picked = plots.selected_head(st.session_state.get(chart_key))
-    if picked is not None:
-        st.session_state[prefix + "layer"], st.session_state[prefix + "head"] = picked
+def pick_head(prefix: str, layer: int, head: int) -> None:
+    """Select a head clicked in a grid: the page's layer and head selectors follow it."""
+    st.session_state[prefix + "layer"], st.session_state[prefix + "head"] = layer, head
 
 
 def grid_columns() -> tuple[Any, Any]:
@@ -387,19 +393,39 @@ def grid_and_head(
         cell_px = int(min(cell_px, max(50, (present.GRID_PX - 75) / L)))
         height = max(250, cell_px * L + 75 - (125 if columns else 0))  # less the selectors above it
     left, right = columns or grid_columns()
-    chart_key = f"{prefix}{chart}_grid"
     page = prefix.rstrip("_")
-    left.plotly_chart(
-        run_cached(grid_figure, name, text, options, kind, (layer, head), cell_titles, cell_px),
-        key=chart_key,
-        on_select=functools.partial(_pick_head, chart_key, prefix),
-        selection_mode="points",
-        config=export.png_config(export.file_stem(page, name, kind, "all_heads")),
+    charts.show(
+        run_cached(
+            grid_figure,
+            name,
+            text,
+            options,
+            kind,
+            (layer, head),
+            cell_titles,
+            cell_px,
+            export.file_stem(page, name, kind, "all_heads"),
+        ),
+        key=f"{prefix}{chart}_grid",
+        on_head=functools.partial(pick_head, prefix),
+        where=left,
     )
-    right.plotly_chart(
-        run_cached(head_figure, name, text, options, kind, layer, head, head_title, mark_future, height),
+    charts.show(
+        run_cached(
+            head_figure,
+            name,
+            text,
+            options,
+            kind,
+            layer,
+            head,
+            head_title,
+            mark_future,
+            height,
+            export.file_stem(page, name, kind, f"L{layer}H{head}"),
+        ),
         key=f"{prefix}{chart}_head",
-        config=export.png_config(export.file_stem(page, name, kind, f"L{layer}H{head}")),
+        where=right,
     )
 
 

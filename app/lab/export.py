@@ -14,7 +14,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from lab.plots import PNG_CONFIG
 from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
 
 
@@ -24,11 +23,6 @@ def file_stem(page: str, checkpoint: str, *parts: object) -> str:
     short = checkpoint[:12] if checkpoint.startswith("run-") else checkpoint  # run-1a2b3c4d
     stem = "_".join(str(p) for p in (page, short, *parts) if p not in (None, ""))
     return re.sub(r"[^A-Za-z0-9.-]+", "_", stem)[:90]
-
-
-def png_config(stem: str) -> dict:
-    """plotly's config for a chart: the camera icon saves `<stem>.png` at twice the size."""
-    return {**PNG_CONFIG, "toImageButtonOptions": {**PNG_CONFIG["toImageButtonOptions"], "filename": stem}}
 
 
 def trace_json_text(trace: GPTTrace | Seq2SeqTrace, checkpoint: str, **extra: object) -> str:

@@ -1,8 +1,10 @@
-"""Plotly figures shared by the pages: one head large, all heads as small multiples.
+"""Plotly figures of the lesson pages (/basics, /positions, /variance, /train, /heads):
+one head large, all heads as small multiples. The explorers (/gpt, /reversal, /compare)
+draw on a canvas instead (lab.charts): plotly.js costs seconds to load.
 
 Heatmaps label rows with query tokens and columns with key tokens, show weights on hover,
 and use one colour scale for every head of a grid. `head_heatmap` and `attention_grid`
-draw every attention map of the app through one trace builder (`_attention_trace`).
+draw every attention map through one trace builder (`_attention_trace`).
 
 Every builder writes the figure as the plain JSON dict plotly.js reads, arrays as typed
 arrays (base64), and returns it as a `ReadyFigure`: building plotly's objects validates
@@ -38,7 +40,6 @@ PNG_CONFIG = {
         "resetScale2d",
     ],
 }
-PICKS_PER_AXIS = 6  # clickable points per subplot axis in a grid (see attention_grid)
 
 
 class ReadyFigure(go.Figure):
@@ -79,7 +80,7 @@ def _template(name: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _colorscale(name: str) -> list[list[Any]]:
+def colorscale_steps(name: str) -> list[list[Any]]:
     return [list(step) for step in plotly.colors.get_colorscale(name)]
 
 
@@ -98,11 +99,11 @@ def _unique(labels: list[str]) -> list[str]:
     return [f"{i}:{t}" for i, t in enumerate(labels)]
 
 
-def _tick_font(n: int) -> dict:
+def tick_font(n: int) -> dict:
     return {"size": 13 if n <= 20 else 11 if n <= 40 else 8}
 
 
-def _tick_angle(labels: list[str], width_px: float = 240.0) -> int:
+def tick_angle(labels: list[str], width_px: float = 240.0) -> int:
     """Upright labels while neighbours fit side by side; turned when multi-character ones
     such as n<eos> or <pad><pad> would run into each other.
 
@@ -116,7 +117,7 @@ def _tick_angle(labels: list[str], width_px: float = 240.0) -> int:
     return 0 if widest_pair * 4.5 <= slot else -90
 
 
-def _label_step(n: int, span_px: float, font_px: int) -> int:
+def label_step(n: int, span_px: float, font_px: int) -> int:
     """Label every k-th of n rows spread over span_px so that labels of font_px stay 2 px
     more than their size apart; hover still names every cell."""
     return max(1, int(np.ceil((font_px + 2) * n / max(span_px, 1.0))))
@@ -187,7 +188,10 @@ def head_heatmap(
     ys, xs = _unique(query_tokens), _unique(key_tokens)
     heat = _attention_trace(weights, xs, ys, compact=False, value_name=value_name)
     heat.update(
-        zmin=zmin, zmax=zmax, colorscale=_colorscale(colorscale), colorbar={"title": {"text": value_name}}
+        zmin=zmin,
+        zmax=zmax,
+        colorscale=colorscale_steps(colorscale),
+        colorbar={"title": {"text": value_name}},
     )
     data = [heat]
     if highlight is not None and highlight.any():
@@ -210,9 +214,9 @@ def head_heatmap(
                 },
             }
         )
-    angle = _tick_angle(key_tokens)
+    angle = tick_angle(key_tokens)
     top = 110 if angle else 95
-    every = _label_step(len(ys), height - top - 10, _tick_font(len(ys))["size"])
+    every = label_step(len(ys), height - top - 10, tick_font(len(ys))["size"])
     layout = {
         "yaxis": {
             "autorange": "reversed",
@@ -220,7 +224,7 @@ def head_heatmap(
             "tickmode": "array",
             "tickvals": ys[::every],
             "ticktext": list(query_tokens)[::every],
-            "tickfont": _tick_font(len(ys)),
+            "tickfont": tick_font(len(ys)),
         },
         "xaxis": {
             "title": {"text": "key"},
@@ -228,7 +232,7 @@ def head_heatmap(
             "tickvals": xs,
             "ticktext": list(key_tokens),
             "side": "top",
-            "tickfont": _tick_font(len(xs)),
+            "tickfont": tick_font(len(xs)),
             "tickangle": angle,
         },
         "title": {"text": title, "y": 0.99, "yref": "container", "yanchor": "top"},
@@ -242,11 +246,6 @@ def head_heatmap(
 _TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # colour bar of a grid: weights, though its scale runs in percent
 
 
-def _picks(n: int) -> np.ndarray:
-    """Up to PICKS_PER_AXIS evenly spread positions in range(n)."""
-    return np.unique(np.linspace(0, n - 1, min(n, PICKS_PER_AXIS)).round().astype(int))
-
-
 def attention_grid(
     attention: np.ndarray,
     query_tokens: list[str],
@@ -258,16 +257,11 @@ def attention_grid(
     zmax: float = 1.0,
     cell_px: int = 170,
     colorbar: bool = True,
-    clickable: bool = False,
 ) -> ReadyFigure:
     """Small multiples of (L, H, Tq, Tk) weights in [0, 1]: row = layer, column = head, one
     colour scale (a shared colour axis); hover shows each cell's weight as a percentage
-    with two decimals (the grid travels in 1e-4 steps, see grid_encoding).
-
-    clickable: heatmaps cannot be selected in plotly, so each subplot then also carries an
-    invisible scatter of up to 6 x 6 points (hover shows that cell's weight) whose
-    customdata is (layer, head); with st.plotly_chart(on_select=..., selection_mode="points")
-    a click selects one of them and `selected_head` reads which head it was.
+    with two decimals (the grid travels in 1e-4 steps, see grid_encoding). The explorers'
+    clickable grids are lab.charts' canvas grids; this one serves the lesson pages.
     """
     L, H, Tq, Tk = attention.shape
     height = max(200, cell_px * L + (75 if title else 55))
@@ -275,10 +269,6 @@ def attention_grid(
     vgap = min(0.15, 30 / height) if L > 1 else 0.0  # room for each row's subplot titles
     width, tall = (1 - hgap * (H - 1)) / H, (1 - vgap * (L - 1)) / L
     ys, xs = _unique(query_tokens), _unique(key_tokens)
-    rows, cols = np.meshgrid(_picks(Tq), _picks(Tk), indexing="ij")
-    rows, cols = rows.ravel(), cols.ravel()
-    pick_x, pick_y = [xs[c] for c in cols], [ys[r] for r in rows]
-    marker_px = max(8, int(cell_px / max(len(_picks(Tq)), len(_picks(Tk))) * 1.2))
     data = np.asarray(attention, dtype=np.float32)
     traces: list[dict] = []
     layout: dict = {"annotations": [], "shapes": []}
@@ -292,8 +282,7 @@ def attention_grid(
             ydom = [round(max(0.0, top - tall), 6), round(min(1.0, top), 6)]
             axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
             # hidden, fixed axes with set ranges: plotly then draws no ticks and no zoom handles
-            # (a third of the grid's drawing time in the browser), and the click targets' markers
-            # do not pad the map; hover and clicks work as before
+            # (a third of the grid's drawing time in the browser); hover works as before
             layout[f"xaxis{suffix}"] = {
                 "domain": xdom,
                 "anchor": f"y{suffix}",
@@ -331,24 +320,6 @@ def attention_grid(
                     **axes,
                 }
             )
-            if clickable:
-                traces.append(
-                    {
-                        "type": "scatter",
-                        "x": pick_x,
-                        "y": pick_y,
-                        "mode": "markers",
-                        **axes,
-                        "marker": {"size": marker_px, "color": "rgba(0,0,0,0)", "opacity": 0},
-                        "customdata": [[layer, head]] * len(rows),
-                        "text": [f"{100 * v:.2f}%" for v in data[layer, head][rows, cols]],
-                        "hovertemplate": (
-                            f"<b>layer {layer} head {head}</b> (click to open)<br>query %{{y}}"
-                            "<br>key %{x}<br>weight %{text}<extra></extra>"
-                        ),
-                        "showlegend": False,
-                    }
-                )
     if selected is not None:
         layer, head = selected
         if layer < L and head < H:
@@ -381,7 +352,7 @@ def attention_grid(
         height=height,
         hovermode="closest",
         coloraxis={
-            "colorscale": _colorscale(COLORSCALE),
+            "colorscale": colorscale_steps(COLORSCALE),
             "cmin": 0,
             "cmax": 100 * zmax,
             "showscale": colorbar,
@@ -395,8 +366,6 @@ def attention_grid(
         },
         margin={"l": 5, "r": 5, "t": 65 if title else 45, "b": 5},  # 45: the modebar clears the cell titles
     )
-    if clickable:
-        layout["clickmode"] = "event+select"
     return ReadyFigure({"data": traces, "layout": layout})
 
 
@@ -416,141 +385,3 @@ def heatmap_values(trace: dict[str, Any]) -> np.ndarray:
     if z.dtype == np.uint8 and "customdata" in trace:
         return (z.astype(np.float64) * 100 + decode(trace["customdata"])) / GRID_STEPS
     return z.astype(np.float64)
-
-
-def selected_head(event: object) -> tuple[int, int] | None:
-    """(layer, head) from a st.plotly_chart selection event on an attention grid."""
-    try:
-        points = event.selection["points"]  # type: ignore[attr-defined]
-    except (AttributeError, KeyError, TypeError):
-        return None
-    for point in points or []:
-        data = point.get("customdata") if isinstance(point, dict) else None
-        if isinstance(data, (list, tuple)) and len(data) >= 2:
-            try:
-                return int(data[0]), int(data[1])
-            except (TypeError, ValueError):
-                continue
-    return None
-
-
-# ---------------------------------------------------------------- vectors and bars
-
-_LEGEND_TOP = {"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"}
-_MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
-
-
-def _grouped_bars(
-    xs: list[Any],
-    values: dict[str, np.ndarray],
-    hover: str,
-    title: str,
-    height: int,
-    xaxis: dict[str, Any],
-    **layout: Any,
-) -> ReadyFigure:
-    """One bar series per entry of `values` over xs; hover is a template with {name} filled in."""
-    data = [
-        {"type": "bar", "x": xs, "y": typed(vals), "name": name, "hovertemplate": hover.format(name=name)}
-        for name, vals in values.items()
-    ]
-    spec = {
-        "title": {"text": title},
-        "height": height,
-        "barmode": "group",
-        "xaxis": xaxis,
-        "margin": _MARGIN,
-        "legend": _LEGEND_TOP,
-        **layout,
-    }
-    return ReadyFigure({"data": data, "layout": spec})
-
-
-def vector_bars(
-    vectors: dict[str, np.ndarray], title: str = "", *, height: int = 260, x_title: str = "dimension"
-) -> ReadyFigure:
-    """Grouped bars of one or more equal-length vectors (e.g. q before and after RoPE)."""
-    n = len(next(iter(vectors.values()), []))
-    return _grouped_bars(
-        list(range(n)),
-        vectors,
-        "{name}[%{{x}}] = %{{y:.4f}}<extra></extra>",
-        title,
-        height,
-        {"title": {"text": x_title}},
-    )
-
-
-def token_bars(
-    labels: list[str],
-    values: dict[str, np.ndarray],
-    title: str = "",
-    *,
-    height: int = 280,
-    y_title: str = "probability",
-) -> ReadyFigure:
-    """Bars over tokens (keys or vocabulary entries), one series per entry of `values`."""
-    xs = _unique(labels)
-    xaxis = {
-        "tickmode": "array",
-        "tickvals": xs,
-        "ticktext": list(labels),
-        "tickfont": _tick_font(len(xs)),
-        "tickangle": 0,
-    }
-    return _grouped_bars(
-        xs,
-        values,
-        "{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>",
-        title,
-        height,
-        xaxis,
-        yaxis={"title": {"text": y_title}},
-        showlegend=len(values) > 1,
-    )
-
-
-def matrix_heatmap(
-    matrix: np.ndarray,
-    row_labels: list[str],
-    title: str = "",
-    *,
-    height: int = 300,
-    value_name: str = "value",
-) -> ReadyFigure:
-    """A (rows, dims) matrix of vectors (e.g. every key vector of one head), diverging colours.
-    Grows past `height` (up to 520 px) so that rows keep readable 12 px labels; beyond that
-    every k-th row is labelled (issue 11 #5)."""
-    m = np.asarray(matrix, dtype=np.float32)
-    height = max(height, min(520, 15 * len(row_labels) + 110))
-    every = _label_step(len(row_labels), height - 110, 12)
-    bound = float(np.abs(m).max()) or 1.0
-    ys = _unique(row_labels)
-    data = [
-        {
-            "type": "heatmap",
-            "z": typed(m),
-            "y": ys,
-            "x": list(range(m.shape[1])),
-            "zmin": -bound,
-            "zmax": bound,
-            "colorscale": _colorscale("RdBu"),
-            "reversescale": True,
-            "hovertemplate": f"%{{y}}<br>dimension %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
-            "colorbar": {"title": {"text": value_name}, "thickness": 12},
-        }
-    ]
-    layout = {
-        "title": {"text": title},
-        "height": height,
-        "xaxis": {"title": {"text": "dimension"}},
-        "yaxis": {
-            "autorange": "reversed",
-            "tickmode": "array",
-            "tickvals": ys[::every],
-            "ticktext": list(row_labels)[::every],
-            "tickfont": {"size": 12},
-        },
-        "margin": _MARGIN,
-    }
-    return ReadyFigure({"data": data, "layout": layout})

@@ -4,13 +4,14 @@
 `/compare?a=gpt-rope&b_noscale=true` compares one checkpoint with scaling on and off).
 """
 
+import functools
 import json
 
 import numpy as np
 import pandas as pd
 import streamlit as st
+from lab import charts, export, state
 from lab import explorer as ex
-from lab import export, plots, state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 
@@ -179,10 +180,21 @@ for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
         for l in range(n_layers)
     ]
     col.markdown(answer(side))
-    col.plotly_chart(
-        run_cached(ex.grid_figure, names[side], text, options[side], kind, (layer, head), titles, cell_px),
+    charts.show(
+        run_cached(
+            ex.grid_figure,
+            names[side],
+            text,
+            options[side],
+            kind,
+            (layer, head),
+            titles,
+            cell_px,
+            export.file_stem("compare", names[side], side, kind, "all_heads"),
+        ),
         key=f"{P}{side}_grid",
-        config=plots.PNG_CONFIG,
+        on_head=functools.partial(ex.pick_head, P),
+        where=col,
     )
 st.caption(
     "Both grids use one colour scale, weight 0 (white) to 1 (dark blue). Titles on B's grid give "
@@ -214,7 +226,7 @@ st.subheader(f"2 · Layer {layer}, head {head}: A, B and the difference")
 bound = max(float(np.abs(diff[layer, head]).max(initial=0.0)), 1e-3)
 col_a, col_b, col_d = st.columns(3, gap="small")
 for side, col in (("a", col_a), ("b", col_b)):
-    col.plotly_chart(
+    charts.show(
         run_cached(
             ex.head_figure,
             names[side],
@@ -226,12 +238,13 @@ for side, col in (("a", col_a), ("b", col_b)):
             f"{side.upper()}: {names[side]}",
             False,
             400,
+            export.file_stem("compare", names[side], side, kind, f"L{layer}H{head}"),
         ),
         key=f"{P}{side}_head",
-        config=plots.PNG_CONFIG,
+        where=col,
     )
-col_d.plotly_chart(
-    plots.head_heatmap(
+charts.show(
+    charts.head_spec(
         diff[layer, head],
         queries,
         keys,
@@ -241,9 +254,12 @@ col_d.plotly_chart(
         colorscale="RdBu",
         value_name="B − A",
         height=400,
+        file=export.file_stem(
+            "compare", f"{names['a']}-vs-{names['b']}", kind, f"L{layer}H{head}", "difference"
+        ),
     ),
     key=f"{P}diff_head",
-    config=plots.PNG_CONFIG,
+    where=col_d,
 )
 st.caption("Blue: B gives the cell more weight than A; red: less; white: the same.")
 

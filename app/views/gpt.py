@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import streamlit as st
+from lab import charts, export, state
 from lab import explorer as ex
-from lab import export, plots, state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 
@@ -270,15 +270,15 @@ with next_col:
                 + [i for i, _, _ in ex.top_tokens(probs, ckpt.tokenizer, 6)]
             )
         )
-        st.plotly_chart(
-            plots.token_bars(
+        charts.show(
+            charts.bars_spec(
                 ckpt.tokenizer.token_labels(ids),
                 {"all heads": base.next_probs[ids], "with ablation": probs[ids]},
                 "Next character: before and after ablation",
                 height=250,
+                file=export.file_stem("gpt", name, "next_ablated"),
             ),
             key=P + "next",
-            config=plots.PNG_CONFIG,
         )
         m1, m2 = st.columns(2)
         m1.metric(
@@ -306,15 +306,15 @@ with next_col:
         )[:14]
         settings = [f"temperature {temperature:g}" if temperature > 0 else "greedy (temperature 0)"]
         settings += [f"top-k {top_k}"] * bool(top_k) + [f"top-p {top_p:g}"] * (top_p < 1)
-        st.plotly_chart(
-            plots.token_bars(
+        charts.show(
+            charts.bars_spec(
                 ckpt.tokenizer.token_labels(ids),
                 {"model (softmax of the logits)": probs[ids], "sampled from": sampled[ids]},
                 "Next character after the prompt",
                 height=250,
+                file=export.file_stem("gpt", name, "next"),
             ),
             key=P + "next",
-            config=plots.PNG_CONFIG,
         )
         kept = int((sampled > 0).sum())
         st.caption(
@@ -356,30 +356,43 @@ vecs = (
     {f"q (before {scheme})": steps.q_raw, f"q (after {scheme})": steps.q} if steps.rotated else {"q": steps.q}
 )
 v1, v2 = st.columns(2)
-v1.plotly_chart(
-    plots.vector_bars(vecs, f"Query vector of '{tokens[query]}'"), key=P + "qvec", config=plots.PNG_CONFIG
+stem = export.file_stem("gpt", name, f"L{layer}H{head}", f"query{query}")
+charts.show(
+    charts.bars_spec(
+        list(range(d_k)),
+        vecs,
+        f"Query vector of '{tokens[query]}'",
+        height=260,
+        x_title="dimension",
+        y_title="value",
+        file=stem + "_q",
+    ),
+    key=P + "qvec",
+    where=v1,
 )
 if steps.rotated:
     after, before = v2.tabs([f"keys after {scheme}", f"keys before {scheme}"])
-    after.plotly_chart(
-        plots.matrix_heatmap(
-            steps.k, tokens, "Key vectors, rotated: what the scores use", height=300, value_name="k"
+    charts.show(
+        charts.matrix_spec(
+            steps.k, tokens, "Key vectors, rotated: what the scores use", value_name="k", file=stem + "_keys"
         ),
         key=P + "kmat",
-        config=plots.PNG_CONFIG,
+        where=after,
     )
-    before.plotly_chart(
-        plots.matrix_heatmap(
-            steps.k_raw, tokens, "Key vectors before the rotation", height=300, value_name="k"
+    charts.show(
+        charts.matrix_spec(
+            steps.k_raw, tokens, "Key vectors before the rotation", value_name="k", file=stem + "_keys_raw"
         ),
         key=P + "kraw",
-        config=plots.PNG_CONFIG,
+        where=before,
     )
 else:
-    v2.plotly_chart(
-        plots.matrix_heatmap(steps.k, tokens, "Key vectors, one row per key", height=300, value_name="k"),
+    charts.show(
+        charts.matrix_spec(
+            steps.k, tokens, "Key vectors, one row per key", value_name="k", file=stem + "_keys"
+        ),
         key=P + "kmat",
-        config=plots.PNG_CONFIG,
+        where=v2,
     )
 if steps.rotated:
     st.caption(
@@ -442,22 +455,30 @@ with t1:
             if c != "key"
         },
     )
-t2.plotly_chart(
-    plots.token_bars(
-        tokens, {"weight": steps.weights}, "Softmax weights over keys", height=360, y_title="weight"
+charts.show(
+    charts.bars_spec(
+        tokens,
+        {"weight": steps.weights},
+        "Softmax weights over keys",
+        height=360,
+        x_title="key",
+        y_title="weight",
+        file=stem + "_weights",
     ),
     key=P + "wbars",
-    config=plots.PNG_CONFIG,
+    where=t2,
 )
-
-st.plotly_chart(
-    plots.vector_bars(
+charts.show(
+    charts.bars_spec(
+        list(range(len(steps.output))),
         {"Σ w·v": steps.output},
         "The head's output for this query: the weighted sum of value vectors",
         height=240,
+        x_title="dimension",
+        y_title="value",
+        file=stem + "_output",
     ),
     key=P + "out",
-    config=plots.PNG_CONFIG,
 )
 st.caption(
     "Every head writes such a vector; the output projection mixes the heads and adds the "
@@ -467,7 +488,7 @@ st.caption(
 # ---------------------------------------------------------------- downloads
 st.subheader("Take the numbers with you")
 st.caption(
-    "PNG: the camera icon above each figure. The files hold every head's weights as "
+    "PNG: the button at the top right of each chart (hover over it). The files hold every head's weights as "
     "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`."
 )
 continuation = "".join(s.text for s in samples)

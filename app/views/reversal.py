@@ -4,8 +4,8 @@ import html
 
 import numpy as np
 import streamlit as st
+from lab import charts, export, state
 from lab import explorer as ex
-from lab import export, plots, state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 
@@ -241,7 +241,7 @@ else:
         pad_share = float(w[real][:, pv.is_pad[b]].sum(-1).max()) if pv.is_pad[b].any() else 0.0
         with col:
             mark = pv.is_pad[b][None, :] & (w > 0.001)
-            fig = plots.head_heatmap(
+            spec = charts.head_spec(
                 w,
                 pv.tokens[b],
                 pv.tokens[b],
@@ -249,8 +249,9 @@ else:
                 highlight=mark,
                 highlight_name="weight on <pad>",
                 height=380,
+                file=export.file_stem("reversal", name, "padding", f"row{b + 1}", f"L{layer}H{head}"),
             )
-            st.plotly_chart(fig, key=f"{P}pad{b}", config=plots.PNG_CONFIG)
+            charts.show(spec, key=f"{P}pad{b}")
             if pv.is_pad[b].any():
                 st.caption(
                     f"Row {b + 1} has {int(pv.is_pad[b].sum())} `<pad>`; the most weight any real "
@@ -268,7 +269,7 @@ else:
 # ------------------------------------------------------------ downloads
 st.subheader("Take the numbers with you")
 st.caption(
-    "PNG: the camera icon above each figure. The files hold every head's weights as "
+    "PNG: the button at the top right of each chart (hover over it). The files hold every head's weights as "
     "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`."
 )
 ex.download_buttons(

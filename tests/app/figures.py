@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lab import charts as lab_charts
 from lab.plots import heatmap_values
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
@@ -27,11 +28,18 @@ def array(value: object) -> np.ndarray:
 
 
 def charts(at: AppTest) -> dict[str, dict]:
-    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    """key -> spec of every chart the run sent: the canvas charts (lab.charts) as their JSON
+    spec, plotly figures (the lesson pages) as their figure JSON."""
+    found = {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    for c in at.get("bidi_component"):
+        found[c.key] = json.loads(c.proto.json)
+    return found
 
 
 def heatmaps(fig: dict) -> list[np.ndarray]:
-    """Every heatmap's values as sent: exact float32 for a single map, 1e-4 steps in a grid."""
+    """Every map's values as sent: exact float32 for a single map, 1e-4 steps in a grid."""
+    if "kind" in fig:
+        return lab_charts.values(fig)
     return [heatmap_values(t) for t in fig["data"] if t["type"] == "heatmap"]
 
 

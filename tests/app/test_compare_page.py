@@ -50,8 +50,9 @@ def test_reversal_link_shows_both_outputs_and_rope_reverses_exactly(reversal: Ap
 
 def test_both_grids_share_one_colour_scale_and_have_every_head(reversal: AppTest) -> None:
     figs = charts(reversal)
-    scales = [figs[f"cmp_{s}_grid"]["layout"]["coloraxis"] for s in ("a", "b")]
-    assert [(c["cmin"], c["cmax"]) for c in scales] == [(0, 100), (0, 100)]  # weight 0..1, in percent
+    scales = [(figs[f"cmp_{s}_grid"]["zmin"], figs[f"cmp_{s}_grid"]["zmax"]) for s in ("a", "b")]
+    assert scales == [(0.0, 1.0), (0.0, 1.0)]  # both grids: weight 0..1
+    assert figs["cmp_a_grid"]["colors"] == figs["cmp_b_grid"]["colors"]
     for side in ("a", "b"):
         maps = heatmaps(figs[f"cmp_{side}_grid"])
         assert len(maps) == 2 * 4
@@ -62,14 +63,14 @@ def test_difference_map_is_b_minus_a_on_a_symmetric_diverging_scale(reversal: Ap
     figs = charts(reversal)
     a = heatmaps(figs["cmp_a_head"])[0]
     b = heatmaps(figs["cmp_b_head"])[0]
-    d_trace = next(t for t in figs["cmp_diff_head"]["data"] if t["type"] == "heatmap")
     d = heatmaps(figs["cmp_diff_head"])[0]
     tq, tk = min(a.shape[0], b.shape[0]), min(a.shape[1], b.shape[1])
     assert d.shape == (tq, tk)
     assert np.allclose(d, b[:tq, :tk] - a[:tq, :tk], atol=1e-5)
     assert np.abs(d).max() > 0.05  # the two models attend differently
-    assert d_trace["zmin"] == -d_trace["zmax"] and d_trace["zmax"] >= np.abs(d).max() - 1e-6
-    ticks = figs["cmp_diff_head"]["layout"]["yaxis"]["ticktext"]
+    diff = figs["cmp_diff_head"]
+    assert diff["zmin"] == -diff["zmax"] and diff["zmax"] >= np.abs(d).max() - 1e-6
+    ticks = diff["y"]
     assert len(ticks) == tq
     table = per_head(reversal)
     assert table.shape == (2, 4) and (table > 0).all()

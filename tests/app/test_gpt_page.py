@@ -13,7 +13,7 @@ from lab import explorer as ex
 from lab.compute import canonical
 from streamlit.testing.v1 import AppTest
 
-from tests.app.figures import array, charts, download_files, heatmaps, saved_runs, texts
+from tests.app.figures import charts, download_files, heatmaps, saved_runs, texts
 from transformer_core.config import InferenceOptions
 from transformer_core.interp.trace import trace_gpt
 from transformer_core.io.checkpoint import load_checkpoint
@@ -60,12 +60,13 @@ def test_model_view_has_every_layer_and_head_on_the_prompt(at: AppTest) -> None:
     assert len(grid) == 4 * 4 and all(m.shape == (T, T) for m in grid)
     assert all(np.allclose(np.triu(m, 1), 0) for m in grid)  # causal
     assert all(np.allclose(m.sum(-1), 1, atol=1e-3) for m in grid)
-    # one colour scale: every map on the shared colour axis, weights 0..1 (sent in percent)
-    assert figs["gpt_self_grid"]["layout"]["coloraxis"]["cmax"] == 100 * 1.0
-    assert all(t["coloraxis"] == "coloraxis" for t in figs["gpt_self_grid"]["data"] if t["type"] == "heatmap")
+    # one colour scale for every panel: weights 0..1, hover in percent
+    spec = figs["gpt_self_grid"]
+    assert (spec["zmin"], spec["zmax"], spec["percent"]) == (0.0, 1.0, True)
+    assert [(p["layer"], p["head"]) for p in spec["panels"]] == [(la, h) for la in range(4) for h in range(4)]
     head = heatmaps(figs["gpt_self_head"])[0]
-    assert np.allclose(head, grid[0], atol=5e-5)  # the grid travels in steps of 1e-4 (plots.grid_encoding)
-    labels = figs["gpt_self_head"]["layout"]["xaxis"]["ticktext"]
+    assert np.allclose(head, grid[0], atol=5e-5)  # the grid travels in steps of 1e-4 (charts.GRID_STEP)
+    labels = figs["gpt_self_head"]["x"]
     assert labels[:3] == ["T", "h", "e"] and labels[3] == "␣"
 
 
@@ -114,7 +115,9 @@ def test_causal_mask_off_puts_weight_on_future_characters(at: AppTest) -> None:
     figs = charts(ok(at))
     grid = heatmaps(figs["gpt_self_grid"])
     assert any(np.triu(m, 1).max() > 0.01 for m in grid)
-    assert any(t.get("name") == "future position" for t in figs["gpt_self_head"]["data"])
+    outline = figs["gpt_self_head"]["outline"]
+    assert outline["name"] == "future position"
+    assert all(k > q for q, k in outline["cells"])  # only cells right of the diagonal
     at.toggle(key="gpt_nocausal").set_value(False).run()
 
 
@@ -135,9 +138,9 @@ def test_ablating_a_head_reports_the_change_in_the_next_character(at: AppTest) -
     tv = float(metrics["Total variation"])
     assert 0 < tv <= 1
     assert float(metrics["KL(before ‖ after)"].split()[0]) > 0
-    bars = charts(at)["gpt_next"]["data"]
+    bars = charts(at)["gpt_next"]["series"]
     assert [b["name"] for b in bars] == ["all heads", "with ablation"]
-    titles = [a["text"] for a in charts(at)["gpt_self_grid"]["layout"]["annotations"]]
+    titles = [p["title"] for p in charts(at)["gpt_self_grid"]["panels"]]
     assert "L0 H0 (ablated)" in titles and "L1 H1 (ablated)" in titles
     assert at.query_params["ablate"] in ("0.0,1.1", ["0.0,1.1"])
     at.multiselect(key="gpt_ablate").set_value([]).run()
@@ -156,21 +159,21 @@ def test_step_by_step_panel_matches_the_head_view(at: AppTest) -> None:
     assert table["weight w"].sum() == pytest.approx(1.0, abs=1e-4)
     d_k = 128 // 4
     assert np.allclose(table[f"× 1/√{d_k}"], table["q·k"] / np.sqrt(d_k), atol=1e-4)
-    assert len(array(figs["gpt_out"]["data"][0]["y"])) == d_k
+    assert [len(v) for v in heatmaps(figs["gpt_out"])] == [d_k]
 
 
 def test_checkpoints_show_their_own_positional_steps(at: AppTest) -> None:
     set_prompt(at, PROMPT)
     at.selectbox(key="gpt_checkpoint").set_value("gpt-rope").run()
     figs = charts(ok(at))
-    assert [t["name"] for t in figs["gpt_qvec"]["data"]] == ["q (before RoPE)", "q (after RoPE)"]
+    assert [t["name"] for t in figs["gpt_qvec"]["series"]] == ["q (before RoPE)", "q (after RoPE)"]
     rotated, raw = heatmaps(figs["gpt_kmat"])[0], heatmaps(figs["gpt_kraw"])[0]
     assert np.allclose(rotated[0], raw[0], atol=1e-5)  # position 0 is turned by angle 0
     assert not np.allclose(rotated[1:], raw[1:], atol=1e-3)
     at.selectbox(key="gpt_checkpoint").set_value("gpt-alibi").run()
     assert "+ ALiBi bias" in at.dataframe[-1].value.columns
     at.selectbox(key="gpt_checkpoint").set_value("gpt-sinusoidal").run()
-    assert [t["name"] for t in charts(ok(at))["gpt_qvec"]["data"]] == ["q"]
+    assert [t["name"] for t in charts(ok(at))["gpt_qvec"]["series"]] == ["q"]
     assert "gpt_kraw" not in charts(at)
 
 
@@ -183,14 +186,14 @@ def test_unusable_prompts_give_a_message_not_a_traceback(
 ) -> None:
     set_prompt(at, text)
     assert any(needle in s for s in texts(at, kind))
-    assert not at.get("plotly_chart")
+    assert not charts(at)
     set_prompt(at, PROMPT)
 
 
 def test_emoji_in_the_prompt_are_replaced_and_listed(at: AppTest) -> None:
     set_prompt(at, "print(\U0001f600)")
     assert any("U+1F600" in s for s in texts(at, "warning"))
-    labels = charts(at)["gpt_self_head"]["layout"]["xaxis"]["ticktext"]
+    labels = charts(at)["gpt_self_head"]["x"]
     assert "<unk>" in labels
     assert "\U0001f600" not in html_blocks(at)  # headless browsers have no emoji font
     set_prompt(at, PROMPT)
@@ -216,7 +219,7 @@ def test_a_deep_link_restores_the_view() -> None:
     assert at.toggle(key="gpt_nocausal").value is True
     assert at.multiselect(key="gpt_ablate").value == ["1.3"]
     assert at.slider(key="gpt_temperature").value == 0.5 and at.number_input(key="gpt_seed").value == 42
-    assert "Layer 3 head 2" in charts(at)["gpt_self_head"]["layout"]["title"]["text"]
+    assert "Layer 3 head 2" in charts(at)["gpt_self_head"]["title"]
     assert at.query_params["checkpoint"] in ("gpt-learned", ["gpt-learned"])
 
 
@@ -323,9 +326,8 @@ def test_options_key_is_order_independent() -> None:
 
 def next_chart(at: AppTest) -> dict[str, tuple[list[str], np.ndarray]]:
     """The next-character chart's series: name -> (tick labels, values)."""
-    fig = charts(at)["gpt_next"]
-    ticks = fig["layout"]["xaxis"]["ticktext"]
-    return {t["name"]: (ticks, array(t["y"])) for t in fig["data"]}
+    spec = charts(at)["gpt_next"]
+    return {t["name"]: (spec["x"], v) for t, v in zip(spec["series"], heatmaps(spec), strict=True)}
 
 
 @pytest.mark.parametrize(
@@ -399,9 +401,9 @@ def test_exports_carry_their_context(monkeypatch: pytest.MonkeyPatch) -> None:
         "top_p": None,
         "seed": 3,
     }
-    configs = {c.key: json.loads(c.proto.config) for c in at.get("plotly_chart")}
-    assert configs["gpt_self_grid"]["toImageButtonOptions"]["filename"] == "gpt_gpt-rope_self_all_heads"
-    assert configs["gpt_self_head"]["toImageButtonOptions"]["filename"] == "gpt_gpt-rope_self_L1H2"
+    figs = charts(at)  # each chart's PNG button saves `file`.png with the chart's title drawn in
+    assert figs["gpt_self_grid"]["file"] == "gpt_gpt-rope_self_all_heads" and figs["gpt_self_grid"]["title"]
+    assert figs["gpt_self_head"]["file"] == "gpt_gpt-rope_self_L1H2" and figs["gpt_self_head"]["title"]
 
 
 def walk_table(at: AppTest) -> pd.DataFrame:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from lab import charts as lab_charts
 from lab import explorer as ex
-from lab import plots
 from streamlit.testing.v1 import AppTest
 
 from tests.app.figures import charts, download_files, heatmaps, saved_runs, texts
@@ -65,14 +65,14 @@ def test_every_grid_has_layers_x_heads_maps_of_the_right_shape(at: AppTest) -> N
         assert all(m.shape == shape for m in maps), key
         assert all(np.allclose(m.sum(-1), 1, atol=1e-3) for m in maps), key  # rows are softmaxes
     # the large head is the selected one from the grid
-    enc_grid = heatmaps(figs["rev_enc_grid"])  # the grid travels in steps of 1e-4 (plots.grid_encoding)
+    enc_grid = heatmaps(figs["rev_enc_grid"])  # the grid travels in steps of 1e-4 (charts.GRID_STEP)
     assert np.allclose(heatmaps(figs["rev_enc_head"])[0], enc_grid[0], atol=5e-5)
 
 
 def test_cross_attention_titles_carry_the_anti_diagonal_score(at: AppTest) -> None:
     set_text(at, "attention")
     fig = charts(at)["rev_cross_grid"]
-    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    titles = [p["title"] for p in fig["panels"]]
     assert len(titles) == 8 and all(" · " in t for t in titles)
     scores = [float(t.rsplit(" ", 1)[1]) for t in titles]
     # a trained reversal model has at least one head that reads the mirrored letter
@@ -86,7 +86,7 @@ def test_selectors_pick_the_head_drawn_large(at: AppTest) -> None:
     figs = charts(at)
     grid = heatmaps(figs["rev_cross_grid"])
     assert np.allclose(heatmaps(figs["rev_cross_head"])[0], grid[1 * 4 + 2], atol=5e-5)
-    assert "Layer 1 head 2" in figs["rev_cross_head"]["layout"]["title"]["text"]
+    assert "Layer 1 head 2" in figs["rev_cross_head"]["title"]
     assert at.query_params["layer"] in ("1", ["1"]) and at.query_params["head"] in ("2", ["2"])
     at.selectbox(key="rev_layer").set_value(0)
     at.selectbox(key="rev_head").set_value(0).run()
@@ -102,8 +102,9 @@ def test_causal_mask_off_lets_the_decoder_see_the_future(at: AppTest) -> None:
     dec = heatmaps(figs["rev_dec_grid"])
     assert any(np.triu(m, 1).max() > 0.01 for m in dec)
     # the future cells are outlined in the large head view
-    outlines = [t for t in figs["rev_dec_head"]["data"] if t.get("name") == "future position"]
-    assert outlines and outlines[0]["type"] == "scatter"
+    outline = figs["rev_dec_head"]["outline"]
+    assert outline["name"] == "future position" and outline["cells"]
+    assert all(k > q for q, k in outline["cells"])  # right of the diagonal only
     at.toggle(key="rev_nocausal").set_value(False).run()
 
 
@@ -150,7 +151,7 @@ def test_unusable_input_gives_a_message_not_a_traceback(
     set_text(at, "hello")
     set_text(at, text)
     assert any(needle in s for s in texts(at, kind))
-    assert not at.get("plotly_chart")
+    assert not charts(at)
     # issue 11 #11: the link keeps the last accepted input, never the rejected one
     assert at.query_params["text"] in ("hello", ["hello"])
     assert at.text_input(key="rev_text").value == text  # the box still shows what was typed
@@ -199,7 +200,7 @@ def test_a_deep_link_restores_the_view() -> None:
     assert at.selectbox(key="rev_layer").value == 1 and at.selectbox(key="rev_head").value == 3
     assert at.toggle(key="rev_nocausal").value is True
     assert at.text_input(key="rev_second").value == "ab"
-    assert "layer 1 head 3" in charts(at)["rev_enc_head"]["layout"]["title"]["text"]
+    assert "layer 1 head 3" in charts(at)["rev_enc_head"]["title"]
 
 
 def test_a_bad_deep_link_falls_back_to_defaults() -> None:
@@ -302,17 +303,13 @@ def test_check_input_reports_lowercasing_unknowns_and_limits() -> None:
     assert ex.char_name("\U0001f600") == "U+1F600" and ex.char_name(" ") == "space"
 
 
-def test_selected_head_reads_the_clicked_subplot() -> None:
-    fig = plots.attention_grid(np.random.rand(2, 3, 4, 4), list("abcd"), list("abcd"), clickable=True)
-    clickable = [t for t in fig.to_dict()["data"] if t["type"] == "scatter"]
-    assert len(clickable) == 6 and tuple(clickable[5]["customdata"][0]) == (1, 2)
-
-    class Event:
-        selection = {"points": [{"curve_number": 11, "customdata": [1, 2]}]}
-
-    assert plots.selected_head(Event()) == (1, 2)
-    assert plots.selected_head(None) is None
-    assert plots.selected_head({"selection": {"points": []}}) is None
+def test_a_grid_names_every_head_and_outlines_the_selected_one() -> None:
+    """The canvas grid (charts.js) draws panels in order, outlines `selected`, and sends back
+    {layer, head} of the panel clicked; the page then selects it (explorer.pick_head)."""
+    spec = lab_charts.grid_spec(np.random.rand(2, 3, 4, 4), list("abcd"), list("abcd"), selected=(1, 2))
+    assert [(p["layer"], p["head"], p["title"]) for p in spec["panels"]][-1] == (1, 2, "L1 H2")
+    assert spec["columns"] == 3 and spec["selected"] == [1, 2] and spec["clickable"]
+    assert len(lab_charts.values(spec)) == 6
 
 
 def test_key_labels_turn_where_neighbours_would_run_together(at: AppTest) -> None:
@@ -320,32 +317,28 @@ def test_key_labels_turn_where_neighbours_would_run_together(at: AppTest) -> Non
     single characters, the GPT prompt's case, stay upright."""
     set_text(at, "attention")
     head = charts(at)["rev_cross_head"]
-    assert head["layout"]["xaxis"]["ticktext"][-1] == "<eos>"
-    assert head["layout"]["xaxis"]["tickangle"] == -90
-    upright = plots.head_heatmap(np.eye(9), list("attention"), list("attention"))
-    assert upright.to_dict()["layout"]["xaxis"]["tickangle"] == 0
+    assert head["x"][-1] == "<eos>"
+    assert head["x_angle"] == -90
+    upright = lab_charts.head_spec(np.eye(9), list("attention"), list("attention"))
+    assert upright["x_angle"] == 0
 
 
 def test_query_labels_thin_out_where_rows_are_tighter_than_the_font() -> None:
     """#5 in projector mode: a 29-character prompt in a 250 px head stacked its query labels
     on top of each other; every k-th row is labelled instead, 2 px more than the font apart."""
     tokens = list("The with statement is used to")
-    roomy = plots.head_heatmap(np.eye(29), tokens, tokens, height=500).to_dict()["layout"]["yaxis"]
-    assert roomy["ticktext"] == tokens
-    tight = plots.head_heatmap(np.eye(29), tokens, tokens, height=250).to_dict()["layout"]["yaxis"]
-    rows = [int(v.split(":")[0]) for v in tight["tickvals"]]
-    step = rows[1] - rows[0]
-    assert step > 1 and rows == list(range(0, 29, step)) and tight["ticktext"] == tokens[::step]
-    assert (250 - 105) / 29 * step >= 11 + 2  # the plot area's height per label; 11 px font
+    roomy = lab_charts.head_spec(np.eye(29), tokens, tokens, height=500)
+    assert roomy["y_every"] == 1 and roomy["y"] == tokens
+    tight = lab_charts.head_spec(np.eye(29), tokens, tokens, height=250)
+    step = tight["y_every"]  # charts.js labels rows 0, step, 2 * step, ...
+    assert step > 1 and tight["tick_px"] == 11
+    assert (250 - 75) / 29 * step >= 11 + 2  # the plot area's height per label; 11 px font
 
 
 def test_every_grid_says_what_it_shows(at: AppTest) -> None:
     """#12: the grid's PNG (the camera saves the figure as drawn) had no title."""
     figs = charts(at)
-    titles = {
-        key: figs[key]["layout"]["title"]["text"]
-        for key in ("rev_cross_grid", "rev_dec_grid", "rev_enc_grid")
-    }
+    titles = {key: figs[key]["title"] for key in ("rev_cross_grid", "rev_dec_grid", "rev_enc_grid")}
     assert titles == {
         "rev_cross_grid": "Every head: cross-attention (output → input), a layer per row",
         "rev_dec_grid": "Every head: decoder self-attention, a layer per row",
@@ -356,8 +349,7 @@ def test_every_grid_says_what_it_shows(at: AppTest) -> None:
 def test_key_vector_rows_stay_readable_and_the_figure_bounded() -> None:
     """#5: key-vector row labels were 7 px; growing the figure per row must stop somewhere (a
     200-character prompt), labelling every k-th row beyond it."""
-    short = plots.matrix_heatmap(np.ones((29, 32)), list("The with statement is used to")).to_dict()["layout"]
-    assert short["height"] == 520 and short["yaxis"]["ticktext"] == list("The with statement is used to")
-    long = plots.matrix_heatmap(np.ones((200, 32)), ["x"] * 200).to_dict()["layout"]
-    rows = [int(v.split(":")[0]) for v in long["yaxis"]["tickvals"]]
-    assert long["height"] == 520 and (520 - 110) / 200 * (rows[1] - rows[0]) >= 12 + 2
+    short = lab_charts.matrix_spec(np.ones((29, 32)), list("The with statement is used to"))
+    assert short["height"] == 520 and short["y_every"] == 1 and short["tick_px"] == 12
+    long = lab_charts.matrix_spec(np.ones((200, 32)), ["x"] * 200)
+    assert long["height"] == 520 and (520 - 110) / 200 * long["y_every"] >= 12 + 2

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Locator, Page, expect
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -120,3 +122,33 @@ def open_page(page: Page, url: str, shot: Path | None = None) -> None:
     assert_no_exception(page)
     if shot is not None:
         page.screenshot(path=str(shot), full_page=True)
+
+
+# ---------------------------------------------------------------- the canvas charts (lab/charts.js)
+
+
+def chart(page: Page, key: str) -> Locator:
+    """The drawn chart mounted under widget key `key` (Playwright's CSS pierces its shadow root)."""
+    found = page.locator(f".st-key-{key} .lab-chart[data-drawn]")
+    found.wait_for(timeout=30_000)
+    return found
+
+
+def chart_title(page: Page, key: str, has: str) -> None:
+    """Wait (up to 20 s) until the chart's title holds `has`: a chart redraws just after the
+    run that sent it, so the previous title can still be up when the run has finished."""
+    expect(chart(page, key).locator("canvas")).to_have_attribute(
+        "aria-label", re.compile(re.escape(has)), timeout=20_000
+    )
+
+
+def chart_legend(page: Page, key: str, entry: str) -> None:
+    """Wait (up to 20 s) until the chart's legend lists `entry`."""
+    expect(chart(page, key)).to_have_attribute(
+        "data-legend", re.compile(re.escape(json.dumps(entry))), timeout=20_000
+    )
+
+
+def chart_cells(page: Page, key: str) -> list[list[int]]:
+    """[layer, head, x, y, w, h] of every panel, in CSS pixels of the chart's canvas."""
+    return json.loads(chart(page, key).get_attribute("data-cells") or "[]")

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Page
 
-from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+from tests.browser.conftest import assert_no_exception, chart, open_page, wait_for_app
 from tests.browser.test_state import on_screen
 
 
@@ -23,10 +23,10 @@ def test_reversal_link_side_by_side_at_1280x720(page: Page, app_url: str, tmp_pa
     main = page.locator('[data-testid="stMain"]')
     assert "A writes noitnetta — the input reversed" in main.inner_text()
     for key in ("cmp_a_grid", "cmp_b_grid", "cmp_a_head", "cmp_b_head", "cmp_diff_head"):
-        chart = page.locator(f".st-key-{key} .js-plotly-plot")
-        chart.scroll_into_view_if_needed()
-        assert chart.count() == 1, key
-        box = chart.bounding_box()
+        drawn = chart(page, key)
+        drawn.scroll_into_view_if_needed()
+        assert drawn.count() == 1, key
+        box = drawn.bounding_box()
         assert box is not None and box["width"] > 200 and box["x"] + box["width"] <= 1280, key
         page.screenshot(path=str(tmp_path / f"{key}.png"))
     got = params(page)

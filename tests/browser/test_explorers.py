@@ -12,7 +12,15 @@ import numpy as np
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+from tests.browser.conftest import (
+    assert_no_exception,
+    chart,
+    chart_cells,
+    chart_legend,
+    chart_title,
+    open_page,
+    wait_for_app,
+)
 from transformer_core.cli import main as cli_main
 
 URL_HAS = """(expected) => {
@@ -49,32 +57,14 @@ def flip(page: Page, label: str, key: str, value: str, shot: Path) -> None:
     settle(page, {key: value}, shot)
 
 
-def click_head(page: Page, chart_key: str, layer: int, head: int, n_heads: int) -> None:
-    """Click the middle of one subplot of a clickable attention grid."""
-    chart = page.locator(f".st-key-{chart_key} .js-plotly-plot")
-    chart.scroll_into_view_if_needed()
-    subplot = layer * n_heads + head + 1
-    cell = chart.locator(f'.nsewdrag[data-subplot="x{subplot}y{subplot}"]')
-    box = cell.bounding_box()
-    assert box is not None
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    page.mouse.move(x, y)
-    page.wait_for_timeout(300)  # plotly needs a hover before a click selects a point
-    page.mouse.click(x, y)
+def click_head(page: Page, chart_key: str, layer: int, head: int) -> None:
+    """Click the middle of one head's panel of a clickable attention grid (where charts.js
+    says it drew it) and wait for the rerun that selects it."""
+    canvas = chart(page, chart_key).locator("canvas")
+    canvas.scroll_into_view_if_needed()
+    (x, y, w, h) = next(c[2:] for c in chart_cells(page, chart_key) if c[:2] == [layer, head])
+    canvas.click(position={"x": x + w / 2, "y": y + h / 2})
     settle(page, {"layer": str(layer), "head": str(head)})
-
-
-def plot_title(page: Page, chart_key: str) -> str:
-    """The figure title of a chart (SVG text has no innerText, so read textContent), once
-    plotly has drawn it: charts render after the script run that sent them has finished."""
-    titles = page.locator(f".st-key-{chart_key} .gtitle")
-    titles.first.wait_for(state="attached")
-    return " ".join(titles.evaluate_all("els => els.map(e => e.textContent)"))
-
-
-def legend(page: Page, chart_key: str, text: str) -> None:
-    """Wait (up to 20 s) until a chart's legend shows an entry: plotly draws after the run."""
-    page.locator(f".st-key-{chart_key} .legendtext", has_text=text).first.wait_for(timeout=20_000)
 
 
 def type_into(page: Page, label: str, text: str, key: str, shot: Path, submit: str = "Enter") -> None:
@@ -102,12 +92,12 @@ def test_reversal_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
     ]:
         flip(page, label, key, "true", tmp_path / f"reversal-{key}.png")
         assert page.get_by_role("switch", name=label).is_checked()
-    legend(page, "rev_dec_head", "future position")  # the red outlines are drawn
+    chart_legend(page, "rev_dec_head", "future position")  # the red outlines are drawn
 
     # a click on the encoder grid's layer 1 / head 2 map opens that head everywhere
-    click_head(page, "rev_enc_grid", layer=1, head=2, n_heads=4)
-    assert "Encoder layer 1 head 2" in plot_title(page, "rev_enc_head")
-    assert "Layer 1 head 2 · anti-diagonal" in plot_title(page, "rev_cross_head")
+    click_head(page, "rev_enc_grid", layer=1, head=2)
+    chart_title(page, "rev_enc_head", "Encoder layer 1 head 2")
+    chart_title(page, "rev_cross_head", "Layer 1 head 2 · anti-diagonal")
     page.screenshot(path=str(tmp_path / "reversal-clicked.png"), full_page=True)
 
     # a student shouts "type an emoji!": a message, never a traceback (other bad input: AppTest)
@@ -126,7 +116,7 @@ def test_reversal_deep_link_and_download(page: Page, app_url: str, tmp_path: Pat
     expect(page.get_by_role("textbox", name="Second input for the batch", exact=True)).to_have_value("ab")
     expect(page.get_by_role("switch", name="Decoder causal mask off")).to_be_checked()
     expect(page.get_by_role("switch", name="Padding mask off")).not_to_be_checked()
-    assert "Decoder layer 1 head 3" in plot_title(page, "rev_dec_head")
+    chart_title(page, "rev_dec_head", "Decoder layer 1 head 3")
     assert "dlrow" in main_text(page)
 
     with page.expect_download() as info:
@@ -160,7 +150,7 @@ def test_gpt_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
 
     for label, key in [("Drop positional information", "nopos"), ("Causal mask off", "nocausal")]:
         flip(page, label, key, "true", tmp_path / f"gpt-{key}.png")
-    legend(page, "gpt_self_head", "future position")
+    chart_legend(page, "gpt_self_head", "future position")
 
     ablate = page.locator(".st-key-gpt_ablate")
     for _ in range(2):  # a rerun landing as the list opens (a busy box) can close it: try again
@@ -175,8 +165,8 @@ def test_gpt_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
     settle(page, {"ablate": "1.2"}, tmp_path / "gpt-ablate.png")
     assert "Total variation" in main_text(page)
 
-    click_head(page, "gpt_self_grid", layer=2, head=3, n_heads=4)
-    assert "Layer 2 head 3" in plot_title(page, "gpt_self_head")
+    click_head(page, "gpt_self_grid", layer=2, head=3)
+    chart_title(page, "gpt_self_head", "Layer 2 head 3")
     page.screenshot(path=str(tmp_path / "gpt-clicked.png"), full_page=True)
 
     box = page.get_by_role("textbox", name="Prompt", exact=True)
@@ -196,8 +186,8 @@ def test_gpt_deep_link(page: Page, app_url: str, tmp_path: Path) -> None:
     )
     expect(page.get_by_role("textbox", name="Prompt", exact=True)).to_have_value("import os", timeout=20_000)
     expect(page.get_by_role("switch", name="Causal mask off")).to_be_checked()
-    assert "Layer 3 head 1" in plot_title(page, "gpt_self_head")
-    legend(page, "gpt_qvec", "q (after RoPE)")
+    chart_title(page, "gpt_self_head", "Layer 3 head 1")
+    chart_legend(page, "gpt_qvec", "q (after RoPE)")
     p = params(page)
     assert (p["checkpoint"], p["query"], p["temperature"], p["seed"]) == ("gpt-rope", "4", "0.5", "3")
 
@@ -205,7 +195,7 @@ def test_gpt_deep_link(page: Page, app_url: str, tmp_path: Path) -> None:
 def test_gpt_temperature_changes_the_next_character_chart(page: Page, app_url: str, tmp_path: Path) -> None:
     """Issue 11 #8: moving the temperature slider redraws the distribution sampled from."""
     open_page(page, app_url + "/gpt?text=import%20o&temperature=1.5&max_new=10", tmp_path / "gpt-t15.png")
-    legend(page, "gpt_next", "sampled from")
+    chart_legend(page, "gpt_next", "sampled from")
     caption = page.locator('[data-testid="stCaptionContainer"]', has_text="can be drawn").first
     assert "temperature 1.5" in caption.inner_text()
     thumb = page.get_by_role("slider", name="Temperature")

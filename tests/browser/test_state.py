@@ -9,7 +9,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+from tests.browser.conftest import assert_no_exception, chart, chart_title, open_page, wait_for_app
 from tests.browser.test_explorers import params, settle
 
 GPT_LINK = "/gpt?temperature=1.2&max_new=60&layer=2&head=3&text=The%20with%20statement"
@@ -60,9 +60,7 @@ def test_clearing_and_retyping_the_prompt_keeps_every_control(
     assert slider_value(page, "Top-p (1 = off)") == "1"
     p = params(page)
     assert (p["temperature"], p["max_new"], p["layer"], p["head"]) == ("1.2", "60", "2", "3")
-    head_title = page.locator(".st-key-gpt_self_head .gtitle").first
-    head_title.wait_for(state="attached")
-    assert "Layer 2 head 3" in head_title.text_content()
+    chart_title(page, "gpt_self_head", "Layer 2 head 3")
 
 
 def test_reversal_keeps_its_head_when_the_input_is_cleared(page: Page, app_url: str, tmp_path: Path) -> None:
@@ -128,9 +126,7 @@ def test_a_links_bad_values_are_named_and_not_kept(page: Page, app_url: str, tmp
 
 def chart_box(page: Page, key: str) -> dict[str, float]:
     """Where the chart drawn under widget key `key` lies on the page (before any scrolling)."""
-    chart = page.locator(f".st-key-{key} .js-plotly-plot")
-    chart.wait_for()
-    box = chart.bounding_box()
+    box = chart(page, key).bounding_box()
     assert box is not None
     return box
 

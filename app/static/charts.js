@@ -1,0 +1,445 @@
+// Charts drawn on a canvas in the page (see charts.py for the specs this reads): attention
+// maps ("grid" of every head, one "head" or any labelled matrix) and grouped "bars".
+// Why: plotly.js costs ~2.7 s of a 2-core box's main thread before its first chart; this
+// draws a 4 x 4 grid in a few milliseconds. Hover names every cell or bar, a click on a
+// grid's head sends {layer, head} back to Python, the PNG button saves the chart with its title.
+
+const PAD = 6;
+
+function decode(z) {
+  // {"dtype": "f4" | "u2", "bdata": base64, "shape": [rows, cols] or [n], "scale": number}
+  const bytes = Uint8Array.from(atob(z.bdata), (c) => c.charCodeAt(0));
+  const raw = z.dtype === "u2" ? new Uint16Array(bytes.buffer) : new Float32Array(bytes.buffer);
+  const scale = z.scale || 1;
+  const out = new Float64Array(raw.length);
+  for (let i = 0; i < raw.length; i++) out[i] = raw[i] * scale;
+  return { values: out, rows: z.shape[0], cols: z.shape.length > 1 ? z.shape[1] : 1 };
+}
+
+function parseColor(c) {
+  if (c.startsWith("#")) {
+    const n = parseInt(c.slice(1), 16);
+    return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+  }
+  return c.replace(/[^\d.,]/g, "").split(",").slice(0, 3).map(Number);
+}
+
+function lookupTable(stops) {
+  // 256 RGB entries interpolated along the colour scale's [position, colour] stops
+  const parsed = stops.map(([at, c]) => [at, parseColor(c)]);
+  const lut = new Uint8ClampedArray(256 * 3);
+  for (let i = 0; i < 256; i++) {
+    const t = i / 255;
+    let j = 0;
+    while (j < parsed.length - 2 && parsed[j + 1][0] < t) j++;
+    const [a, ca] = parsed[j];
+    const [b, cb] = parsed[j + 1];
+    const f = b > a ? Math.min(1, Math.max(0, (t - a) / (b - a))) : 0;
+    for (let k = 0; k < 3; k++) lut[i * 3 + k] = ca[k] + f * (cb[k] - ca[k]);
+  }
+  return lut;
+}
+
+function heatImage(panel, spec, lut) {
+  // the panel's (rows, cols) values as an image of one pixel per cell
+  const { values, rows, cols } = panel;
+  const img = new ImageData(cols, rows);
+  const span = spec.zmax - spec.zmin || 1;
+  for (let i = 0; i < rows * cols; i++) {
+    const v = values[i];
+    if (Number.isNaN(v)) {
+      img.data.set([238, 238, 238, 255], i * 4);
+      continue;
+    }
+    const t = Math.round(255 * Math.min(1, Math.max(0, (v - spec.zmin) / span)));
+    img.data.set([lut[t * 3], lut[t * 3 + 1], lut[t * 3 + 2], 255], i * 4);
+  }
+  const off = document.createElement("canvas");
+  off.width = cols;
+  off.height = rows;
+  off.getContext("2d").putImageData(img, 0, 0);
+  return off;
+}
+
+function formatValue(v, spec) {
+  if (Number.isNaN(v)) return "masked";
+  return spec.percent ? `${(100 * v).toFixed(2)}%` : v.toFixed(4);
+}
+
+function layout(ctx, spec, width, em) {
+  // pixel boxes of every panel, the colour bar and the labels for a canvas of this width
+  const isGrid = spec.kind === "grid";
+  const tick = Math.round(spec.tick_px * em);
+  const titlePx = Math.round((isGrid ? 14 : 15) * em);
+  ctx.font = `${tick}px ${spec.font}`;
+  let left = PAD, top = PAD + (spec.title ? titlePx + 8 : 0);
+  let right = PAD + (spec.colorbar ? 58 * em : 0);
+  const bottom = PAD + (spec.outline ? tick + 10 : 0);
+  let labels = 0; // height of the key labels above a head
+  if (!isGrid) {
+    const shownY = spec.y.filter((_, i) => i % spec.y_every === 0);
+    const widest = (labels) => Math.max(0, ...labels.map((t) => ctx.measureText(t).width));
+    left += tick + 8 + widest(shownY) + 6; // axis title, labels
+    labels = spec.x_angle ? widest(spec.x.filter((_, k) => k % (spec.x_every || 1) === 0)) + 6 : tick + 6;
+    top += tick + 6 + labels;
+  }
+  const cellTitle = isGrid ? Math.round(12 * em) + 6 : 0;
+  const gap = isGrid ? 8 : 0;
+  const cols = spec.columns, rows = Math.ceil(spec.panels.length / cols);
+  const w = (width - left - right - gap * (cols - 1)) / cols;
+  const h = (spec.height - top - bottom - (gap + cellTitle) * rows + gap) / rows;
+  const boxes = spec.panels.map((p, i) => {
+    const r = Math.floor(i / cols), c = i % cols;
+    return { x: left + c * (w + gap), y: top + cellTitle + r * (h + gap + cellTitle), w, h };
+  });
+  return { boxes, left, top, right, bottom, tick, titlePx, cellTitle, labels };
+}
+
+function draw(ctx, spec, panels, images, width, em, color) {
+  const L = layout(ctx, spec, width, em);
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, width, spec.height);
+  ctx.fillStyle = color;
+  ctx.textBaseline = "alphabetic";
+  if (spec.title) {
+    ctx.font = `600 ${L.titlePx}px ${spec.font}`;
+    ctx.textAlign = "left";
+    ctx.fillText(spec.title, PAD, PAD + L.titlePx);
+  }
+  ctx.imageSmoothingEnabled = false;
+  spec.panels.forEach((p, i) => {
+    const b = L.boxes[i];
+    ctx.drawImage(images[i], b.x, b.y, b.w, b.h);
+    if (spec.kind === "grid") {
+      ctx.font = `${Math.round(12 * em)}px ${spec.font}`;
+      ctx.textAlign = "center";
+      ctx.fillStyle = color;
+      ctx.fillText(p.title, b.x + b.w / 2, b.y - 5);
+    }
+  });
+  const first = L.boxes[0], data = panels[0];
+  if (spec.outline && spec.outline.cells.length) {
+    ctx.strokeStyle = spec.outline.color;
+    ctx.lineWidth = 2;
+    const cw = first.w / data.cols, ch = first.h / data.rows;
+    for (const [q, k] of spec.outline.cells) ctx.strokeRect(first.x + k * cw + 1.5, first.y + q * ch + 1.5, cw - 3, ch - 3);
+    ctx.fillStyle = color;
+    ctx.font = `${L.tick}px ${spec.font}`;
+    ctx.textAlign = "left";
+    const y = spec.height - PAD - 2;
+    ctx.strokeRect(first.x, y - L.tick + 2, L.tick - 2, L.tick - 2);
+    ctx.fillText(spec.outline.name, first.x + L.tick + 4, y);
+  }
+  if (spec.selected) {
+    const i = spec.panels.findIndex((p) => p.layer === spec.selected[0] && p.head === spec.selected[1]);
+    if (i >= 0) {
+      const b = L.boxes[i];
+      ctx.strokeStyle = "#dc2626";
+      ctx.lineWidth = 3;
+      ctx.strokeRect(b.x - 3, b.y - 3, b.w + 6, b.h + 6);
+    }
+  }
+  if (spec.kind === "head") {
+    ctx.fillStyle = color;
+    ctx.font = `${L.tick}px ${spec.font}`;
+    const rowH = first.h / data.rows, colW = first.w / data.cols;
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    spec.y.forEach((t, q) => {
+      if (q % spec.y_every === 0) ctx.fillText(t, first.x - 6, first.y + (q + 0.5) * rowH);
+    });
+    spec.x.forEach((t, k) => {
+      if (k % (spec.x_every || 1)) return;
+      const x = first.x + (k + 0.5) * colW;
+      if (spec.x_angle) {
+        ctx.save();
+        ctx.translate(x, first.y - 6);
+        ctx.rotate(-Math.PI / 2);
+        ctx.textAlign = "left";
+        ctx.fillText(t, 0, 0);
+        ctx.restore();
+      } else {
+        ctx.textAlign = "center";
+        ctx.textBaseline = "bottom";
+        ctx.fillText(t, x, first.y - 5);
+        ctx.textBaseline = "middle";
+      }
+    });
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    ctx.fillText(spec.x_title, first.x + first.w / 2, L.top - L.labels - L.tick - 6);
+    ctx.save();
+    ctx.translate(PAD, first.y + first.h / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.fillText(spec.y_title, 0, 0);
+    ctx.restore();
+  }
+  if (spec.colorbar) {
+    const last = L.boxes[L.boxes.length - 1];
+    const x = width - L.right + 12 * em, y0 = first.y, y1 = last.y + last.h;
+    const grad = ctx.createLinearGradient(0, y1, 0, y0);
+    spec.colors.forEach(([at, c]) => grad.addColorStop(at, c));
+    ctx.fillStyle = grad;
+    ctx.fillRect(x, y0, 12, y1 - y0);
+    ctx.fillStyle = color;
+    ctx.font = `${L.tick}px ${spec.font}`;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    for (const v of spec.colorbar.ticks) {
+      const y = y1 - ((v - spec.zmin) / (spec.zmax - spec.zmin || 1)) * (y1 - y0);
+      ctx.fillText(String(+v.toPrecision(3)), x + 16, y);
+    }
+    ctx.textBaseline = "bottom";
+    ctx.fillText(spec.colorbar.title, x - 4, y0 - L.tick / 2 - 4);
+  }
+  return L;
+}
+
+
+// ---------------------------------------------------------------- bars
+
+function niceTicks(lo, hi) {
+  // about five round values spanning [lo, hi], and the span they cover
+  const raw = (hi - lo || 1) / 5;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const first = Math.floor(lo / step) * step, last = Math.ceil(hi / step) * step;
+  const ticks = [];
+  for (let v = first; v <= last + step / 2; v += step) ticks.push(+v.toPrecision(6));
+  return { ticks, lo: first, hi: last };
+}
+
+function barsLayout(ctx, spec, series, width, em) {
+  const tick = Math.round(spec.tick_px * em), titlePx = Math.round(15 * em);
+  const all = series.flatMap((s) => Array.from(s.values));
+  const scale = niceTicks(Math.min(0, ...all), Math.max(0, ...all));
+  ctx.font = `${tick}px ${spec.font}`;
+  const shown = spec.x.filter((_, k) => k % spec.x_every === 0);
+  const widest = Math.max(0, ...shown.map((t) => ctx.measureText(t).width));
+  const yLabels = Math.max(...scale.ticks.map((v) => ctx.measureText(String(v)).width));
+  const top = PAD + (spec.title ? titlePx + 8 : 0) + (spec.legend ? tick + 16 : 0) + tick / 2;
+  const left = PAD + tick + 8 + yLabels + 6;
+  const bottom = PAD + (spec.x_title ? tick + 8 : 0) + (spec.x_angle ? widest + 8 : tick + 8);
+  const plot = { x: left, y: top, w: width - left - PAD, h: spec.height - top - bottom };
+  return { plot, scale, tick, titlePx };
+}
+
+function drawBars(ctx, spec, series, width, em, color) {
+  const L = barsLayout(ctx, spec, series, width, em);
+  const { plot, scale, tick } = L;
+  const yOf = (v) => plot.y + plot.h - ((v - scale.lo) / (scale.hi - scale.lo || 1)) * plot.h;
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, width, spec.height);
+  ctx.fillStyle = color;
+  if (spec.title) {
+    ctx.font = `600 ${L.titlePx}px ${spec.font}`;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "alphabetic";
+    ctx.fillText(spec.title, PAD, PAD + L.titlePx);
+  }
+  ctx.font = `${tick}px ${spec.font}`;
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  ctx.strokeStyle = "#e6e6e6";
+  ctx.lineWidth = 1;
+  for (const v of scale.ticks) {
+    const y = Math.round(yOf(v)) + 0.5;
+    ctx.beginPath();
+    ctx.moveTo(plot.x, y);
+    ctx.lineTo(plot.x + plot.w, y);
+    ctx.stroke();
+    ctx.fillText(String(v), plot.x - 6, y);
+  }
+  const n = spec.x.length, slot = plot.w / Math.max(n, 1), bar = (slot * 0.8) / series.length;
+  series.forEach((s, j) => {
+    ctx.fillStyle = spec.colors[j % spec.colors.length];
+    for (let k = 0; k < n; k++) {
+      const x = plot.x + k * slot + slot * 0.1 + j * bar, y0 = yOf(0), y1 = yOf(s.values[k]);
+      ctx.fillRect(x, Math.min(y0, y1), Math.max(1, bar - (series.length > 1 ? 1 : 0)), Math.abs(y1 - y0));
+    }
+  });
+  ctx.strokeStyle = "#888";
+  ctx.beginPath();
+  ctx.moveTo(plot.x, Math.round(yOf(0)) + 0.5);
+  ctx.lineTo(plot.x + plot.w, Math.round(yOf(0)) + 0.5);
+  ctx.stroke();
+  ctx.fillStyle = color;
+  spec.x.forEach((t, k) => {
+    if (k % spec.x_every) return;
+    const x = plot.x + (k + 0.5) * slot, y = plot.y + plot.h + 6;
+    if (spec.x_angle) {
+      ctx.save();
+      ctx.translate(x, y);
+      ctx.rotate(-Math.PI / 2);
+      ctx.textAlign = "right";
+      ctx.fillText(t, 0, 0);
+      ctx.restore();
+    } else {
+      ctx.textAlign = "center";
+      ctx.textBaseline = "top";
+      ctx.fillText(t, x, y);
+    }
+  });
+  ctx.textAlign = "center";
+  ctx.textBaseline = "bottom";
+  if (spec.x_title) ctx.fillText(spec.x_title, plot.x + plot.w / 2, spec.height - PAD);
+  ctx.save();
+  ctx.translate(PAD, plot.y + plot.h / 2);
+  ctx.rotate(-Math.PI / 2);
+  ctx.textBaseline = "top";
+  ctx.fillText(spec.y_title, 0, 0);
+  ctx.restore();
+  if (spec.legend) {
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    let x = width - PAD;
+    const y = plot.y - tick - 10;
+    for (let j = series.length - 1; j >= 0; j--) {
+      x -= ctx.measureText(spec.series[j].name).width + tick + 18;
+      ctx.fillStyle = spec.colors[j % spec.colors.length];
+      ctx.fillRect(x, y - tick / 2 + 1, tick - 2, tick - 2);
+      ctx.fillStyle = color;
+      ctx.fillText(spec.series[j].name, x + tick + 2, y);
+    }
+  }
+  return { boxes: [plot], slot };
+}
+
+function tipLines(spec, panels, h) {
+  // [bold heading or null, lines...] for the cell or bar under the pointer
+  if (spec.kind === "bars") {
+    const lines = spec.series.map((s, j) => `${s.name}: ${panels[j].values[h.k].toFixed(spec.digits)}`);
+    return [`${spec.x_title ? spec.x_title + " " : ""}${spec.x[h.k]}`, ...lines];
+  }
+  const p = spec.panels[h.i], values = panels[h.i];
+  const value = formatValue(values.values[h.q * values.cols + h.k], spec);
+  const [yName, xName] = spec.kind === "grid" ? ["query", "key"] : [spec.y_title, spec.x_title];
+  const heading = spec.kind === "grid" ? `layer ${p.layer} head ${p.head}` : null;
+  return [heading, `${yName} ${h.q}:${spec.y[h.q]}`, `${xName} ${h.k}:${spec.x[h.k]}`, `${spec.value_name} ${value}`];
+}
+
+export default function (component) {
+  const { data: spec, parentElement, setTriggerValue } = component;
+  const host = parentElement.host || parentElement;
+  let root = parentElement.querySelector("div.lab-chart");
+  if (!root) {
+    root = document.createElement("div");
+    root.className = "lab-chart";
+    root.innerHTML =
+      '<canvas></canvas><div class="tip" hidden></div>' +
+      '<button class="save" title="Download this chart as a PNG">PNG</button>';
+    parentElement.appendChild(root);
+  }
+  const canvas = root.querySelector("canvas"), tip = root.querySelector(".tip");
+  const isBars = spec.kind === "bars";
+  const panels = (isBars ? spec.series : spec.panels).map((p) => decode(p.z));
+  const lut = isBars ? null : lookupTable(spec.colors);
+  const images = isBars ? [] : panels.map((p) => heatImage(p, spec, lut));
+  const paint = (ctx, width, em, color) =>
+    isBars ? drawBars(ctx, spec, panels, width, em, color) : draw(ctx, spec, panels, images, width, em, color);
+  let drawn = { boxes: [] };
+
+  const render = () => {
+    const style = getComputedStyle(host);
+    const em = parseFloat(getComputedStyle(document.documentElement).fontSize) / 16 || 1;
+    spec.font = style.fontFamily || "sans-serif";
+    const width = Math.max(160, root.clientWidth);
+    const dpr = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(spec.height * dpr);
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${spec.height}px`;
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const color = style.color || "#31333f";
+    drawn = paint(ctx, width, em, color);
+    root.__render = { width, em, color };
+    // where things are, for tests and probes: [layer, head, x, y, w, h] per panel
+    root.dataset.cells = JSON.stringify(
+      drawn.boxes.map((b, i) => [
+        isBars ? null : spec.panels[i].layer,
+        isBars ? null : spec.panels[i].head,
+        ...[b.x, b.y, b.w, b.h].map(Math.round),
+      ])
+    );
+    // what the picture says, for screen readers and tests: the title and the legend's entries
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", spec.title || spec.file);
+    const legend = isBars ? (spec.legend ? spec.series.map((s) => s.name) : []) : spec.outline ? [spec.outline.name] : [];
+    root.dataset.legend = JSON.stringify(legend);
+    root.dataset.drawn = String(Date.now());
+  };
+
+  const hit = (ev) => {
+    const r = canvas.getBoundingClientRect();
+    const x = ev.clientX - r.left, y = ev.clientY - r.top;
+    for (let i = 0; i < drawn.boxes.length; i++) {
+      const b = drawn.boxes[i];
+      if (x < b.x || x >= b.x + b.w || y < b.y || y >= b.y + b.h) continue;
+      if (isBars) return { i, q: 0, k: Math.min(spec.x.length - 1, Math.floor((x - b.x) / drawn.slot)), x, y };
+      const p = panels[i];
+      const q = Math.min(p.rows - 1, Math.floor(((y - b.y) / b.h) * p.rows));
+      const k = Math.min(p.cols - 1, Math.floor(((x - b.x) / b.w) * p.cols));
+      return { i, q, k, x, y };
+    }
+    return null;
+  };
+  canvas.onmousemove = (ev) => {
+    const h = hit(ev);
+    tip.hidden = !h;
+    canvas.style.cursor = h && spec.clickable ? "pointer" : "default";
+    if (!h) return;
+    const [heading, ...lines] = tipLines(spec, panels, h);
+    tip.replaceChildren();
+    if (heading) {
+      const div = document.createElement("div"), b = document.createElement("b");
+      b.textContent = heading;
+      div.append(b, spec.clickable ? " (click to open)" : "");
+      tip.appendChild(div);
+    }
+    for (const line of lines) {
+      const div = document.createElement("div");
+      div.textContent = line;
+      tip.appendChild(div);
+    }
+    const flip = h.x > canvas.clientWidth / 2;
+    tip.style.left = flip ? "" : `${h.x + 14}px`;
+    tip.style.right = flip ? `${canvas.clientWidth - h.x + 14}px` : "";
+    tip.style.top = `${h.y + 14}px`;
+  };
+  canvas.onmouseleave = () => {
+    tip.hidden = true;
+  };
+  canvas.onclick = (ev) => {
+    const h = hit(ev);
+    if (h && spec.clickable) {
+      const p = spec.panels[h.i];
+      setTriggerValue("head", { layer: p.layer, head: p.head });
+    }
+  };
+  root.querySelector(".save").onclick = () => {
+    const { width, em, color } = root.__render;
+    const out = document.createElement("canvas");
+    out.width = width * 2;
+    out.height = spec.height * 2;
+    const ctx = out.getContext("2d");
+    ctx.scale(2, 2);
+    paint(ctx, width, em, color);
+    const a = document.createElement("a");
+    a.download = `${spec.file}.png`;
+    a.href = out.toDataURL("image/png");
+    a.click();
+  };
+
+  if (root.__observer) root.__observer.disconnect();
+  let lastWidth = root.clientWidth;
+  root.__observer = new ResizeObserver(() => {
+    if (root.clientWidth !== lastWidth) {
+      lastWidth = root.clientWidth;
+      render();
+    }
+  });
+  root.__observer.observe(root);
+  render();
+  return () => root.__observer.disconnect();
+}
