@@ -1,7 +1,7 @@
 """Time for a prepared link to be drawn in a real browser, per page (USERS.md walk 1 and 6).
 
     python benchmarks/bench_browser.py [gpt reversal ...] [--repeats 3] [--url http://127.0.0.1:8501]
-                                       [--shots DIR]
+                                       [--shots DIR] [--baseline DIR]
 
 Starts `streamlit run app/Home.py` on a free loopback port (or uses --url), then for each
 page opens its prepared deep link in a fresh headless Chromium context at 1280 x 720 (a new
@@ -15,6 +15,9 @@ Streamlit session each time, as a student opening the lecturer's link) and print
 for the first visit (server caches cold: model loads, computations) and the median of the
 --repeats later visits (server caches warm, browser session fresh).
 --shots DIR saves a 1280 x 720 screenshot of each page once drawn, and a full-page one.
+--baseline DIR serves another checkout too (`git worktree add DIR COMMIT`) and interleaves
+its visits with this one's: on a shared box whose speed drifts by 2x within minutes, only
+such paired figures compare two versions.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from playwright.sync_api import Browser, sync_playwright
@@ -109,9 +112,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server(script: str | Path = "app/Home.py") -> Iterator[str]:
-    """The real app (or another Streamlit script) on a free loopback port, as
-    tests/browser/conftest.py starts it."""
+def server(script: str | Path = "app/Home.py", root: Path = ROOT) -> Iterator[str]:
+    """The real app (or another Streamlit script) of the checkout at `root` on a free
+    loopback port, as tests/browser/conftest.py starts it."""
     port = _free_port()
     env = {**os.environ, "ATTENTION_LAB_DEVICE": os.environ.get("ATTENTION_LAB_DEVICE", "cpu")}
     proc = subprocess.Popen(
@@ -132,7 +135,7 @@ def server(script: str | Path = "app/Home.py") -> Iterator[str]:
             "--server.fileWatcherType",
             "none",
         ],
-        cwd=ROOT,
+        cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -188,6 +191,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="warm visits per page (median)")
     parser.add_argument("--url", default=None, help="use a running server instead of starting one")
     parser.add_argument("--shots", type=Path, default=None, help="folder for 1280x720 screenshots")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="another checkout (git worktree add DIR COMMIT): its app served too, visits interleaved",
+    )
     args = parser.parse_args()
     unknown = set(args.pages) - set(LINKS)
     if unknown:
@@ -198,35 +207,40 @@ def main() -> None:
     def fmt(ms: float | None) -> str:
         return "      -" if ms is None else f"{ms:7.0f}"
 
-    with server() if args.url is None else _given(args.url) as url, sync_playwright() as p:
+    with ExitStack() as stack, sync_playwright() as p:
+        apps = {"": stack.enter_context(server() if args.url is None else _given(args.url))}
+        if args.baseline is not None:
+            apps[" (baseline)"] = stack.enter_context(server(root=args.baseline.resolve()))
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         print(
             "ms from navigation start, 1280x720, fresh browser session per visit; "
             f"warm = median of {args.repeats}"
+            + (", this checkout's and the baseline's visits interleaved" if args.baseline else "")
         )
         print(
-            f"{'page':<11}{'cold first map':>15}{'cold drawn':>11}{'warm first map':>15}{'warm drawn':>11}"
+            f"{'page':<22}{'cold first map':>15}{'cold drawn':>11}{'warm first map':>15}{'warm drawn':>11}"
             f"{'warm main thread':>17}"
         )
         for name in args.pages or LINKS:
-            link = url + LINKS[name]
             try:
-                cold = visit(browser, link)
-                warm = [
-                    visit(browser, link, args.shots / f"{name}.png" if args.shots and i == 0 else None)
-                    for i in range(args.repeats)
-                ]
+                cold = {label: visit(browser, url + LINKS[name]) for label, url in apps.items()}
+                warm: dict[str, list[tuple[float | None, float, float]]] = {label: [] for label in apps}
+                for i in range(args.repeats):
+                    for label, url in apps.items():
+                        shot = args.shots / f"{name}.png" if args.shots and i == 0 and not label else None
+                        warm[label].append(visit(browser, url + LINKS[name], shot))
             except RuntimeError as e:
-                print(f"/{name:<10} failed: {e}")
+                print(f"/{name:<21} failed: {e}")
                 continue
-            firsts = [f for f, _, _ in warm if f is not None]
-            warm_first = statistics.median(firsts) if firsts else None
-            warm_drawn = statistics.median(d for _, d, _ in warm)
-            busy = statistics.median(b for _, _, b in warm)
-            print(
-                f"/{name:<10}{fmt(cold[0]):>15}{fmt(cold[1]):>11}{fmt(warm_first):>15}{fmt(warm_drawn):>11}"
-                f"{fmt(busy):>17}"
-            )
+            for label in apps:
+                firsts = [f for f, _, _ in warm[label] if f is not None]
+                warm_first = statistics.median(firsts) if firsts else None
+                warm_drawn = statistics.median(d for _, d, _ in warm[label])
+                busy = statistics.median(b for _, _, b in warm[label])
+                print(
+                    f"{'/' + name + label:<22}{fmt(cold[label][0]):>15}{fmt(cold[label][1]):>11}"
+                    f"{fmt(warm_first):>15}{fmt(warm_drawn):>11}{fmt(busy):>17}"
+                )
         browser.close()
 
 
