@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from lab.plots import COLORSCALE, FUTURE_COLOR, colorscale_steps, label_step, tick_angle, tick_font
+from lab.plots import COLORSCALE, colorscale_steps
 
 GRID_STEP = 1e-4  # a grid's weights travel in these steps (uint16)
+FUTURE_COLOR = "rgba(220, 38, 38, 0.9)"  # red outline: weight where the causal mask would forbid it
 BAR_COLORS = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d"]  # Streamlit's chart colours
 SCRIPT = Path(__file__).resolve().parents[1] / "static" / "charts.js"  # served at /app/static/charts.js
 LOADER = """
@@ -35,10 +36,20 @@ let loaded = null;  // the drawing module, once fetched: later charts draw witho
 export default function (component) {
   if (loaded) return loaded.default(component);
   let cleanup = null, gone = false;
-  (window.__attentionLabCharts ||= import(new URL(%r, window.location.origin).href)).then((m) => {
-    loaded = m;
-    if (!gone) cleanup = m.default(component);
-  });
+  (window.__attentionLabCharts ||= import(new URL(%r, window.location.origin).href)).then(
+    (m) => {
+      loaded = m;
+      if (!gone) cleanup = m.default(component);
+    },
+    (err) => {  // say so on the page instead of an empty space
+      window.__attentionLabCharts = null;  // the next chart tries again
+      const note = document.createElement("div");
+      note.style.cssText = "padding:8px;border:1px solid #f5a3a3;border-radius:4px;color:#7d1a1a";
+      note.textContent = "This chart could not be drawn: its script (app/static/charts.js) " +
+        `did not load (${err}). Reload the page.`;
+      component.parentElement.replaceChildren(note);
+    }
+  );
   return () => { gone = true; if (cleanup) cleanup(); };
 }
 """
@@ -72,6 +83,33 @@ _component = st.components.v2.component(
 .lab-chart:hover .save { opacity: 1; }
 """,
 )
+
+
+# ---------------------------------------------------------------- labels that stay readable
+
+
+def tick_font(n: int) -> dict:
+    return {"size": 13 if n <= 20 else 11 if n <= 40 else 8}
+
+
+def tick_angle(labels: list[str], width_px: float = 240.0) -> int:
+    """Upright labels while neighbours fit side by side; turned when multi-character ones
+    such as n<eos> or <pad><pad> would run into each other.
+
+    width_px: the plot area of a large head beside a grid at 1280x720 (its column less the
+    query labels and the colour bar); a character of the 13 px tick font takes up to 8 px,
+    plus a gap, so two neighbours need (len(a) + len(b)) * 4.5 px between their centres."""
+    if all(len(t) <= 1 for t in labels):
+        return 0  # turning single characters gains nothing
+    slot = width_px / max(len(labels), 1)
+    widest_pair = max((len(a) + len(b) for a, b in zip(labels, labels[1:], strict=False)), default=0)
+    return 0 if widest_pair * 4.5 <= slot else -90
+
+
+def label_step(n: int, span_px: float, font_px: int) -> int:
+    """Label every k-th of n rows spread over span_px so that labels of font_px stay 2 px
+    more than their size apart; hover still names every cell."""
+    return max(1, int(np.ceil((font_px + 2) * n / max(span_px, 1.0))))
 
 
 def _encoded(values: np.ndarray, *, grid: bool) -> dict[str, Any]:
@@ -145,6 +183,75 @@ def grid_spec(
         "percent": True,
         "value_name": "weight",
         "tick_px": 12,
+        "outline": None,
+        "file": file,
+    }
+
+
+def _digits(values: np.ndarray, least: int) -> int:
+    """Decimals that show the largest value of a map with two significant digits (at least
+    `least`, at most 4): gradients of 0.0012 would all read 0.00."""
+    finite = np.abs(np.asarray(values, dtype=np.float64))
+    top = float(np.nanmax(finite)) if np.isfinite(finite).any() else 0.0
+    return least if top == 0 or top >= 10.0**-least * 10 else min(4, int(np.ceil(-np.log10(top))) + 1)
+
+
+def maps_spec(
+    maps: list[dict[str, Any]],
+    *,
+    columns: int,
+    row_titles: list[str] | None = None,
+    title: str = "",
+    cell_px: int = 46,
+    digits: int | None = 2,
+    y_title: str = "layer",
+    x_title: str = "head",
+    file: str = "maps",
+) -> dict[str, Any]:
+    """Small maps over (layer, head), each with its own colour range: one per entry of `maps`
+    ({"title", "values" (L, H) with NaN where not defined, "zmin", "zmax", "colorscale",
+    "value_name"}), `columns` a row, rows numbered as layers and columns as heads, every
+    cell's value written in it (at least `digits` decimals, more for a map of small values;
+    None: hover only) when the cell is large enough."""
+    n_layers, n_heads = np.shape(maps[0]["values"])
+    rows = -(-len(maps) // columns)
+    per_row = cell_px * n_layers + 26 + (21 if row_titles else 0) + 24
+    return {
+        "kind": "grid",
+        "title": title,
+        "height": int(max(150, rows * per_row + (30 if title else 10))),
+        "columns": columns,
+        "panels": [
+            {
+                "layer": None,
+                "head": None,
+                "title": m["title"],
+                "z": _encoded(np.asarray(m["values"], dtype=np.float32), grid=False),
+                "zmin": float(m["zmin"]),
+                "zmax": float(m["zmax"]),
+                "colors": colorscale_steps(m["colorscale"]),
+                "value_name": m.get("value_name", m["title"]),
+                "digits": None if digits is None else _digits(m["values"], digits),
+            }
+            for m in maps
+        ],
+        "x": [str(h) for h in range(n_heads)],
+        "y": [str(la) for la in range(n_layers)],
+        "x_title": x_title,
+        "y_title": y_title,
+        "axis_labels": True,
+        "row_titles": row_titles,
+        "cell_digits": digits,
+        "digits": 4,
+        "selected": None,
+        "clickable": False,
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "colors": colorscale_steps(COLORSCALE),
+        "colorbar": None,
+        "percent": False,
+        "value_name": "value",
+        "tick_px": 11,
         "outline": None,
         "file": file,
     }

@@ -128,3 +128,9 @@ def figure_cache(builder: Callable[..., Any], max_entries: int = CACHE_ENTRIES) 
         return fig if isinstance(fig, ReadyFigure) else ReadyFigure(fig.to_dict())
 
     return st.cache_resource(max_entries=max_entries, show_spinner=False)(build)
+
+
+def spec_cache(builder: Callable[..., R], max_entries: int = CACHE_ENTRIES) -> Callable[..., R]:
+    """`builder` of a chart spec (lab.charts), cached by its arguments: one spec, a plain
+    dict treated as read-only, serves every run and user."""
+    return st.cache_resource(max_entries=max_entries, show_spinner=False)(builder)

@@ -3,8 +3,7 @@ one head large, all heads as small multiples. The explorers (/gpt, /reversal, /c
 draw on a canvas instead (lab.charts): plotly.js costs seconds to load.
 
 Heatmaps label rows with query tokens and columns with key tokens, show weights on hover,
-and use one colour scale for every head of a grid. `head_heatmap` and `attention_grid`
-draw every attention map through one trace builder (`_attention_trace`).
+and use one colour scale for every head of a grid (`attention_grid`).
 
 Every builder writes the figure as the plain JSON dict plotly.js reads, arrays as typed
 arrays (base64), and returns it as a `ReadyFigure`: building plotly's objects validates
@@ -24,7 +23,6 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 COLORSCALE = "Blues"
-FUTURE_COLOR = "rgba(220, 38, 38, 0.9)"  # red outline: weight where the causal mask would forbid it
 # The chart toolbar keeps only the camera (PNG download): zoom and pan buttons covered titles
 PNG_CONFIG = {
     "displaylogo": False,
@@ -99,30 +97,6 @@ def _unique(labels: list[str]) -> list[str]:
     return [f"{i}:{t}" for i, t in enumerate(labels)]
 
 
-def tick_font(n: int) -> dict:
-    return {"size": 13 if n <= 20 else 11 if n <= 40 else 8}
-
-
-def tick_angle(labels: list[str], width_px: float = 240.0) -> int:
-    """Upright labels while neighbours fit side by side; turned when multi-character ones
-    such as n<eos> or <pad><pad> would run into each other.
-
-    width_px: the plot area of a large head beside a grid at 1280x720 (its column less the
-    query labels and the colour bar); a character of the 13 px tick font takes up to 8 px,
-    plus a gap, so two neighbours need (len(a) + len(b)) * 4.5 px between their centres."""
-    if all(len(t) <= 1 for t in labels):
-        return 0  # turning single characters gains nothing
-    slot = width_px / max(len(labels), 1)
-    widest_pair = max((len(a) + len(b) for a, b in zip(labels, labels[1:], strict=False)), default=0)
-    return 0 if widest_pair * 4.5 <= slot else -90
-
-
-def label_step(n: int, span_px: float, font_px: int) -> int:
-    """Label every k-th of n rows spread over span_px so that labels of font_px stay 2 px
-    more than their size apart; hover still names every cell."""
-    return max(1, int(np.ceil((font_px + 2) * n / max(span_px, 1.0))))
-
-
 # ---------------------------------------------------------------- attention maps
 
 GRID_STEPS = 10_000  # grid weights travel as whole percent + hundredths of a percent: 1e-4 steps
@@ -140,107 +114,21 @@ def grid_encoding(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _attention_trace(
-    weights: np.ndarray,
-    xs: list[str],
-    ys: list[str],
-    *,
-    compact: bool,
-    hover_prefix: str = "",
-    value_name: str = "weight",
+    weights: np.ndarray, xs: list[str], ys: list[str], *, hover_prefix: str = ""
 ) -> dict[str, Any]:
-    """One (Tq, Tk) attention map as a heatmap trace: exact float32 values (compact=False),
-    or the grid's two-byte encoding (compact=True, see grid_encoding) on a 0-100 scale."""
-    where = f"{hover_prefix}query %{{y}}<br>key %{{x}}<br>{value_name} "
-    if compact:
-        percent, hundredths = grid_encoding(weights)
-        return {
-            "type": "heatmap",
-            "z": typed(percent, "u1"),
-            "customdata": typed(hundredths, "u1"),
-            "x": xs,
-            "y": ys,
-            "hovertemplate": where + "%{z}.%{customdata:02d}%<extra></extra>",
-        }
+    """One (Tq, Tk) attention map of a grid as a heatmap trace: the two-byte encoding (see
+    grid_encoding) on a 0-100 scale, the hover reading e.g. "12.34%"."""
+    percent, hundredths = grid_encoding(weights)
     return {
         "type": "heatmap",
-        "z": typed(weights, "f4"),
+        "z": typed(percent, "u1"),
+        "customdata": typed(hundredths, "u1"),
         "x": xs,
         "y": ys,
-        "hovertemplate": where + "%{z:.4f}<extra></extra>",
+        "hovertemplate": (
+            f"{hover_prefix}query %{{y}}<br>key %{{x}}<br>weight %{{z}}.%{{customdata:02d}}%<extra></extra>"
+        ),
     }
-
-
-def head_heatmap(
-    weights: np.ndarray,
-    query_tokens: list[str],
-    key_tokens: list[str],
-    title: str = "",
-    *,
-    zmax: float = 1.0,
-    highlight: np.ndarray | None = None,
-    highlight_name: str = "future position",
-    value_name: str = "weight",
-    colorscale: str = COLORSCALE,
-    zmin: float = 0.0,
-    height: int = 460,
-) -> ReadyFigure:
-    """One (Tq, Tk) matrix, exact values on hover; cells where highlight is True get a red outline."""
-    ys, xs = _unique(query_tokens), _unique(key_tokens)
-    heat = _attention_trace(weights, xs, ys, compact=False, value_name=value_name)
-    heat.update(
-        zmin=zmin,
-        zmax=zmax,
-        colorscale=colorscale_steps(colorscale),
-        colorbar={"title": {"text": value_name}},
-    )
-    data = [heat]
-    if highlight is not None and highlight.any():
-        qi, ki = np.nonzero(highlight)
-        size = 14 if max(len(xs), len(ys)) <= 20 else 9 if max(len(xs), len(ys)) <= 40 else 5
-        data.append(
-            {
-                "type": "scatter",
-                "x": [xs[k] for k in ki],
-                "y": [ys[q] for q in qi],
-                "mode": "markers",
-                "hoverinfo": "skip",
-                "name": highlight_name,
-                "showlegend": True,
-                "marker": {
-                    "symbol": "square-open",
-                    "size": size,
-                    "color": FUTURE_COLOR,
-                    "line": {"width": 2},
-                },
-            }
-        )
-    angle = tick_angle(key_tokens)
-    top = 110 if angle else 95
-    every = label_step(len(ys), height - top - 10, tick_font(len(ys))["size"])
-    layout = {
-        "yaxis": {
-            "autorange": "reversed",
-            "title": {"text": "query"},
-            "tickmode": "array",
-            "tickvals": ys[::every],
-            "ticktext": list(query_tokens)[::every],
-            "tickfont": tick_font(len(ys)),
-        },
-        "xaxis": {
-            "title": {"text": "key"},
-            "tickmode": "array",
-            "tickvals": xs,
-            "ticktext": list(key_tokens),
-            "side": "top",
-            "tickfont": tick_font(len(xs)),
-            "tickangle": angle,
-        },
-        "title": {"text": title, "y": 0.99, "yref": "container", "yanchor": "top"},
-        "height": height,
-        "margin": {"l": 10, "r": 10, "t": top, "b": 10},
-        "legend": {"orientation": "h", "y": -0.02},
-    }
-    return ReadyFigure({"data": data, "layout": layout})
 
 
 _TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # colour bar of a grid: weights, though its scale runs in percent
@@ -314,7 +202,7 @@ def attention_grid(
             traces.append(
                 {
                     **_attention_trace(
-                        data[layer, head], xs, ys, compact=True, hover_prefix=f"layer {layer} head {head}<br>"
+                        data[layer, head], xs, ys, hover_prefix=f"layer {layer} head {head}<br>"
                     ),
                     "coloraxis": "coloraxis",
                     **axes,

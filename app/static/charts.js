@@ -40,18 +40,24 @@ function lookupTable(stops) {
   return lut;
 }
 
-function heatImage(panel, spec, lut) {
+function range(spec, i) {
+  // [zmin, zmax] of panel i: its own where it has one (score maps), else the chart's
+  const p = spec.panels[i];
+  return [p.zmin ?? spec.zmin, p.zmax ?? spec.zmax];
+}
+
+function heatImage(panel, [zmin, zmax], lut) {
   // the panel's (rows, cols) values as an image of one pixel per cell
   const { values, rows, cols } = panel;
   const img = new ImageData(cols, rows);
-  const span = spec.zmax - spec.zmin || 1;
+  const span = zmax - zmin || 1;
   for (let i = 0; i < rows * cols; i++) {
     const v = values[i];
     if (Number.isNaN(v)) {
       img.data.set([238, 238, 238, 255], i * 4);
       continue;
     }
-    const t = Math.round(255 * Math.min(1, Math.max(0, (v - spec.zmin) / span)));
+    const t = Math.round(255 * Math.min(1, Math.max(0, (v - zmin) / span)));
     img.data.set([lut[t * 3], lut[t * 3 + 1], lut[t * 3 + 2], 255], i * 4);
   }
   const off = document.createElement("canvas");
@@ -63,7 +69,7 @@ function heatImage(panel, spec, lut) {
 
 function formatValue(v, spec) {
   if (Number.isNaN(v)) return "masked";
-  return spec.percent ? `${(100 * v).toFixed(2)}%` : v.toFixed(4);
+  return spec.percent ? `${(100 * v).toFixed(2)}%` : v.toFixed(spec.digits ?? 4);
 }
 
 function layout(ctx, spec, width, em) {
@@ -74,7 +80,7 @@ function layout(ctx, spec, width, em) {
   ctx.font = `${tick}px ${spec.font}`;
   let left = PAD, top = PAD + (spec.title ? titlePx + 8 : 0);
   let right = PAD + (spec.colorbar ? 58 * em : 0);
-  const bottom = PAD + (spec.outline ? tick + 10 : 0);
+  let bottom = PAD + (spec.outline ? tick + 10 : 0);
   let labels = 0; // height of the key labels above a head
   if (!isGrid) {
     const shownY = spec.y.filter((_, i) => i % spec.y_every === 0);
@@ -83,8 +89,14 @@ function layout(ctx, spec, width, em) {
     labels = spec.x_angle ? widest(spec.x.filter((_, k) => k % (spec.x_every || 1) === 0)) + 6 : tick + 6;
     top += tick + 6 + labels;
   }
-  const cellTitle = isGrid ? Math.round(12 * em) + 6 : 0;
-  const gap = isGrid ? 8 : 0;
+  if (isGrid && spec.axis_labels) {
+    // score maps: every panel's rows and columns are numbered (layers down, heads across)
+    left += Math.max(...spec.y.map((t) => ctx.measureText(t).width)) + 6;
+    bottom += tick + 4;
+  }
+  const rowTitle = isGrid && spec.row_titles ? Math.round(13 * em) + 8 : 0;
+  const cellTitle = isGrid ? Math.round(12 * em) + 6 + rowTitle : 0;
+  const gap = isGrid ? (spec.axis_labels ? tick + 12 : 8) : 0;
   const cols = spec.columns, rows = Math.ceil(spec.panels.length / cols);
   const w = (width - left - right - gap * (cols - 1)) / cols;
   const h = (spec.height - top - bottom - (gap + cellTitle) * rows + gap) / rows;
@@ -92,7 +104,40 @@ function layout(ctx, spec, width, em) {
     const r = Math.floor(i / cols), c = i % cols;
     return { x: left + c * (w + gap), y: top + cellTitle + r * (h + gap + cellTitle), w, h };
   });
-  return { boxes, left, top, right, bottom, tick, titlePx, cellTitle, labels };
+  return { boxes, left, top, right, bottom, tick, titlePx, cellTitle, rowTitle, labels };
+}
+
+function cellNumbers(ctx, panel, b, [zmin, zmax], digits, font, em) {
+  // each cell's value written in it, where cells are large enough (score maps)
+  const cw = b.w / panel.cols, ch = b.h / panel.rows, px = Math.round(11 * em);
+  if (cw < (digits + 3) * 0.62 * px + 4 || ch < px + 4) return;
+  ctx.font = `${px}px ${font}`;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  for (let q = 0; q < panel.rows; q++) {
+    for (let k = 0; k < panel.cols; k++) {
+      const v = panel.values[q * panel.cols + k];
+      if (Number.isNaN(v)) continue;
+      const t = (v - zmin) / (zmax - zmin || 1);
+      const dark = zmin < 0 ? Math.abs(t - 0.5) > 0.3 : t > 0.55; // white on dark cells
+      ctx.fillStyle = dark ? "#fff" : "#31333f";
+      ctx.fillText(v.toFixed(digits), b.x + (k + 0.5) * cw, b.y + (q + 0.5) * ch);
+    }
+  }
+}
+
+function axisLabels(ctx, spec, b, panel, i, L, color) {
+  // row numbers left of the first column, column numbers under every panel
+  ctx.fillStyle = color;
+  ctx.font = `${L.tick}px ${spec.font}`;
+  ctx.textBaseline = "middle";
+  if (i % spec.columns === 0) {
+    ctx.textAlign = "right";
+    spec.y.forEach((t, q) => ctx.fillText(t, b.x - 4, b.y + ((q + 0.5) * b.h) / panel.rows));
+  }
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  spec.x.forEach((t, k) => ctx.fillText(t, b.x + ((k + 0.5) * b.w) / panel.cols, b.y + b.h + 3));
 }
 
 function draw(ctx, spec, panels, images, width, em, color) {
@@ -113,8 +158,18 @@ function draw(ctx, spec, panels, images, width, em, color) {
     if (spec.kind === "grid") {
       ctx.font = `${Math.round(12 * em)}px ${spec.font}`;
       ctx.textAlign = "center";
+      ctx.textBaseline = "alphabetic";
       ctx.fillStyle = color;
       ctx.fillText(p.title, b.x + b.w / 2, b.y - 5);
+      const cols = spec.columns;
+      if (spec.row_titles && i % cols === 0) {
+        ctx.font = `600 ${Math.round(13 * em)}px ${spec.font}`;
+        ctx.textAlign = "left";
+        ctx.fillText(spec.row_titles[Math.floor(i / cols)], PAD, b.y - L.cellTitle + L.rowTitle - 6);
+      }
+      const digits = p.digits ?? spec.cell_digits;
+      if (digits != null) cellNumbers(ctx, panels[i], b, range(spec, i), digits, spec.font, em);
+      if (spec.axis_labels) axisLabels(ctx, spec, b, panels[i], i, L, color);
     }
   });
   const first = L.boxes[0], data = panels[0];
@@ -313,6 +368,10 @@ function tipLines(spec, panels, h) {
   }
   const p = spec.panels[h.i], values = panels[h.i];
   const value = formatValue(values.values[h.q * values.cols + h.k], spec);
+  if (spec.axis_labels) {
+    // score maps: rows and columns are numbered already; the panel says what the value is
+    return [p.title, `${spec.y_title} ${spec.y[h.q]} · ${spec.x_title} ${spec.x[h.k]}`, `${p.value_name || spec.value_name} ${value}`];
+  }
   const [yName, xName] = spec.kind === "grid" ? ["query", "key"] : [spec.y_title, spec.x_title];
   const heading = spec.kind === "grid" ? `layer ${p.layer} head ${p.head}` : null;
   return [heading, `${yName} ${h.q}:${spec.y[h.q]}`, `${xName} ${h.k}:${spec.x[h.k]}`, `${spec.value_name} ${value}`];
@@ -334,7 +393,9 @@ export default function (component) {
   const isBars = spec.kind === "bars";
   const panels = (isBars ? spec.series : spec.panels).map((p) => decode(p.z));
   const lut = isBars ? null : lookupTable(spec.colors);
-  const images = isBars ? [] : panels.map((p) => heatImage(p, spec, lut));
+  const images = isBars
+    ? []
+    : panels.map((p, i) => heatImage(p, range(spec, i), spec.panels[i].colors ? lookupTable(spec.panels[i].colors) : lut));
   const paint = (ctx, width, em, color) =>
     isBars ? drawBars(ctx, spec, panels, width, em, color) : draw(ctx, spec, panels, images, width, em, color);
   let drawn = { boxes: [] };

@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pandas as pd
 import streamlit as st
+from lab import charts, state
 from lab import explorer as ex
 from lab import head_plots as hp
-from lab import state
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
 
@@ -190,7 +190,7 @@ st.markdown(
     "output, like induction heads, can only appear later."
 )
 shown = [s for s in SCORES if any(np.isfinite(scores.scores[k][s]).any() for k in kinds)]
-st.plotly_chart(hp.score_maps(scores, tuple(kinds), tuple(shown), cfg.n_layers, cfg.n_heads), key=P + "maps")
+charts.show(hp.score_maps(scores, tuple(kinds), tuple(shown), cfg.n_layers, cfg.n_heads), key=P + "maps")
 st.caption("Blue maps are shares of attention (0 to 1, one scale); grey maps are entropy and distance.")
 
 # ---------------------------------------------------------------- 3 small multiples
@@ -209,7 +209,7 @@ kind_pat = (
 )
 w = scores.patterns[kind_pat]
 qt, kt = scores.pattern_tokens[kind_pat]
-st.plotly_chart(hp.pattern_grid(w), key=P + "grid")
+charts.show(hp.pattern_grid(w, tuple(qt), tuple(kt)), key=P + "grid")
 st.caption(
     f"Each head's pattern on the first probe text ({''.join(qt) if kind_pat != 'cross' else ''.join(kt)}): "
     "rows are queries, columns keys. A previous-token head is a line just below the diagonal; "
@@ -230,7 +230,7 @@ st.markdown(
         else "."
     )
 )
-st.plotly_chart(hp.importance_maps(importance, tuple(kinds), cfg.n_layers, cfg.n_heads), key=P + "importance")
+charts.show(hp.importance_maps(importance, tuple(kinds), cfg.n_layers, cfg.n_heads), key=P + "importance")
 
 # ---------------------------------------------------------------- 5 rollout
 st.subheader("5 · Attention rollout")
@@ -240,7 +240,7 @@ st.markdown(
     "renormalised) and multiply the layers together. Row i says how much of position i's final "
     f"state traces back to each input token ({'the GPT' if is_gpt else 'the encoder'}, first probe text)."
 )
-st.plotly_chart(hp.rollout_map(rollout, tuple(rollout_tokens)), key=P + "rollout")
+charts.show(hp.rollout_map(rollout, tuple(rollout_tokens)), key=P + "rollout", where=st.columns([1, 1])[0])
 
 # ---------------------------------------------------------------- 6 logit lens
 if lens is not None:

@@ -11,8 +11,9 @@ import time
 
 import pandas as pd
 import streamlit as st
+from lab import charts
 from lab.explorer import md_code, visible
-from lab.plots import PNG_CONFIG, head_heatmap
+from lab.plots import PNG_CONFIG
 from lab.resources import current_device
 from lab.runs import (
     HEAD_SCORES,
@@ -322,11 +323,13 @@ def show_snapshots(info: RunInfo, p: RunProgress) -> None:
     title = f"step {snap['step']}: {kind} layer {layer} head {head}"
     if "output" in snap:
         title += f" — output “{snap['output']}”"
-    st.plotly_chart(
-        head_heatmap(snap[kind][int(layer), int(head)], queries, keys, title, height=380),
-        config=PNG_CONFIG,
+    charts.show(
+        charts.head_spec(
+            snap[kind][int(layer), int(head)], queries, keys, title, height=380,
+            file=f"train_step{snap['step']}_{kind}_L{int(layer)}H{int(head)}",
+        ),
         key="snap_fig",
-    )
+    )  # fmt: skip
 
 
 def poll_interval(idle: float) -> float:

@@ -67,6 +67,14 @@ def test_reversal_checkpoint_table_maps_and_link():
     figs = charts(at)
     assert {"heads_maps", "heads_grid", "heads_importance", "heads_rollout"} <= set(figs)
     assert "heads_lens" not in [d.key for d in at.dataframe]  # no logit lens for reversal
+    maps = figs["heads_maps"]  # one map per (kind, score), each over layers x heads
+    r, c = (
+        maps["row_titles"].index("cross-attention"),
+        [p["title"] for p in maps["panels"]].index("anti-diagonal"),
+    )
+    cross_anti = heatmaps(maps)[r * maps["columns"] + c]
+    np.testing.assert_allclose(cross_anti, scores["cross"]["anti_diagonal"], atol=1e-6)
+    assert maps["panels"][r * maps["columns"] + c]["zmax"] == 1.0  # shares of attention: one 0..1 scale
     roll = heatmaps(figs["heads_rollout"])[0]
     np.testing.assert_allclose(roll, rollout_of(ckpt.model, ckpt.tokenizer.encode("attention")), atol=1e-5)
     page, params = page_link(at)

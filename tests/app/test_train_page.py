@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.figures import charts as chart_specs
+from tests.app.figures import heatmaps
 from transformer_core.train import TrainConfig, prepare_run
 from transformer_core.train.runs import ProgressWriter, RunQueue, RunRequest, new_run_id
 from transformer_core.train.trainer import SnapshotEvent
@@ -84,7 +86,7 @@ def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     assert any(f"/reversal?checkpoint={run_id}" in c.value for c in at.code)
     assert run_id in at.session_state["my_models"]
     assert at.get("download_button")
-    assert at.get("plotly_chart")  # the snapshot scrubber's heatmap
+    assert "snap_fig" in chart_specs(at)  # the snapshot scrubber's heatmap
 
     from lab.runs import _queue  # a restart of the app: no cached queue, a new session
 
@@ -115,7 +117,8 @@ def test_a_tiny_induction_run_plots_every_heads_detector_scores_beside_the_loss(
     for fig in score_figs:
         assert [t["name"] for t in fig["data"]] == ["L0 H0", "L0 H1", "L1 H0", "L1 H1"]
         assert len(fig["data"][0]["x"]) == 20  # an evaluation per step of this 20-step run
-    assert any(f["data"] and f["data"][0].get("type") == "heatmap" for f in figures)  # the scrubber
+    scrub = chart_specs(at)["snap_fig"]  # the scrubber: the probe's attention at a snapshot
+    assert scrub["kind"] == "head" and heatmaps(scrub)[0].shape == (len(scrub["y"]), len(scrub["x"]))
     assert at.selectbox(key="snap_kind").options == ["self"]
     assert len(at.get("vega_lite_chart")) >= 3  # loss, learning rate, first copy vs repeat
     assert [m.label for m in at.metric][:2] == ["Loss on the first copy (nats)", "Loss on the repeat (nats)"]
@@ -218,7 +221,7 @@ def scrubber_widget(at: AppTest):
 def scrubber(at: AppTest) -> tuple[int, int, str]:
     """(the step the scrubber shows, its latest step, the heatmap's title)."""
     slider = scrubber_widget(at)
-    title = json.loads(at.get("plotly_chart")[-1].proto.spec)["layout"]["title"]["text"]
+    title = chart_specs(at)["snap_fig"]["title"]
     return int(slider.value), int(slider.options[-1].replace(",", "")), title
 
 

@@ -124,7 +124,7 @@ def open_page(page: Page, url: str, shot: Path | None = None) -> None:
         page.screenshot(path=str(shot), full_page=True)
 
 
-# ---------------------------------------------------------------- the canvas charts (lab/charts.js)
+# ---------------------------------------------------------------- the canvas charts (app/static/charts.js)
 
 
 def chart(page: Page, key: str) -> Locator:

@@ -205,3 +205,14 @@ def test_gpt_temperature_changes_the_next_character_chart(page: Page, app_url: s
     caption = page.locator('[data-testid="stCaptionContainer"]', has_text="can be drawn").first
     text = caption.inner_text()
     assert "greedy (temperature 0)" in text and "1 of " in text and "has 100%" in text
+
+
+def test_a_chart_whose_script_cannot_load_says_so(page: Page, app_url: str, tmp_path: Path) -> None:
+    """The charts' drawing script comes from app/static; if it cannot be fetched (a proxy
+    that drops the path, a network hiccup) each chart says so instead of staying blank."""
+    page.route("**/app/static/charts.js*", lambda route: route.abort())
+    open_page(page, app_url + "/reversal?text=abc", tmp_path / "no-chart-script.png")
+    note = page.get_by_text("This chart could not be drawn").first
+    expect(note).to_be_visible(timeout=30_000)
+    assert "Reload the page" in note.inner_text()
+    assert page.locator(".lab-chart[data-drawn]").count() == 0

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+from tests.browser.conftest import assert_no_exception, chart, open_page, wait_for_app
 from transformer_core.train.runs import new_run_id
 
 
@@ -95,11 +95,14 @@ def test_an_induction_run_plots_every_heads_scores_and_opens_on_heads(
     wait_for_app(page)
     run_id = parse_qs(urlparse(page.url).query)["run"][0]
     charts = main.locator('[data-testid="stPlotlyChart"]')
-    expect(charts).to_have_count(3)  # previous-token, induction, the snapshot scrubber
+    expect(charts).to_have_count(2)  # previous-token, induction
     expect(charts.nth(0).locator(".legendtext")).to_have_count(4)  # one line per head, L0 H0 .. L1 H1
     main.get_by_text("Induction score of every head").scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "train-induction-done.png"))
-    charts.nth(2).scroll_into_view_if_needed()  # the scrubber over the snapshots
+    scrubber = chart(page, "snap_fig")  # the scrubber over the snapshots
+    scrubber.scroll_into_view_if_needed()
+    title = scrubber.locator("canvas").get_attribute("aria-label") or ""
+    assert re.match(r"step \d+: self layer \d+ head \d+", title), title
     page.screenshot(path=str(tmp_path / "train-induction-scrubber.png"))
     assert_no_exception(page)
     expect(main.get_by_text(f"/heads?checkpoint={run_id}")).to_be_visible()
