@@ -1,5 +1,6 @@
-"""The explorers' charts, drawn on a canvas in the page: attention maps (a grid of every
-head, one head large, any labelled matrix) and grouped bars.
+"""Charts drawn on a canvas in the page (the explorers, /heads, the /train scrubber):
+attention maps (a grid of every head, one head large, any labelled matrix), score maps over
+layers x heads, and grouped bars.
 
 Why not plotly: loading plotly.js costs ~2.7 s of a 2-core box's main thread before the
 first chart shows (benchmarks/bench_plotly_floor.py), so a lecturer's link took 5-7 s to
@@ -8,7 +9,7 @@ the page, no iframe) that paints each head as one image: hover names query, key 
 of every cell (or each bar's values), a click on a grid's head selects it, the PNG button
 saves the chart with its title.
 
-A chart is a plain JSON spec (`grid_spec`, `head_spec`, `matrix_spec`, `bars_spec`), built
+A chart is a plain JSON spec (`grid_spec`, `maps_spec`, `head_spec`, `matrix_spec`, `bars_spec`), built
 once per input and shared read-only by every run and user; `values(spec)` reads the numbers
 back as the browser gets them. Weights travel as float32 for one head and as uint16 steps of
 1e-4 in a grid (the hover still reads "12.34%", at half the bytes).
@@ -17,6 +18,7 @@ back as the browser gets them. Weights travel as float32 for one head and as uin
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
@@ -139,6 +141,25 @@ def _colorbar(title: str, zmin: float, zmax: float) -> dict[str, Any]:
     return {"title": title, "ticks": [float(v) for v in np.linspace(zmin, zmax, 6)]}
 
 
+def _grid(**fields: Any) -> dict[str, Any]:
+    """A "grid" chart (small maps, `columns` a row): these defaults, `fields` over them."""
+    return {
+        "kind": "grid",
+        "title": "",
+        "selected": None,
+        "clickable": False,
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "colors": colorscale_steps(COLORSCALE),
+        "colorbar": None,
+        "percent": False,
+        "value_name": "value",
+        "tick_px": 12,
+        "outline": None,
+        **fields,
+    }
+
+
 def grid_spec(
     attention: np.ndarray,
     query_tokens: list[str],
@@ -166,26 +187,21 @@ def grid_spec(
         for layer in range(L)
         for head in range(H)
     ]
-    return {
-        "kind": "grid",
-        "title": title,
-        "height": int(max(200, cell_px * L + (60 if title else 40))),
-        "columns": H,
-        "panels": panels,
-        "x": list(key_tokens),
-        "y": list(query_tokens),
-        "selected": list(selected) if selected is not None else None,
-        "clickable": clickable,
-        "zmin": 0.0,
-        "zmax": float(zmax),
-        "colors": colorscale_steps(COLORSCALE),
-        "colorbar": _colorbar("weight", 0.0, zmax) if colorbar else None,
-        "percent": True,
-        "value_name": "weight",
-        "tick_px": 12,
-        "outline": None,
-        "file": file,
-    }
+    return _grid(
+        title=title,
+        height=int(max(200, cell_px * L + (60 if title else 40))),
+        columns=H,
+        panels=panels,
+        x=list(key_tokens),
+        y=list(query_tokens),
+        selected=list(selected) if selected is not None else None,
+        clickable=clickable,
+        zmax=float(zmax),
+        colorbar=_colorbar("weight", 0.0, zmax) if colorbar else None,
+        percent=True,
+        value_name="weight",
+        file=file,
+    )
 
 
 def _digits(values: np.ndarray, least: int) -> int:
@@ -216,12 +232,11 @@ def maps_spec(
     n_layers, n_heads = np.shape(maps[0]["values"])
     rows = -(-len(maps) // columns)
     per_row = cell_px * n_layers + 26 + (21 if row_titles else 0) + 24
-    return {
-        "kind": "grid",
-        "title": title,
-        "height": int(max(150, rows * per_row + (30 if title else 10))),
-        "columns": columns,
-        "panels": [
+    return _grid(
+        title=title,
+        height=int(max(150, rows * per_row + (30 if title else 10))),
+        columns=columns,
+        panels=[
             {
                 "layer": None,
                 "head": None,
@@ -235,26 +250,16 @@ def maps_spec(
             }
             for m in maps
         ],
-        "x": [str(h) for h in range(n_heads)],
-        "y": [str(la) for la in range(n_layers)],
-        "x_title": x_title,
-        "y_title": y_title,
-        "axis_labels": True,
-        "row_titles": row_titles,
-        "cell_digits": digits,
-        "digits": 4,
-        "selected": None,
-        "clickable": False,
-        "zmin": 0.0,
-        "zmax": 1.0,
-        "colors": colorscale_steps(COLORSCALE),
-        "colorbar": None,
-        "percent": False,
-        "value_name": "value",
-        "tick_px": 11,
-        "outline": None,
-        "file": file,
-    }
+        x=[str(h) for h in range(n_heads)],
+        y=[str(la) for la in range(n_layers)],
+        x_title=x_title,
+        y_title=y_title,
+        axis_labels=True,
+        row_titles=row_titles,
+        digits=4,
+        tick_px=11,
+        file=file,
+    )
 
 
 def head_spec(
@@ -393,8 +398,5 @@ def show(
         if on_head is not None:
             on_head(layer, head)
 
-    if where is None:
+    with where if where is not None else contextlib.nullcontext():
         _component(key=key, data=spec, height=spec["height"], on_head_change=clicked)
-    else:
-        with where:
-            _component(key=key, data=spec, height=spec["height"], on_head_change=clicked)

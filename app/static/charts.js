@@ -67,9 +67,15 @@ function heatImage(panel, [zmin, zmax], lut) {
   return off;
 }
 
+function fixed(v, digits, top = v) {
+  // v with `digits` decimals; where `top` (the value, or the largest of its map) would read
+  // as zero, e.g. gradients of 3e-6, in e-notation
+  return v !== 0 && Math.abs(top) < 0.5 * 10 ** -digits ? v.toExponential(1) : v.toFixed(digits);
+}
+
 function formatValue(v, spec) {
   if (Number.isNaN(v)) return "masked";
-  return spec.percent ? `${(100 * v).toFixed(2)}%` : v.toFixed(spec.digits ?? 4);
+  return spec.percent ? `${(100 * v).toFixed(2)}%` : fixed(v, spec.digits ?? 4);
 }
 
 function layout(ctx, spec, width, em) {
@@ -112,6 +118,7 @@ function cellNumbers(ctx, panel, b, [zmin, zmax], digits, font, em) {
   const cw = b.w / panel.cols, ch = b.h / panel.rows, px = Math.round(11 * em);
   if (cw < (digits + 3) * 0.62 * px + 4 || ch < px + 4) return;
   ctx.font = `${px}px ${font}`;
+  const top = panel.values.reduce((m, v) => (Number.isNaN(v) ? m : Math.max(m, Math.abs(v))), 0);
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
   for (let q = 0; q < panel.rows; q++) {
@@ -121,7 +128,7 @@ function cellNumbers(ctx, panel, b, [zmin, zmax], digits, font, em) {
       const t = (v - zmin) / (zmax - zmin || 1);
       const dark = zmin < 0 ? Math.abs(t - 0.5) > 0.3 : t > 0.55; // white on dark cells
       ctx.fillStyle = dark ? "#fff" : "#31333f";
-      ctx.fillText(v.toFixed(digits), b.x + (k + 0.5) * cw, b.y + (q + 0.5) * ch);
+      ctx.fillText(fixed(v, digits, top), b.x + (k + 0.5) * cw, b.y + (q + 0.5) * ch);
     }
   }
 }
@@ -167,8 +174,7 @@ function draw(ctx, spec, panels, images, width, em, color) {
         ctx.textAlign = "left";
         ctx.fillText(spec.row_titles[Math.floor(i / cols)], PAD, b.y - L.cellTitle + L.rowTitle - 6);
       }
-      const digits = p.digits ?? spec.cell_digits;
-      if (digits != null) cellNumbers(ctx, panels[i], b, range(spec, i), digits, spec.font, em);
+      if (p.digits != null) cellNumbers(ctx, panels[i], b, range(spec, i), p.digits, spec.font, em);
       if (spec.axis_labels) axisLabels(ctx, spec, b, panels[i], i, L, color);
     }
   });
@@ -370,7 +376,7 @@ function tipLines(spec, panels, h) {
   const value = formatValue(values.values[h.q * values.cols + h.k], spec);
   if (spec.axis_labels) {
     // score maps: rows and columns are numbered already; the panel says what the value is
-    return [p.title, `${spec.y_title} ${spec.y[h.q]} · ${spec.x_title} ${spec.x[h.k]}`, `${p.value_name || spec.value_name} ${value}`];
+    return [p.value_name || p.title, `${spec.y_title} ${spec.y[h.q]} · ${spec.x_title} ${spec.x[h.k]}`, value];
   }
   const [yName, xName] = spec.kind === "grid" ? ["query", "key"] : [spec.y_title, spec.x_title];
   const heading = spec.kind === "grid" ? `layer ${p.layer} head ${p.head}` : null;

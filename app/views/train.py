@@ -323,13 +323,9 @@ def show_snapshots(info: RunInfo, p: RunProgress) -> None:
     title = f"step {snap['step']}: {kind} layer {layer} head {head}"
     if "output" in snap:
         title += f" — output “{snap['output']}”"
-    charts.show(
-        charts.head_spec(
-            snap[kind][int(layer), int(head)], queries, keys, title, height=380,
-            file=f"train_step{snap['step']}_{kind}_L{int(layer)}H{int(head)}",
-        ),
-        key="snap_fig",
-    )  # fmt: skip
+    weights = snap[kind][int(layer), int(head)]
+    stem = f"train_step{snap['step']}_{kind}_L{int(layer)}H{int(head)}"
+    charts.show(charts.head_spec(weights, queries, keys, title, height=380, file=stem), key="snap_fig")
 
 
 def poll_interval(idle: float) -> float:
