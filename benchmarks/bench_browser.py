@@ -6,8 +6,8 @@
 Starts `streamlit run app/Home.py` on a free loopback port (or uses --url), then for each
 page opens its prepared deep link in a fresh headless Chromium context at 1280 x 720 (a new
 Streamlit session each time, as a student opening the lecturer's link) and prints
-- first map: when the first chart (app/static/charts.js, a canvas) or plotly figure inside
-  the main area has drawn its plot (heatmap image or bars), from navigation start,
+- first map: when the first chart (app/static/charts.js, a canvas) inside the main area
+  has drawn, from navigation start,
 - fully drawn: the time of the last change to the page before it settled (the script run
   finished, every figure drawn, no skeletons, and nothing changed for 1.5 s),
 - main thread: the page's main-thread work until settled (Chrome's TaskDuration: scripts,
@@ -67,14 +67,9 @@ LINKS: dict[str, str] = {
 PROBE = """
 (() => {
   window.__probe = {firstMap: null, lastChange: performance.now()};
-  const drawn = (el) => el.querySelector('.main-svg .heatmaplayer image, .main-svg .barlayer path, '
-                                        + '.main-svg .scatterlayer path');
   const tick = () => {
     const main = document.querySelector('[data-testid="stMain"]');
     if (main && window.__probe.firstMap === null) {
-      for (const chart of main.querySelectorAll('.js-plotly-plot')) {
-        if (drawn(chart)) { window.__probe.firstMap = performance.now(); break; }
-      }
       for (const host of main.querySelectorAll('[data-testid="stBidiComponentIsolated"]')) {
         const map = host.shadowRoot && host.shadowRoot.querySelector('.lab-chart[data-drawn]');
         if (map && window.__probe.firstMap === null) window.__probe.firstMap = performance.now();
@@ -95,9 +90,6 @@ SETTLED = """() => {
   const busy = s ? s.innerText.toLowerCase() : '';
   if (busy.includes('stop') || busy.includes('running')) return false;
   if (main.querySelector('[data-testid="stSkeleton"]')) return false;
-  for (const c of main.querySelectorAll('[data-testid="stPlotlyChart"]')) {
-    if (!c.querySelector('.main-svg')) return false;
-  }
   for (const host of main.querySelectorAll('[data-testid="stBidiComponentIsolated"]')) {
     if (!(host.shadowRoot && host.shadowRoot.querySelector('.lab-chart[data-drawn]'))) return false;
   }

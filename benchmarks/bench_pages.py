@@ -11,8 +11,8 @@ the page's deep-link query parameters and prints
 - warm: the median of --repeats reruns of the unchanged view (any click that leaves this
   part of the page alone),
   each as process CPU ms (the script thread's work plus AppTest's own polling, a few ms),
-- the figure payload: bytes of every chart the page sends (plotly specs; the canvas charts'
-  whole element, spec and script), the largest one, the count.
+- the figure payload: bytes of every chart the page sends (the canvas charts' whole element:
+  spec, and the loader of app/static/charts.js), the largest one, the count.
 A server compiles each page script once; AppTest compiles it again on every run (20-45 ms
 that no user pays), so the runs here share one compiled-script cache, as a server does.
 --profile PAGE prints the top of a cProfile of one warm run of that page.
@@ -101,8 +101,7 @@ def measure(name: str, params: dict[str, str], repeats: int) -> dict[str, float]
     at = open_page(name, params)
     at.run()
     warm = [timed_run(at)[1] for _ in range(repeats)]
-    sizes = [len(c.proto.spec.encode()) for c in at.get("plotly_chart")]
-    sizes += [c.proto.ByteSize() for c in at.get("bidi_component")]  # canvas charts: spec + script
+    sizes = [c.proto.ByteSize() for c in at.get("bidi_component")]  # canvas charts: spec + loader
     return {
         "cold_cpu": cold_cpu,
         "fresh_cpu": statistics.median(fresh),

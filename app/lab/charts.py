@@ -1,36 +1,65 @@
-"""Charts drawn on a canvas in the page (the explorers, /heads, the /train scrubber):
-attention maps (a grid of every head, one head large, any labelled matrix), score maps over
-layers x heads, and grouped bars.
+"""Every chart of the lab, drawn on a canvas in the page: attention maps (a grid of every
+head, one head large, any labelled matrix), score maps over layers x heads, grouped bars, and
+"xy" plots (curves, points, histograms, arrows over numbers) for the lessons and /train.
 
 Why not plotly: loading plotly.js costs ~2.7 s of a 2-core box's main thread before the
-first chart shows (benchmarks/bench_plotly_floor.py), so a lecturer's link took 5-7 s to
-draw. These charts are one small script (app/static/charts.js, a Streamlit v2 component mounted in
-the page, no iframe) that paints each head as one image: hover names query, key and value
-of every cell (or each bar's values), a click on a grid's head selects it, the PNG button
-saves the chart with its title.
+first chart shows (measured in session 4 with a bare page of trivial plotly heatmaps), so a
+lecturer's link took 5-7 s to draw. These charts are one small script (app/static/charts.js,
+a Streamlit v2 component mounted in the page, no iframe) that paints each map as one image:
+hover names query, key and value of every cell (each bar's values, the nearest point), a
+click on a grid's head selects it, the PNG button saves the chart with its title.
 
-A chart is a plain JSON spec (`grid_spec`, `maps_spec`, `head_spec`, `matrix_spec`, `bars_spec`), built
+A chart is a plain JSON spec (`grid_spec`, `maps_spec`, `head_spec`, `matrix_spec`,
+`bars_spec`, `xy_spec` of `panel`s of `line`/`points`/`histogram`/`arrows` series), built
 once per input and shared read-only by every run and user; `values(spec)` reads the numbers
 back as the browser gets them. Weights travel as float32 for one head and as uint16 steps of
-1e-4 in a grid (the hover still reads "12.34%", at half the bytes).
+1e-4 in a grid (the hover still reads "12.34%", at half the bytes); large lesson maps as
+uint16 steps over their colour range.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
-from lab.plots import COLORSCALE, colorscale_steps
+COLORSCALE = "Blues"  # attention weights
+#: ColorBrewer's sequential and diverging scales (the tables plotly names the same way), evenly
+#: spaced; "<name>_r" reverses one
+COLORSCALES: dict[str, list[str]] = {
+    "Blues": ["247,251,255", "222,235,247", "198,219,239", "158,202,225", "107,174,214", "66,146,198",
+              "33,113,181", "8,81,156", "8,48,107"],
+    "Greys": ["255,255,255", "240,240,240", "217,217,217", "189,189,189", "150,150,150", "115,115,115",
+              "82,82,82", "37,37,37", "0,0,0"],
+    "Reds": ["255,245,240", "254,224,210", "252,187,161", "252,146,114", "251,106,74", "239,59,44",
+             "203,24,29", "165,15,21", "103,0,13"],
+    "Oranges": ["255,245,235", "254,230,206", "253,208,162", "253,174,107", "253,141,60", "241,105,19",
+                "217,72,1", "166,54,3", "127,39,4"],
+    "RdBu": ["103,0,31", "178,24,43", "214,96,77", "244,165,130", "253,219,199", "247,247,247",
+             "209,229,240", "146,197,222", "67,147,195", "33,102,172", "5,48,97"],
+}  # fmt: skip
+
+
+@functools.cache
+def colorscale_steps(name: str) -> list[list[Any]]:
+    """[[position in 0..1, "rgb(r,g,b)"], ...] of a named scale, evenly spaced."""
+    base, reverse = (name[:-2], True) if name.endswith("_r") else (name, False)
+    colors = COLORSCALES[base][::-1] if reverse else COLORSCALES[base]
+    return [[round(i / (len(colors) - 1), 6), f"rgb({c})"] for i, c in enumerate(colors)]
+
 
 GRID_STEP = 1e-4  # a grid's weights travel in these steps (uint16)
+NAN_STEP = 65535  # the uint16 code of a missing value in a quantized map
 FUTURE_COLOR = "rgba(220, 38, 38, 0.9)"  # red outline: weight where the causal mask would forbid it
+MUTED = "#6b7280"  # grey: marked cells (padding), guide lines
 BAR_COLORS = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d"]  # Streamlit's chart colours
 SCRIPT = Path(__file__).resolve().parents[1] / "static" / "charts.js"  # served at /app/static/charts.js
 LOADER = """
@@ -114,26 +143,43 @@ def label_step(n: int, span_px: float, font_px: int) -> int:
     return max(1, int(np.ceil((font_px + 2) * n / max(span_px, 1.0))))
 
 
-def _encoded(values: np.ndarray, *, grid: bool) -> dict[str, Any]:
-    """(rows, cols) values as {"dtype", "bdata", "shape", "scale"}: uint16 steps of 1e-4
-    for a grid's weights in [0, 1], float32 (NaN where masked) otherwise."""
+def _encoded(
+    values: np.ndarray, *, grid: bool = False, between: tuple[float, float] | None = None
+) -> dict[str, Any]:
+    """(rows, cols) or (n,) values as {"dtype", "bdata", "shape", "scale"[, "offset", "nan"]}:
+    uint16 steps of 1e-4 for a grid's weights in [0, 1]; uint16 steps over `between` (lo, hi)
+    for a large map (65,534 steps: hover keeps 4 decimals at half the bytes, 65535 = NaN);
+    float32 (NaN where masked) otherwise."""
+    extra: dict[str, Any] = {}
     if grid:
         steps = np.rint(np.clip(np.asarray(values, dtype=np.float64), 0.0, 1.0) / GRID_STEP)
         arr, dtype, scale = steps.astype("<u2"), "u2", GRID_STEP
+    elif between is not None:
+        lo, hi = between
+        scale = (hi - lo) / (NAN_STEP - 1) or 1.0
+        v = np.asarray(values, dtype=np.float64)
+        steps = np.rint((np.clip(np.nan_to_num(v, nan=lo), lo, hi) - lo) / scale)
+        arr, dtype = np.where(np.isnan(v), NAN_STEP, steps).astype("<u2"), "u2"
+        extra = {"offset": float(lo), "nan": NAN_STEP}
     else:
         arr, dtype, scale = np.asarray(values, dtype="<f4"), "f4", 1.0
     data = base64.b64encode(np.ascontiguousarray(arr).tobytes()).decode("ascii")
-    return {"dtype": dtype, "bdata": data, "shape": list(arr.shape), "scale": scale}
+    return {"dtype": dtype, "bdata": data, "shape": list(arr.shape), "scale": scale, **extra}
 
 
 def values(spec: dict[str, Any]) -> list[np.ndarray]:
-    """Every panel's (rows, cols) values (or every bar series' (n,) values) as the browser
-    decodes them (grids in 1e-4 steps)."""
-    out = []
-    for panel in spec.get("panels") or spec["series"]:
-        z = panel["z"]
-        raw = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]).newbyteorder("<"))
-        out.append(raw.reshape(z["shape"]).astype(np.float64) * z["scale"])
+    """Every panel's (rows, cols) values (every bar series' (n,) values; every xy series'
+    (2, n) x and y, panel by panel) as the browser decodes them (grids in 1e-4 steps)."""
+    if spec["kind"] == "xy":
+        return [np.stack([_decoded(s["x"]), _decoded(s["y"])]) for p in spec["panels"] for s in p["series"]]
+    return [_decoded(panel["z"]) for panel in spec.get("panels") or spec["series"]]
+
+
+def _decoded(z: dict[str, Any]) -> np.ndarray:
+    raw = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]).newbyteorder("<"))
+    out = raw.reshape(z["shape"]).astype(np.float64) * z["scale"] + z.get("offset", 0.0)
+    if "nan" in z:
+        out[raw.reshape(z["shape"]) == z["nan"]] = np.nan
     return out
 
 
@@ -276,19 +322,35 @@ def head_spec(
     colorscale: str = COLORSCALE,
     height: int = 460,
     file: str = "attention_head",
+    cell_digits: int | None = None,
+    dashed: bool = False,
+    x_marker: tuple[float, str] | None = None,
+    quantized: bool = False,
 ) -> dict[str, Any]:
     """One (Tq, Tk) matrix, exact values on hover, query tokens down the side (every k-th
     when rows are dense), key tokens along the top (turned when neighbours would touch);
-    cells where highlight is True get a red outline."""
+    cells where highlight is True get a red outline (grey and dashed: `dashed`).
+
+    cell_digits: each value written in its cell (when cells are large enough);
+    x_marker: (column boundary, text), a dashed line between two columns, named;
+    quantized: values travel as uint16 steps over [zmin, zmax] (a large map, half the bytes)."""
     tick = tick_font(len(query_tokens))["size"]
     top = 100 if tick_angle(key_tokens) else 75
     cells = np.argwhere(highlight) if highlight is not None else np.empty((0, 2), dtype=int)
+    outline = {"name": highlight_name, "color": MUTED if dashed else FUTURE_COLOR, "dash": dashed}
     return {
         "kind": "head",
         "title": title,
         "height": int(height),
         "columns": 1,
-        "panels": [{"layer": None, "head": None, "title": title, "z": _encoded(weights, grid=False)}],
+        "panels": [
+            {
+                "layer": None,
+                "head": None,
+                "title": title,
+                "z": _encoded(weights, between=(zmin, zmax) if quantized else None),
+            }
+        ],
         "x": list(key_tokens),
         "y": list(query_tokens),
         "x_title": "key",
@@ -304,9 +366,9 @@ def head_spec(
         "percent": False,
         "value_name": value_name,
         "tick_px": tick,
-        "outline": (
-            {"name": highlight_name, "color": FUTURE_COLOR, "cells": cells.tolist()} if len(cells) else None
-        ),
+        "outline": {**outline, "cells": cells.tolist()} if len(cells) else None,
+        "cell_digits": cell_digits,
+        "x_marker": {"at": float(x_marker[0]), "text": x_marker[1]} if x_marker else None,
         "file": file,
     }
 
@@ -356,11 +418,24 @@ def bars_spec(
     x_title: str = "",
     y_title: str = "probability",
     file: str = "bars",
+    colors: list[str] | None = None,
+    y_range: tuple[float, float] | None = None,
+    values_shown: str | None = None,
+    values_turned: bool = False,
+    digits: int = 4,
+    width_px: float = 600,
 ) -> dict[str, Any]:
     """Grouped bars over labels (tokens, vocabulary entries, vector dimensions), one series
-    per entry of `series` in the theme's colour cycle; hover shows every series' value."""
+    per entry of `series` in the theme's colour cycle (or `colors`); hover shows every
+    series' value; values_shown (a format such as "{:.4f}") writes each bar's value above it
+    (turned upright in narrow columns: values_turned); width_px: about the plot's width, for
+    turning and thinning the labels."""
     n = len(labels)
     tick = tick_font(n)["size"]
+    text = {
+        name: [values_shown.format(float(x)) for x in np.ravel(v)] if values_shown else None
+        for name, v in series.items()
+    }
     return {
         "kind": "bars",
         "title": title,
@@ -368,15 +443,132 @@ def bars_spec(
         "x": [str(t) for t in labels],
         "x_title": x_title,
         "y_title": y_title,
-        "x_angle": tick_angle([str(t) for t in labels], 600),
-        "x_every": label_step(n, 600, tick * (2 if n > 20 else 1)),
-        "series": [{"name": name, "z": _encoded(np.ravel(v), grid=False)} for name, v in series.items()],
+        "x_angle": tick_angle([str(t) for t in labels], width_px),
+        "x_every": label_step(n, width_px, tick * (2 if n > 20 else 1)),
+        "series": [{"name": k, "z": _encoded(np.ravel(v)), "text": text[k]} for k, v in series.items()],
         "legend": len(series) > 1,
-        "colors": BAR_COLORS,
-        "digits": 4,
+        "colors": colors or BAR_COLORS,
+        "y_range": list(y_range) if y_range is not None else None,
+        "text_angle": -90 if values_turned else 0,
+        "digits": digits,
         "tick_px": tick,
         "file": file,
     }
+
+
+# ---------------------------------------------------------------- curves, points, bars over numbers
+
+
+def line(
+    name: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    color: str,
+    markers: bool = False,
+    dash: str | None = None,
+    legend: bool = True,
+) -> dict[str, Any]:
+    """A curve through (x, y) points, (n,) each; NaN in y leaves a gap. dash: "dash", "dot",
+    "dashdot" or None (solid)."""
+    return {"type": "line", "name": name, "color": color, "x": _xy(x), "y": _xy(y), "markers": markers,
+            "dash": dash, "legend": legend}  # fmt: skip
+
+
+def points(
+    name: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    color: str,
+    sizes: np.ndarray | None = None,
+    labels: list[str] | None = None,
+    star: bool = False,
+    opacity: float = 1.0,
+) -> dict[str, Any]:
+    """Markers at (x, y), (n,) each, of `sizes` px (default 10), each named by `labels`
+    beside it; a star (e.g. the context vector) is named on its right."""
+    return {
+        "type": "points", "name": name, "color": color, "x": _xy(x), "y": _xy(y),
+        "sizes": None if sizes is None else [round(float(v), 2) for v in np.ravel(sizes)],
+        "labels": labels, "symbol": "star" if star else "circle", "opacity": opacity,
+    }  # fmt: skip
+
+
+def histogram(
+    name: str, centres: np.ndarray, heights: np.ndarray, width: float, *, color: str
+) -> dict[str, Any]:
+    """Bars of `width` (data units) centred at `centres`, (n,) each: a binned distribution."""
+    return {"type": "bars", "name": name, "color": color, "x": _xy(centres), "y": _xy(heights),
+            "bar_width": float(width)}  # fmt: skip
+
+
+def arrows(x: np.ndarray, y: np.ndarray, *, color: str) -> dict[str, Any]:
+    """Arrows from the origin to each (x, y), (n,) each."""
+    return {"type": "arrows", "name": "", "color": color, "x": _xy(x), "y": _xy(y), "hover": False,
+            "legend": False}  # fmt: skip
+
+
+def panel(
+    series: list[dict[str, Any]],
+    *,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    x_range: tuple[float, float] | None = None,
+    y_range: tuple[float, float] | None = None,
+    x_log: bool = False,
+    x_ticks: list[float] | None = None,
+    equal: bool = False,
+    vlines: list[tuple[float, str]] = (),  # type: ignore[assignment]
+    width: float = 1.0,
+) -> dict[str, Any]:
+    """One plot of an xy chart: its series, axis titles and ranges (else fitted to the data),
+    a log x axis (ticks at `x_ticks`), equal units across and up (`equal`: circles stay
+    round), dashed vertical lines at x with their text, and its share of the chart's width."""
+    return {
+        "series": series, "title": title, "x_title": x_title, "y_title": y_title,
+        "x_range": None if x_range is None else [float(v) for v in x_range],
+        "y_range": None if y_range is None else [float(v) for v in y_range],
+        "x_log": x_log, "x_ticks": None if x_ticks is None else [[float(v), f"{v:g}"] for v in x_ticks],
+        "equal": equal, "vlines": [{"x": float(x), "text": text} for x, text in vlines], "width": width,
+    }  # fmt: skip
+
+
+def xy_spec(
+    panels: list[dict[str, Any]], *, title: str = "", height: int = 340, digits: int = 4, file: str = "chart"
+) -> dict[str, Any]:
+    """Plots side by side (`panel`s) with one legend of every named series under the title;
+    hover names the nearest point (or the bar under the pointer) with `digits` decimals."""
+    return {"kind": "xy", "title": title, "height": int(height), "panels": panels, "digits": digits,
+            "tick_px": 13, "file": file}  # fmt: skip
+
+
+def frame_lines(
+    frame: pd.DataFrame,
+    *,
+    x_title: str = "step",
+    y_title: str = "",
+    y_range: tuple[float, float] | None = None,
+    dashes: dict[str, str] | None = None,
+    height: int = 240,
+    file: str = "curves",
+) -> dict[str, Any]:
+    """Every column of `frame` as a curve over its index (steps), in the theme's colours;
+    dashes: column -> "dash" | "dot" | "dashdot" (e.g. one style per layer)."""
+    x = frame.index.to_numpy(dtype=np.float64)
+    series = [
+        line(str(name), x, frame[name].to_numpy(dtype=np.float64), color=BAR_COLORS[i % len(BAR_COLORS)],
+             markers=len(x) <= 40, dash=(dashes or {}).get(name))
+        for i, name in enumerate(frame.columns)
+    ]  # fmt: skip
+    return xy_spec(
+        [panel(series, x_title=x_title, y_title=y_title, y_range=y_range)], height=height, file=file, digits=4
+    )
+
+
+def _xy(values: np.ndarray) -> dict[str, Any]:
+    return _encoded(np.ravel(np.asarray(values, dtype=np.float64)))
 
 
 def show(

@@ -12,8 +12,8 @@ cache keyed by
 - args, canonicalised: dataclasses such as InferenceOptions (every field, scale_scores
   and sliding_window included), sets in sorted order, tuples and lists element by element.
 
-`figure_cache(builder)` caches a figure builder by its arguments and holds each figure
-as a `plots.ReadyFigure` (its finished JSON dict), shared read-only by every run and user.
+`spec_cache(builder)` caches a chart builder (lab.charts specs) by its arguments: one
+spec serves every run and user, read-only.
 
 Why: one home for caching, so no page keeps its own copy of the options or its own memo.
 fn must be a module-level pure function `fn(ckpt: Checkpoint, *args)` whose result
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import hashlib
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -34,7 +33,6 @@ import numpy as np
 import streamlit as st
 import torch
 
-from lab.plots import ReadyFigure
 from lab.resources import load_model
 from transformer_core.io import Checkpoint
 
@@ -111,23 +109,6 @@ def run_cached(fn: Callable[..., R], checkpoint_name: str, *args: Any) -> R:
     raises (nothing is cached then).
     """
     return cached_call(fn, load_model(checkpoint_name), *args)
-
-
-def figure_cache(builder: Callable[..., Any], max_entries: int = CACHE_ENTRIES) -> Callable[..., ReadyFigure]:
-    """`builder`, cached by its arguments, its figure kept as a ReadyFigure.
-
-    Figures are pure functions of their inputs, so one built figure serves every run and
-    user. st.cache_resource, not st.cache_data: un-pickling a plotly figure re-validates
-    it, which costs as much as building it (18-25 ms measured); a ReadyFigure also spares
-    st.plotly_chart's per-run deep copy (2-6 ms per figure).
-    """
-
-    @functools.wraps(builder)
-    def build(*args: Any, **kwargs: Any) -> ReadyFigure:
-        fig = builder(*args, **kwargs)
-        return fig if isinstance(fig, ReadyFigure) else ReadyFigure(fig.to_dict())
-
-    return st.cache_resource(max_entries=max_entries, show_spinner=False)(build)
 
 
 def spec_cache(builder: Callable[..., R], max_entries: int = CACHE_ENTRIES) -> Callable[..., R]:

@@ -29,13 +29,6 @@ header[data-testid="stHeader"] { background: transparent; height: 2.2rem; }
 [data-testid="stCaptionContainer"] { display: none; }  /* the lecturer says it; the maps move up */
 h1 { display: none; }  /* the lecturer names the page; the grid and its head fit on the screen */
 h3 { padding-top: 0.2rem !important; padding-bottom: 0 !important; }
-/* row labels already shrunk to fit many rows (11 or 8 px, see charts.tick_font) keep their size */
-.js-plotly-plot .xtick text,
-.js-plotly-plot .ytick text:not([style*="font-size: 11px"]):not([style*="font-size: 8px"]) {
-  font-size: 15px !important;
-}
-.js-plotly-plot .gtitle { font-size: 19px !important; }
-.js-plotly-plot .annotation-text, .js-plotly-plot .legendtext { font-size: 15px !important; }
 </style>
 """
 

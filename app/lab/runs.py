@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
+from lab import charts
 from lab.resources import MY_MODELS_KEY, remember_run
 from transformer_core.io import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE, runs_dir
 from transformer_core.train import (
@@ -204,23 +204,15 @@ def head_score_curves(p: RunProgress, score: str) -> pd.DataFrame:
                         columns=names)  # fmt: skip
 
 
-def head_score_figure(p: RunProgress, score: str, height: int = 280) -> go.Figure:
-    """One line per head of `score` over training; a layer's heads share a dash style."""
+def head_score_chart(p: RunProgress, score: str, height: int = 300) -> dict[str, Any]:
+    """One line per head of `score` over training (a lab.charts spec); a layer's heads share
+    a dash style."""
     frame = head_score_curves(p, score)
-    fig = go.Figure()
-    for name in frame.columns:
-        layer = int(name.split()[0][1:])
-        fig.add_scatter(
-            x=frame.index.tolist(), y=frame[name].tolist(), name=name, mode="lines+markers",
-            line={"dash": ("solid", "dot", "dash", "dashdot")[layer % 4]},
-            hovertemplate=f"{name}<br>step %{{x}}<br>score %{{y:.3f}}<extra></extra>",
-        )  # fmt: skip
-    fig.update_layout(
-        height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis_title="step", yaxis={"title": HEAD_SCORES[score].lower(), "range": [0, 1.02]},
-        legend={"orientation": "h", "y": -0.3}, hovermode="closest",
+    dashes = {name: (None, "dot", "dash", "dashdot")[int(name.split()[0][1:]) % 4] for name in frame.columns}
+    return charts.frame_lines(
+        frame, y_title=HEAD_SCORES[score].lower(), y_range=(0.0, 1.02), dashes=dashes, height=height,
+        file=f"train_{score}",
     )  # fmt: skip
-    return fig
 
 
 def head_scores_csv(p: RunProgress) -> str:

@@ -10,9 +10,9 @@ function decode(z) {
   // {"dtype": "f4" | "u2", "bdata": base64, "shape": [rows, cols] or [n], "scale": number}
   const bytes = Uint8Array.from(atob(z.bdata), (c) => c.charCodeAt(0));
   const raw = z.dtype === "u2" ? new Uint16Array(bytes.buffer) : new Float32Array(bytes.buffer);
-  const scale = z.scale || 1;
+  const scale = z.scale || 1, offset = z.offset || 0, nan = z.nan ?? -1;
   const out = new Float64Array(raw.length);
-  for (let i = 0; i < raw.length; i++) out[i] = raw[i] * scale;
+  for (let i = 0; i < raw.length; i++) out[i] = raw[i] === nan ? NaN : raw[i] * scale + offset;
   return { values: out, rows: z.shape[0], cols: z.shape.length > 1 ? z.shape[1] : 1 };
 }
 
@@ -179,9 +179,13 @@ function draw(ctx, spec, panels, images, width, em, color) {
     }
   });
   const first = L.boxes[0], data = panels[0];
+  if (spec.kind === "head" && spec.cell_digits != null) {
+    cellNumbers(ctx, data, first, range(spec, 0), spec.cell_digits, spec.font, em);
+  }
   if (spec.outline && spec.outline.cells.length) {
     ctx.strokeStyle = spec.outline.color;
     ctx.lineWidth = 2;
+    ctx.setLineDash(spec.outline.dash ? [5, 3] : []);
     const cw = first.w / data.cols, ch = first.h / data.rows;
     for (const [q, k] of spec.outline.cells) ctx.strokeRect(first.x + k * cw + 1.5, first.y + q * ch + 1.5, cw - 3, ch - 3);
     ctx.fillStyle = color;
@@ -189,7 +193,31 @@ function draw(ctx, spec, panels, images, width, em, color) {
     ctx.textAlign = "left";
     const y = spec.height - PAD - 2;
     ctx.strokeRect(first.x, y - L.tick + 2, L.tick - 2, L.tick - 2);
+    ctx.setLineDash([]);
     ctx.fillText(spec.outline.name, first.x + L.tick + 4, y);
+  }
+  if (spec.x_marker) {
+    // a dashed line between two columns (e.g. the last position seen in training), named at its top
+    const x = first.x + (spec.x_marker.at * first.w) / data.cols;
+    ctx.strokeStyle = "#111827";
+    ctx.lineWidth = 2.5;
+    ctx.setLineDash([6, 4]);
+    ctx.beginPath();
+    ctx.moveTo(x, first.y);
+    ctx.lineTo(x, first.y + first.h);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    if (spec.x_marker.text) {
+      ctx.font = `600 ${L.tick}px ${spec.font}`;
+      ctx.textBaseline = "top";
+      const wide = ctx.measureText(spec.x_marker.text).width;
+      const left = x + 6 + wide > first.x + first.w;  // no room on the right: write it on the left
+      ctx.textAlign = left ? "right" : "left";
+      ctx.fillStyle = "rgba(255,255,255,0.85)";
+      ctx.fillRect(left ? x - 8 - wide : x + 4, first.y + 4, wide + 4, L.tick + 4);
+      ctx.fillStyle = "#111827";
+      ctx.fillText(spec.x_marker.text, left ? x - 6 : x + 6, first.y + 6);
+    }
   }
   if (spec.selected) {
     const i = spec.panels.findIndex((p) => p.layer === spec.selected[0] && p.head === spec.selected[1]);
@@ -270,15 +298,31 @@ function niceTicks(lo, hi) {
   return { ticks, lo: first, hi: last };
 }
 
+function fixedTicks(lo, hi) {
+  // a given axis range [lo, hi] with round ticks inside it
+  return { ticks: niceTicks(lo, hi).ticks.filter((v) => v >= lo - 1e-12 && v <= hi + 1e-12), lo, hi };
+}
+
+function tickText(v, step) {
+  // a tick value as short text: 1e-4 steps in e-notation, others with the step's decimals
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a < 1e-3 || a >= 1e6) return v.toExponential(Math.max(0, Math.min(2, -Math.floor(Math.log10(step)) + Math.floor(Math.log10(a)))));
+  let d = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  while (d < 6 && Math.abs(step * 10 ** d - Math.round(step * 10 ** d)) > 1e-6) d++;  // 0.025 needs 3
+  return String(+v.toFixed(d));
+}
+
 function barsLayout(ctx, spec, series, width, em) {
   const tick = Math.round(spec.tick_px * em), titlePx = Math.round(15 * em);
-  const all = series.flatMap((s) => Array.from(s.values));
-  const scale = niceTicks(Math.min(0, ...all), Math.max(0, ...all));
+  const all = series.flatMap((s) => Array.from(s.values).filter(Number.isFinite));
+  const scale = spec.y_range ? fixedTicks(...spec.y_range) : niceTicks(Math.min(0, ...all), Math.max(0, ...all));
   ctx.font = `${tick}px ${spec.font}`;
   const shown = spec.x.filter((_, k) => k % spec.x_every === 0);
   const widest = Math.max(0, ...shown.map((t) => ctx.measureText(t).width));
   const yLabels = Math.max(...scale.ticks.map((v) => ctx.measureText(String(v)).width));
-  const top = PAD + (spec.title ? titlePx + 8 : 0) + (spec.legend ? tick + 16 : 0) + tick / 2;
+  const text = spec.series.some((s) => s.text) ? (spec.text_angle ? 0 : tick + 4) : 0;  // room for values
+  const top = PAD + (spec.title ? titlePx + 8 : 0) + (spec.legend ? tick + 16 : 0) + tick / 2 + text;
   const left = PAD + tick + 8 + yLabels + 6;
   const bottom = PAD + (spec.x_title ? tick + 8 : 0) + (spec.x_angle ? widest + 8 : tick + 8);
   const plot = { x: left, y: top, w: width - left - PAD, h: spec.height - top - bottom };
@@ -317,6 +361,22 @@ function drawBars(ctx, spec, series, width, em, color) {
     for (let k = 0; k < n; k++) {
       const x = plot.x + k * slot + slot * 0.1 + j * bar, y0 = yOf(0), y1 = yOf(s.values[k]);
       ctx.fillRect(x, Math.min(y0, y1), Math.max(1, bar - (series.length > 1 ? 1 : 0)), Math.abs(y1 - y0));
+    }
+  });
+  ctx.fillStyle = color;
+  ctx.font = `${tick}px ${spec.font}`;
+  spec.series.forEach((s, j) => {
+    // each bar's value written above it (turned in narrow columns)
+    if (!s.text) return;
+    for (let k = 0; k < n; k++) {
+      const x = plot.x + k * slot + slot * 0.1 + (j + 0.5) * bar, y = Math.min(yOf(0), yOf(series[j].values[k])) - 4;
+      ctx.save();
+      ctx.translate(x, y);
+      if (spec.text_angle) ctx.rotate(-Math.PI / 2);
+      ctx.textAlign = spec.text_angle ? "left" : "center";
+      ctx.textBaseline = spec.text_angle ? "middle" : "bottom";
+      ctx.fillText(s.text[k], 0, 0);
+      ctx.restore();
     }
   });
   ctx.strokeStyle = "#888";
@@ -366,6 +426,329 @@ function drawBars(ctx, spec, series, width, em, color) {
   return { boxes: [plot], slot };
 }
 
+// ---------------------------------------------------------------- xy: curves, points, bars over numbers
+
+function numText(v, digits) {
+  // a data value for a tip: tiny and huge ones in e-notation, others with up to `digits` decimals
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 10 ** -Math.min(3, digits) || a >= 1e6)) return v.toExponential(3);
+  return String(+v.toFixed(digits));
+}
+
+function xyData(spec) {
+  // every series of every panel decoded: {x, y, sizes} arrays
+  return spec.panels.map((p) =>
+    p.series.map((s) => ({ x: decode(s.x).values, y: decode(s.y).values, sizes: s.sizes || null }))
+  );
+}
+
+function xyAxes(panel, data) {
+  // the panel's x and y axes {lo, hi, ticks: [[value, label]], log} from given ranges or its data
+  const xs = [], ys = [];
+  panel.series.forEach((s, j) => {
+    const d = data[j];
+    for (let i = 0; i < d.x.length; i++) {
+      if (!Number.isFinite(d.x[i]) || !Number.isFinite(d.y[i])) continue;
+      const half = s.type === "bars" ? (s.bar_width || 0) / 2 : 0;
+      xs.push(d.x[i] - half, d.x[i] + half);
+      ys.push(d.y[i]);
+      if (s.type === "bars" || s.type === "arrows") ys.push(0);
+      if (s.type === "arrows") xs.push(0);
+    }
+  });
+  for (const v of panel.vlines || []) xs.push(v.x);
+  const t = panel.x_log ? (v) => Math.log10(v) : (v) => v;
+  let [xlo, xhi] = panel.x_range || [Math.min(...xs), Math.max(...xs)];
+  if (!(xhi > xlo)) [xlo, xhi] = [xlo - 1, xlo + 1];
+  const xTicks = panel.x_ticks
+    ? panel.x_ticks.filter(([v]) => v >= xlo && v <= xhi)
+    : fixedTicks(xlo, xhi).ticks.map((v, _, all) => [v, tickText(v, (all[1] - all[0]) || 1)]);
+  let y;
+  if (panel.y_range) y = fixedTicks(...panel.y_range);
+  else {
+    const lo = Math.min(...ys), hi = Math.max(...ys);
+    y = hi > lo ? niceTicks(lo, hi) : niceTicks(lo - 1, hi + 1);
+  }
+  const step = y.ticks.length > 1 ? y.ticks[1] - y.ticks[0] : 1;
+  return {
+    x: { lo: t(xlo), hi: t(xhi), t, ticks: xTicks.map(([v, label]) => [t(v), label]) },
+    y: { lo: y.lo, hi: y.hi, t: (v) => v, ticks: y.ticks.map((v) => [v, tickText(v, step)]) },
+  };
+}
+
+function xyLegend(spec) {
+  // [{name, color, type, dash}] of every named series, once each
+  const seen = new Set(), out = [];
+  for (const p of spec.panels) {
+    for (const s of p.series) {
+      if (!s.name || s.legend === false || seen.has(s.name)) continue;
+      seen.add(s.name);
+      out.push(s);
+    }
+  }
+  return spec.legend === false || out.length < 2 ? [] : out;  // one curve needs no key
+}
+
+function star(ctx, x, y, r) {
+  ctx.beginPath();
+  for (let i = 0; i < 10; i++) {
+    const a = -Math.PI / 2 + (i * Math.PI) / 5, rr = i % 2 ? r * 0.45 : r;
+    ctx.lineTo(x + rr * Math.cos(a), y + rr * Math.sin(a));
+  }
+  ctx.closePath();
+  ctx.fill();
+}
+
+function drawSeries(ctx, s, d, sx, sy, font, tick, color) {
+  ctx.strokeStyle = ctx.fillStyle = s.color;
+  ctx.setLineDash(s.dash === "dash" ? [8, 5] : s.dash === "dot" ? [2, 4] : s.dash === "dashdot" ? [8, 4, 2, 4] : []);
+  ctx.lineWidth = s.line_width || 2.5;
+  const n = d.x.length;
+  if (s.type === "line") {
+    ctx.beginPath();
+    let open = false;
+    for (let i = 0; i < n; i++) {
+      if (!Number.isFinite(d.y[i]) || !Number.isFinite(d.x[i])) { open = false; continue; }
+      const x = sx(d.x[i]), y = sy(d.y[i]);
+      if (open) ctx.lineTo(x, y); else ctx.moveTo(x, y);
+      open = true;
+    }
+    ctx.stroke();
+    ctx.setLineDash([]);
+    if (s.markers) {
+      for (let i = 0; i < n; i++) {
+        if (!Number.isFinite(d.y[i])) continue;
+        ctx.beginPath();
+        ctx.arc(sx(d.x[i]), sy(d.y[i]), 3.5, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+    }
+  } else if (s.type === "bars") {
+    const half = (s.bar_width || 0) / 2;
+    for (let i = 0; i < n; i++) {
+      if (!Number.isFinite(d.y[i])) continue;
+      const x0 = sx(d.x[i] - half), x1 = sx(d.x[i] + half), y0 = sy(0), y1 = sy(d.y[i]);
+      ctx.fillRect(x0, Math.min(y0, y1), Math.max(1, x1 - x0 - (x1 - x0 > 4 ? 1 : 0)), Math.abs(y1 - y0));
+    }
+  } else if (s.type === "arrows") {
+    for (let i = 0; i < n; i++) {
+      const x0 = sx(0), y0 = sy(0), x1 = sx(d.x[i]), y1 = sy(d.y[i]);
+      const a = Math.atan2(y1 - y0, x1 - x0);
+      ctx.beginPath();
+      ctx.moveTo(x0, y0);
+      ctx.lineTo(x1, y1);
+      ctx.stroke();
+      ctx.beginPath();
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x1 - 10 * Math.cos(a - 0.4), y1 - 10 * Math.sin(a - 0.4));
+      ctx.lineTo(x1 - 10 * Math.cos(a + 0.4), y1 - 10 * Math.sin(a + 0.4));
+      ctx.closePath();
+      ctx.fill();
+    }
+  } else {
+    ctx.globalAlpha = s.opacity ?? 1;
+    for (let i = 0; i < n; i++) {
+      if (!Number.isFinite(d.y[i])) continue;
+      const r = (d.sizes ? d.sizes[i] : s.size || 10) / 2;
+      if (s.symbol === "star") star(ctx, sx(d.x[i]), sy(d.y[i]), r);
+      else {
+        ctx.beginPath();
+        ctx.arc(sx(d.x[i]), sy(d.y[i]), r, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+    }
+    ctx.globalAlpha = 1;
+  }
+  ctx.setLineDash([]);
+  if (s.labels) {
+    // each point named beside it (above, or right of a star)
+    ctx.fillStyle = color;
+    ctx.font = `${tick}px ${font}`;
+    const right = s.symbol === "star";
+    ctx.textAlign = right ? "left" : "center";
+    ctx.textBaseline = right ? "middle" : "bottom";
+    for (let i = 0; i < n; i++) {
+      const r = (d.sizes ? d.sizes[i] : s.size || 10) / 2;
+      ctx.fillText(s.labels[i], sx(d.x[i]) + (right ? r + 4 : 0), sy(d.y[i]) - (right ? 0 : r + 3));
+    }
+  }
+}
+
+function drawXY(ctx, spec, data, width, em, color) {
+  const tick = Math.round((spec.tick_px || 13) * em), titlePx = Math.round(15 * em);
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, width, spec.height);
+  ctx.fillStyle = color;
+  ctx.textBaseline = "alphabetic";
+  ctx.textAlign = "left";
+  let top = PAD;
+  if (spec.title) {
+    ctx.font = `600 ${titlePx}px ${spec.font}`;
+    ctx.fillText(spec.title, PAD, PAD + titlePx);
+    top += titlePx + 8;
+  }
+  // the legend: one row (wrapping) of swatches under the title
+  const legend = xyLegend(spec);
+  if (legend.length) {
+    ctx.font = `${tick}px ${spec.font}`;
+    ctx.textBaseline = "middle";
+    let x = PAD, y = top + tick / 2 + 2;
+    for (const s of legend) {
+      const w = ctx.measureText(s.name).width + 30 + 14;
+      if (x + w > width - PAD && x > PAD) { x = PAD; y += tick + 8; }
+      ctx.strokeStyle = ctx.fillStyle = s.color;
+      if (s.type === "line") {
+        ctx.lineWidth = 3;
+        ctx.setLineDash(s.dash === "dash" ? [6, 3] : s.dash === "dot" ? [2, 3] : s.dash === "dashdot" ? [6, 3, 2, 3] : []);
+        ctx.beginPath();
+        ctx.moveTo(x, y);
+        ctx.lineTo(x + 24, y);
+        ctx.stroke();
+        ctx.setLineDash([]);
+      } else if (s.symbol === "star") star(ctx, x + 12, y, tick / 1.6);
+      else ctx.fillRect(x + 6, y - tick / 2 + 1, tick - 2, tick - 2);
+      ctx.fillStyle = color;
+      ctx.fillText(s.name, x + 30, y);
+      x += w;
+    }
+    top = y + tick / 2 + 10;
+  }
+  const panelTitle = spec.panels.some((p) => p.title) ? Math.round(14 * em) + 8 : 0;
+  const gap = 28 * em;
+  const shares = spec.panels.map((p) => p.width || 1);
+  const total = shares.reduce((a, b) => a + b, 0);
+  const free = width - 2 * PAD - gap * (spec.panels.length - 1);
+  const out = [];
+  let x0 = PAD;
+  spec.panels.forEach((panel, i) => {
+    const axes = xyAxes(panel, data[i]);
+    const w = (free * shares[i]) / total;
+    ctx.font = `${tick}px ${spec.font}`;
+    const yLabels = Math.max(...axes.y.ticks.map(([, label]) => ctx.measureText(label).width));
+    const left = x0 + (panel.y_title ? tick + 8 : 0) + yLabels + 6;
+    const bottom = spec.height - PAD - (panel.x_title ? tick + 8 : 0) - tick - 8;
+    const box = { x: left, y: top + panelTitle + tick / 2, w: x0 + w - left - 4, h: 0 };
+    box.h = bottom - box.y;
+    if (panel.equal) {
+      // one unit is as long across as up: a circle stays round
+      const unit = Math.min(box.w / (axes.x.hi - axes.x.lo), box.h / (axes.y.hi - axes.y.lo));
+      const w2 = unit * (axes.x.hi - axes.x.lo), h2 = unit * (axes.y.hi - axes.y.lo);
+      box.x += (box.w - w2) / 2;
+      box.y += (box.h - h2) / 2;
+      box.w = w2;
+      box.h = h2;
+    }
+    const sx = (v) => box.x + ((axes.x.t(v) - axes.x.lo) / (axes.x.hi - axes.x.lo)) * box.w;
+    const sy = (v) => box.y + box.h - ((v - axes.y.lo) / (axes.y.hi - axes.y.lo)) * box.h;
+    // grid lines, ticks and titles
+    ctx.strokeStyle = "#e6e6e6";
+    ctx.lineWidth = 1;
+    ctx.fillStyle = color;
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    for (const [v, label] of axes.y.ticks) {
+      const y = Math.round(sy(v)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(box.x, y);
+      ctx.lineTo(box.x + box.w, y);
+      ctx.stroke();
+      ctx.fillText(label, box.x - 6, y);
+    }
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    for (const [v, label] of axes.x.ticks) {
+      const x = Math.round(box.x + ((v - axes.x.lo) / (axes.x.hi - axes.x.lo)) * box.w) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(x, box.y);
+      ctx.lineTo(x, box.y + box.h);
+      ctx.stroke();
+      const half = ctx.measureText(label).width / 2;
+      ctx.fillText(label, Math.min(x, width - PAD - half), box.y + box.h + 5);  // the last stays whole
+    }
+    ctx.strokeStyle = "#888";
+    ctx.strokeRect(box.x + 0.5, box.y + 0.5, box.w - 1, box.h - 1);
+    if (panel.x_title) {
+      ctx.textBaseline = "bottom";
+      ctx.fillText(panel.x_title, box.x + box.w / 2, spec.height - PAD);
+    }
+    if (panel.y_title) {
+      ctx.save();
+      ctx.translate(x0, box.y + box.h / 2);
+      ctx.rotate(-Math.PI / 2);
+      ctx.textBaseline = "top";
+      ctx.fillText(panel.y_title, 0, 0);
+      ctx.restore();
+    }
+    if (panel.title) {
+      ctx.font = `${Math.round(14 * em)}px ${spec.font}`;
+      ctx.textBaseline = "bottom";
+      ctx.fillText(panel.title, box.x + box.w / 2, box.y - tick / 2 - 2);
+    }
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(box.x, box.y - 40, box.w, box.h + 40);  // labels of the top points may rise above the box
+    ctx.clip();
+    panel.series.forEach((s, j) => drawSeries(ctx, s, data[i][j], sx, sy, spec.font, tick, color));
+    for (const v of panel.vlines || []) {
+      const x = sx(v.x);
+      ctx.strokeStyle = v.color || "#6b7280";
+      ctx.lineWidth = 2;
+      ctx.setLineDash([6, 4]);
+      ctx.beginPath();
+      ctx.moveTo(x, box.y);
+      ctx.lineTo(x, box.y + box.h);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      if (v.text) {
+        ctx.fillStyle = color;
+        ctx.font = `${tick}px ${spec.font}`;
+        const wide = ctx.measureText(v.text).width;
+        const left = x + 6 + wide > box.x + box.w;
+        ctx.textAlign = left ? "right" : "left";
+        ctx.textBaseline = v.at === "bottom" ? "bottom" : "top";
+        ctx.fillText(v.text, left ? x - 5 : x + 5, v.at === "bottom" ? box.y + box.h - 4 : box.y + 4);
+      }
+    }
+    ctx.restore();
+    out.push({ ...box, sx, sy });
+    x0 += w + gap;
+  });
+  return { boxes: out };
+}
+
+function xyHit(spec, data, drawn, x, y) {
+  // the point (or bar) nearest the pointer in the panel under it: {i, j, n}
+  for (let i = 0; i < drawn.boxes.length; i++) {
+    const b = drawn.boxes[i];
+    if (x < b.x || x > b.x + b.w || y < b.y || y > b.y + b.h) continue;
+    let best = null, bestD = 30;
+    spec.panels[i].series.forEach((s, j) => {
+      if (s.hover === false) return;
+      const d = data[i][j];
+      for (let n = 0; n < d.x.length; n++) {
+        if (!Number.isFinite(d.y[n])) continue;
+        let dist;
+        if (s.type === "bars") {
+          const half = (s.bar_width || 0) / 2;
+          dist = x >= b.sx(d.x[n] - half) && x <= b.sx(d.x[n] + half) ? 0 : Infinity;
+        } else dist = Math.hypot(b.sx(d.x[n]) - x, b.sy(d.y[n]) - y);
+        if (dist < bestD) [best, bestD] = [{ i, j, n, x, y }, dist];
+      }
+    });
+    return best;
+  }
+  return null;
+}
+
+function xyTip(spec, data, h) {
+  const p = spec.panels[h.i], s = p.series[h.j], d = data[h.i][h.j], digits = spec.digits ?? 4;
+  const xText = s.type === "bars" && s.bar_width ? `${numText(d.x[h.n], digits)} ± ${numText(s.bar_width / 2, digits)}` : numText(d.x[h.n], digits);
+  const lines = [`${p.x_title || "x"} ${xText}`, `${p.y_title || "y"} ${numText(d.y[h.n], digits)}`];
+  if (s.labels) lines.unshift(s.labels[h.n]);
+  return [s.name || p.title || null, ...lines];
+}
+
 function tipLines(spec, panels, h) {
   // [bold heading or null, lines...] for the cell or bar under the pointer
   if (spec.kind === "bars") {
@@ -396,14 +779,18 @@ export default function (component) {
     parentElement.appendChild(root);
   }
   const canvas = root.querySelector("canvas"), tip = root.querySelector(".tip");
-  const isBars = spec.kind === "bars";
-  const panels = (isBars ? spec.series : spec.panels).map((p) => decode(p.z));
-  const lut = isBars ? null : lookupTable(spec.colors);
-  const images = isBars
-    ? []
-    : panels.map((p, i) => heatImage(p, range(spec, i), spec.panels[i].colors ? lookupTable(spec.panels[i].colors) : lut));
+  const isBars = spec.kind === "bars", isXY = spec.kind === "xy", isMap = !isBars && !isXY;
+  const panels = isXY ? xyData(spec) : (isBars ? spec.series : spec.panels).map((p) => decode(p.z));
+  const lut = isMap ? lookupTable(spec.colors) : null;
+  const images = isMap
+    ? panels.map((p, i) => heatImage(p, range(spec, i), spec.panels[i].colors ? lookupTable(spec.panels[i].colors) : lut))
+    : [];
   const paint = (ctx, width, em, color) =>
-    isBars ? drawBars(ctx, spec, panels, width, em, color) : draw(ctx, spec, panels, images, width, em, color);
+    isXY
+      ? drawXY(ctx, spec, panels, width, em, color)
+      : isBars
+        ? drawBars(ctx, spec, panels, width, em, color)
+        : draw(ctx, spec, panels, images, width, em, color);
   let drawn = { boxes: [] };
 
   const render = () => {
@@ -424,15 +811,19 @@ export default function (component) {
     // where things are, for tests and probes: [layer, head, x, y, w, h] per panel
     root.dataset.cells = JSON.stringify(
       drawn.boxes.map((b, i) => [
-        isBars ? null : spec.panels[i].layer,
-        isBars ? null : spec.panels[i].head,
+        isMap ? spec.panels[i].layer : null,
+        isMap ? spec.panels[i].head : null,
         ...[b.x, b.y, b.w, b.h].map(Math.round),
       ])
     );
     // what the picture says, for screen readers and tests: the title and the legend's entries
     canvas.setAttribute("role", "img");
     canvas.setAttribute("aria-label", spec.title || spec.file);
-    const legend = isBars ? (spec.legend ? spec.series.map((s) => s.name) : []) : spec.outline ? [spec.outline.name] : [];
+    const legend = isXY
+      ? xyLegend(spec).map((s) => s.name)
+      : isBars
+        ? spec.legend ? spec.series.map((s) => s.name) : []
+        : spec.outline ? [spec.outline.name] : [];
     root.dataset.legend = JSON.stringify(legend);
     root.dataset.drawn = String(Date.now());
   };
@@ -440,6 +831,7 @@ export default function (component) {
   const hit = (ev) => {
     const r = canvas.getBoundingClientRect();
     const x = ev.clientX - r.left, y = ev.clientY - r.top;
+    if (isXY) return xyHit(spec, panels, drawn, x, y);
     for (let i = 0; i < drawn.boxes.length; i++) {
       const b = drawn.boxes[i];
       if (x < b.x || x >= b.x + b.w || y < b.y || y >= b.y + b.h) continue;
@@ -456,7 +848,7 @@ export default function (component) {
     tip.hidden = !h;
     canvas.style.cursor = h && spec.clickable ? "pointer" : "default";
     if (!h) return;
-    const [heading, ...lines] = tipLines(spec, panels, h);
+    const [heading, ...lines] = isXY ? xyTip(spec, panels, h) : tipLines(spec, panels, h);
     tip.replaceChildren();
     if (heading) {
       const div = document.createElement("div"), b = document.createElement("b");

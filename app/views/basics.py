@@ -11,10 +11,9 @@ import random
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
-from lab import lesson_plots as lp
-from lab.plots import PNG_CONFIG
+from lab import charts
+from lab import lesson_charts as lc
 from lab.state import init_state, write_state
 
 from lessons import basics as lesson
@@ -59,8 +58,8 @@ VALID = {
 init_state(DEFAULTS, VALID, prefix=P)
 
 
-def chart(fig: go.Figure, key: str) -> None:
-    st.plotly_chart(fig, key=P + key, config=PNG_CONFIG)
+def chart(spec: dict, key: str) -> None:
+    charts.show(spec, key=P + key)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -123,11 +122,13 @@ with left:
     st.caption(
         f"The weights sum to {res.weights.sum():.4f}. Larger scores win, but nobody gets exactly zero."
     )
+bars, cloud = lc.retrieval_charts(lesson.QKV_TOKENS, np.asarray(lesson.QKV_VALUES), res.weights, res.context)
 with right:
-    chart(
-        lp.retrieval_figure(lesson.QKV_TOKENS, np.asarray(lesson.QKV_VALUES), res.weights, res.context),
-        "qkv_fig",
-    )
+    c1, c2 = st.columns(2)
+    with c1:
+        chart(bars, "qkv_fig")
+    with c2:
+        chart(cloud, "qkv_points")
 
 # ---------------------------------------------------------------------------------------
 st.header("2 · Masking padded positions")
@@ -157,7 +158,7 @@ row_labels = ["row 1", "row 2"]
 c1, c2 = st.columns(2)
 with c1:
     chart(
-        lp.value_heatmap(
+        lc.value_heatmap(
             plain, key_labels, row_labels, "plain softmax: padding leaks in", marks=pad, height=300
         ),
         "mask_plain",
@@ -166,7 +167,7 @@ with c1:
     st.caption("Weight wasted on padding: " + ", ".join(f"row {i + 1}: {v:.4f}" for i, v in enumerate(leak)))
 with c2:
     chart(
-        lp.value_heatmap(
+        lc.value_heatmap(
             masked_w, key_labels, row_labels, "masked softmax: padding gets 0", marks=pad, height=300
         ),
         "mask_masked",
@@ -198,17 +199,19 @@ if np.isfinite(fits["boxcar"].prediction):
 else:
     m2.metric("Boxcar prediction", "none")
     m2.caption("No known house lies inside the window, so the boxcar has nothing to average.")
-chart(
-    lp.kernel_figure(
-        lesson.HOUSE_LOCATIONS,
-        lesson.HOUSE_PRICES,
-        house,
-        {k: f.weights for k, f in fits.items()},
-        kr["grid"],
-        kr["curves"],
-    ),
-    "kernel_fig",
+bars, curve = lc.kernel_charts(
+    lesson.HOUSE_LOCATIONS,
+    lesson.HOUSE_PRICES,
+    house,
+    {k: f.weights for k, f in fits.items()},
+    kr["grid"],
+    kr["curves"],
 )
+c1, c2 = st.columns([0.42, 0.58])
+with c1:
+    chart(bars, "kernel_fig")
+with c2:
+    chart(curve, "kernel_curve")
 st.dataframe(
     pd.DataFrame(
         {
@@ -250,7 +253,7 @@ with c1:
     st.dataframe(frame(lesson.BATCH_V[b], keys, ["x", "y"], 2), key=P + "mat_v")
 with c2:
     chart(
-        lp.value_heatmap(
+        lc.value_heatmap(
             mat.weights[b],
             [f"k{j}" for j in range(4)],
             ["q0", "q1"],
@@ -287,7 +290,7 @@ with c2:
     for h, (start, stop) in enumerate(heads.columns):
         with hcols[h]:
             chart(
-                lp.value_heatmap(
+                lc.value_heatmap(
                     heads.weights[h],
                     toks,
                     toks,

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 import torch
-from lab import lesson_plots as lp
-from lab.plots import PNG_CONFIG
+from lab import charts
+from lab import lesson_charts as lc
 from lab.resources import load_model, model_choices, shipped_checkpoints
 from lab.state import init_state, write_state
 
@@ -55,8 +54,8 @@ VALID = {
 init_state(DEFAULTS, VALID, prefix=P)
 
 
-def chart(fig: go.Figure, key: str) -> None:
-    st.plotly_chart(fig, key=P + key, config=PNG_CONFIG)
+def chart(spec: dict, key: str) -> None:
+    charts.show(spec, key=P + key)
 
 
 def sinusoids(length: int, d_model: int) -> dict[str, np.ndarray]:
@@ -126,17 +125,17 @@ c1.slider("number of positions", 2, 256, key=P + "length")
 c2.slider("d_model", 2, 256, step=2, key=P + "d_model")
 length, d_model = int(st.session_state[P + "length"]), int(st.session_state[P + "d_model"])
 sin = sinusoids(length, d_model)
-chart(lp.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
+chart(lc.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
 
 dim_options = [str(i) for i in range(d_model)]
 chosen = [d for d in st.session_state.get(P + "dims", []) if d in dim_options][:6] or ["0"]
 st.session_state[P + "dims"] = chosen
 st.multiselect("dimensions to draw as waves", dim_options, key=P + "dims", max_selections=6)
-chart(lp.waves_figure(sin["table"], [int(d) for d in st.session_state[P + "dims"]]), "pe_waves")
+chart(lc.waves_chart(sin["table"], [int(d) for d in st.session_state[P + "dims"]]), "pe_waves")
 
 c1, c2 = st.columns(2)
 with c1:
-    chart(lp.similarity_heatmap(sin["cos"], "cosine similarity of every pair of positions"), "pe_cos")
+    chart(lc.similarity_heatmap(sin["cos"], "cosine similarity of every pair of positions"), "pe_cos")
 with c2:
     adjacent = {f"sinusoidal, d_model = {d_model}": sin["adjacent"]}
     learned_tables: dict[str, tuple[np.ndarray, dict]] = {}
@@ -150,7 +149,7 @@ with c2:
         learned_tables[name] = (table, ckpt.meta)
         adjacent[f"{name} (learned, d_model = {table.shape[1]})"] = lesson.adjacent_similarity(table[:length])
     chart(
-        lp.lines_figure(
+        lc.lines_chart(
             adjacent,
             "adjacent positions: cos(PE(p), PE(p+1))",
             y_title="cosine similarity",
@@ -200,7 +199,7 @@ with c1:
 with c2:
     n_mat = min(d_model, 12)
     chart(
-        lp.value_heatmap(
+        lc.value_heatmap(
             check.rotation[:n_mat, :n_mat],
             [str(i) for i in range(n_mat)],
             [str(i) for i in range(n_mat)],
@@ -208,7 +207,7 @@ with c2:
             x_title="input dim",
             y_title="output dim",
             value_name="entry",
-            colorscale="RdBu",
+            colorscale="RdBu_r",  # red above zero, as in every map on this page
             zmin=-1,
             zmax=1,
             digits=2,
@@ -240,7 +239,7 @@ with c2:
     else:
         path = lesson.rope_pair_path([vx, vy], np.arange(n_pos + 1), ROPE_D_HEAD, pair_idx)
         chart(
-            lp.rope_path_figure(path, list(range(n_pos + 1)), lesson.rope_frequency(ROPE_D_HEAD, pair_idx)),
+            lc.rope_path_chart(path, list(range(n_pos + 1)), lesson.rope_frequency(ROPE_D_HEAD, pair_idx)),
             "rope_fig",
         )
 st.markdown(
@@ -278,13 +277,13 @@ demo = lesson.alibi_demo(n_heads, a_len, content=1.0 if st.session_state[P + "al
 head = int(st.session_state[P + "alibi_head"])
 c1, c2, c3 = st.columns([2, 3, 3])
 with c1:
-    chart(lp.slopes_figure(demo.slopes), "alibi_slopes")
+    chart(lc.slopes_chart(demo.slopes), "alibi_slopes")
 labels = [str(i) for i in range(a_len)]
 small = a_len <= 6
 with c2:
     bias = np.where(demo.mask, demo.bias[head], np.nan)
     chart(
-        lp.value_heatmap(
+        lc.value_heatmap(
             bias,
             labels,
             labels,
@@ -302,13 +301,13 @@ with c2:
 with c3:
     biased = np.where(demo.mask, demo.scores + demo.bias[head], np.nan)
     chart(
-        lp.value_heatmap(
+        lc.value_heatmap(
             biased,
             labels,
             labels,
             "scores + bias (future masked)",
             value_name="score",
-            colorscale="RdBu",
+            colorscale="RdBu_r",  # red above zero, as in every map on this page
             zmin=None,
             zmax=None,
             digits=1,
@@ -324,13 +323,16 @@ titles = [
     for r in range(n_heads // per_row)
 ]
 chart(
-    lp.attention_grid(
+    lc.attention_grid(
         grid,
         labels,
         labels,
         title="weights = softmax(scores + bias), causal mask",
         cell_titles=titles,
         cell_px=150,
+        colorbar=True,
+        clickable=False,
+        file="alibi_weights",
     ),
     "alibi_grid",
 )
@@ -362,7 +364,7 @@ else:
     c2.metric("positions seen in training", seen if seen is not None else "unknown")
     c3.metric("positions with no row", f"{max_len} and up")
     chart(
-        lp.pe_heatmap(
+        lc.pe_heatmap(
             table,
             f"{st.session_state[P + 'learned_model']}: the trained position table",
             seen=seen,
@@ -374,7 +376,7 @@ else:
     c1, c2 = st.columns(2)
     with c1:
         chart(
-            lp.lines_figure(
+            lc.lines_chart(
                 {"row norm": norms},
                 "size of each row",
                 y_title="‖row‖",
@@ -385,7 +387,7 @@ else:
         )
     with c2:
         chart(
-            lp.lines_figure(
+            lc.lines_chart(
                 {
                     "sinusoidal": sinusoids(max_len, table.shape[1])["adjacent"],
                     "learned": lesson.adjacent_similarity(table),

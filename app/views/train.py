@@ -13,7 +13,6 @@ import pandas as pd
 import streamlit as st
 from lab import charts
 from lab.explorer import md_code, visible
-from lab.plots import PNG_CONFIG
 from lab.resources import current_device
 from lab.runs import (
     HEAD_SCORES,
@@ -22,8 +21,8 @@ from lab.runs import (
     current_run_id,
     curves,
     evicted_runs,
+    head_score_chart,
     head_score_curves,
-    head_score_figure,
     head_scores_csv,
     hold_scrubber,
     in_context_curves,
@@ -233,9 +232,14 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
     frame = curves(p)
     left, right = st.columns(2)
     left.markdown("**Training loss**")
-    left.line_chart(frame[["loss"]], height=220)
+    charts.show(
+        charts.frame_lines(frame[["loss"]], y_title="loss", file="train_loss"),
+        key="train_loss_fig",
+        where=left,
+    )
     right.markdown("**Learning rate**")
-    right.line_chart(frame[["learning rate"]], height=220)
+    lr = charts.frame_lines(frame[["learning rate"]], y_title="learning rate", file="train_lr")
+    charts.show(lr, key="train_lr_fig", where=right)
     if info.task == "induction":
         show_induction(p)
     elif p.evals:
@@ -247,7 +251,7 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
             else "validation loss, nats per character"
         )
         st.markdown(f"**Evaluation** ({what})")
-        st.line_chart(evals[metric], height=220)
+        charts.show(charts.frame_lines(evals[metric], y_title=what, file="train_eval"), key="train_eval_fig")
     show_snapshots(info, p)
 
 
@@ -260,10 +264,14 @@ def show_induction(p: RunProgress) -> None:
         return
     left, *score_cols = st.columns(3)
     left.markdown("**Loss on the first copy vs the repeat** (nats)")
-    left.line_chart(losses, height=280)
+    charts.show(
+        charts.frame_lines(losses, y_title="nats", height=300, file="train_in_context"),
+        key="train_ic_fig",
+        where=left,
+    )
     for col, (score, title) in zip(score_cols, HEAD_SCORES.items(), strict=True):
         col.markdown(f"**{title} of every head**")
-        col.plotly_chart(head_score_figure(p, score), config=PNG_CONFIG, key=f"train_{score}_fig")
+        charts.show(head_score_chart(p, score), key=f"train_{score}_fig", where=col)
     st.caption(
         "The repeat becomes predictable only when a layer-0 head attends to the previous token and "
         "a layer-1 head uses it to find the earlier copy: watch the repeat loss drop as those two "

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
-from lab import lesson_plots as lp
+from lab import charts
+from lab import lesson_charts as lc
 from lab.compute import run_cached
 from lab.explorer import char_name
-from lab.plots import PNG_CONFIG
 from lab.resources import load_model, model_choices
 from lab.state import init_state, write_state
 
@@ -66,8 +65,8 @@ VALID = {
 init_state(DEFAULTS, VALID, prefix=P)
 
 
-def chart(fig: go.Figure, key: str) -> None:
-    st.plotly_chart(fig, key=P + key, config=PNG_CONFIG)
+def chart(spec: dict, key: str) -> None:
+    charts.show(spec, key=P + key)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -109,7 +108,7 @@ c1.slider("d_k", 1, 512, key=P + "d_k")
 c2.slider("random (q, k) pairs", 500, 10000, step=500, key=P + "samples")
 d_k, n = int(st.session_state[P + "d_k"]), int(st.session_state[P + "samples"])
 raw, scaled = samples(d_k, n)
-chart(lp.score_histograms(raw, scaled, d_k), "var_hist")
+chart(lc.score_histograms(raw, scaled, d_k), "var_hist")
 dims = tuple(sorted(set(TABLE_DIMS) | {d_k}))
 vt = variance_table(dims, n)
 st.markdown(f"**Measured variance** ({n} pairs per row, computed now)")
@@ -135,11 +134,11 @@ st.markdown(
 )
 st.slider("keys per query", 2, 64, key=P + "keys")
 n_keys = int(st.session_state[P + "keys"])
-chart(lp.saturation_figure(saturation(n_keys), d_k, n_keys), "sat_fig")
+chart(lc.saturation_chart(saturation(n_keys), d_k, n_keys), "sat_fig")
 r = lesson.softmax_row(d_k, n_keys, seed=1)
 c1, c2 = st.columns([3, 2])
 with c1:
-    chart(lp.row_bars(r.raw_weights, r.scaled_weights, d_k), "row_fig")
+    chart(lc.row_bars(r.raw_weights, r.scaled_weights, d_k), "row_fig")
 with c2:
     st.dataframe(
         pd.DataFrame(
@@ -243,12 +242,15 @@ else:
             setting = "no scaling" if tag == "unscaled" else "scaled as trained"
             title = f"{KIND_LABELS.get(kind, kind)}, {setting}"
             chart(
-                lp.attention_grid(
+                lc.attention_grid(
                     att,
                     cmp.query_tokens[tag][kind],
                     cmp.key_tokens[tag][kind],
                     title=title,
                     cell_px=190 if att.shape[0] <= 2 else 150,
+                    colorbar=True,
+                    clickable=False,
+                    file=f"{st.session_state[P + 'scale_model']}_{kind}_{tag}",
                 ),
                 "scale_grid",
             )
@@ -268,7 +270,7 @@ c3.slider("total steps", 2000, 50000, step=1000, key=P + "total")
 warmup = int(st.session_state[P + "warmup"])
 total = max(int(st.session_state[P + "total"]), warmup + 1)
 sch = schedules(int(st.session_state[P + "lr_d_model"]), warmup, total)
-chart(lp.lr_figure(sch, warmup), "lr_fig")
+chart(lc.lr_chart(sch, warmup), "lr_fig")
 st.caption(
     f"Peak learning rate {sch.vaswani.max():.2e} at step {int(sch.steps[np.argmax(sch.vaswani)])}; "
     f"at the last step: 1/√step {sch.vaswani[-1]:.2e}, cosine {sch.cosine[-1]:.2e}."
@@ -287,7 +289,7 @@ true_class = min(2, classes - 1)
 sm = training.smoothed_target(classes, true_class, float(st.session_state[P + "eps"]))
 c1, c2 = st.columns([3, 1])
 with c1:
-    chart(lp.smoothing_figure(sm.distribution, true_class), "ls_fig")
+    chart(lc.smoothing_chart(sm.distribution, true_class), "ls_fig")
 with c2:
     st.metric("probability on the true class", f"{sm.target_mass:.4f}")
     st.metric("each other class", f"{sm.distribution.min():.4f}")

@@ -1,8 +1,7 @@
-"""Reading what an AppTest run sent to the browser: plotly figures and text elements."""
+"""Reading what an AppTest run sent to the browser: chart specs and text elements."""
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 from collections.abc import Callable
@@ -11,36 +10,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 from lab import charts as lab_charts
-from lab.plots import heatmap_values
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
 from transformer_core.io.checkpoint import RUNS_ENV, load_checkpoint, save_checkpoint
 
 
-def array(value: object) -> np.ndarray:
-    """A plotly JSON array: plain list or {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(s) for s in str(value.get("shape", len(arr))).split(",")]
-        return arr.reshape(shape)
-    return np.asarray(value, dtype=float)
-
-
 def charts(at: AppTest) -> dict[str, dict]:
-    """key -> spec of every chart the run sent: the canvas charts (lab.charts) as their JSON
-    spec, plotly figures (the lesson pages) as their figure JSON."""
-    found = {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
-    for c in at.get("bidi_component"):
-        found[c.key] = json.loads(c.proto.json)
-    return found
+    """key -> spec of every chart (lab.charts, drawn on a canvas) the run sent."""
+    return {c.key: json.loads(c.proto.json) for c in at.get("bidi_component")}
 
 
-def heatmaps(fig: dict) -> list[np.ndarray]:
+def heatmaps(spec: dict) -> list[np.ndarray]:
     """Every map's values as sent: exact float32 for a single map, 1e-4 steps in a grid."""
-    if "kind" in fig:
-        return lab_charts.values(fig)
-    return [heatmap_values(t) for t in fig["data"] if t["type"] == "heatmap"]
+    return lab_charts.values(spec)
 
 
 def texts(at: AppTest, kind: str) -> list[str]:

@@ -6,14 +6,15 @@ the page shows; widgets are driven the way a user would, and deep links through 
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from lab.charts import values
 from streamlit.testing.v1 import AppTest
+
+from tests.app.figures import charts
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = str(ROOT / "app" / "Home.py")
@@ -54,25 +55,13 @@ def metric(at: AppTest, label_start: str) -> str:
 
 
 def figure_titles(at: AppTest) -> list[str]:
-    """Layout titles of every plotly figure on the page."""
-    out = []
-    for chart in at.get("plotly_chart"):
-        layout = json.loads(chart.proto.spec).get("layout", {})
-        title = layout.get("title", {})
-        out.append(title.get("text", "") if isinstance(title, dict) else str(title))
-    return out
+    """Titles of every chart on the page."""
+    return [spec["title"] for spec in charts(at).values()]
 
 
 def figure_specs(at: AppTest) -> dict[str, dict]:
-    """Every plotly figure on the page as sent, by element key."""
-    return {chart.key: json.loads(chart.proto.spec) for chart in at.get("plotly_chart")}
-
-
-def numbers(values: list | dict) -> np.ndarray:
-    """A trace's array as sent: a plain list, or plotly's typed array {"dtype", "bdata"}."""
-    if isinstance(values, dict):
-        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
-    return np.asarray(values)
+    """Every chart on the page as sent (lab.charts specs), by element key."""
+    return charts(at)
 
 
 def test_basics_shows_the_worked_numbers() -> None:
@@ -212,18 +201,23 @@ def test_variance_no_scaling_on_a_shipped_model() -> None:
 def test_variance_sends_thinned_curves_and_binned_histograms() -> None:
     at = open_view("variance", total=50000, warmup=4000, lr_d_model=512, samples=10000)
     specs = figure_specs(at)
-    sent = sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
+    sent = sum(len(c.proto.json) for c in at.get("bidi_component"))
     assert sent < 200_000  # 50,000 steps x 2 curves and 2 x 10,000 samples would be over 1.5 MB
     lr = next(s for key, s in specs.items() if key.endswith("lr_fig"))
-    for trace in lr["data"]:
-        steps, rates = numbers(trace["x"]), numbers(trace["y"])
+    assert [series["name"] for series in lr["panels"][0]["series"]] == [
+        "warm-up, then 1/√step",
+        "warm-up, then cosine",
+    ]
+    for steps, _rates in values(lr):
         assert 790 <= len(steps) <= 810 and steps[0] == 1 and steps[-1] == 50000
         assert 4000 in steps and np.all(np.diff(steps) > 0)
-        assert rates.max() == pytest.approx(512**-0.5 * 4000**-0.5)  # the peak is drawn, not skipped
+    vaswani = values(lr)[0][1]
+    assert vaswani.max() == pytest.approx(512**-0.5 * 4000**-0.5, rel=1e-6)  # the peak is drawn, not skipped
     hist = next(s for key, s in specs.items() if key.endswith("var_hist"))
-    for trace, bins in zip(hist["data"], (100, 400), strict=True):  # the scaled bins 0.25 wide
-        assert trace["type"] == "bar" and len(numbers(trace["x"])) == bins
-        assert (numbers(trace["y"]) * trace["width"]).sum() == pytest.approx(1.0)  # a density
+    for panel, (centres, density), bins in zip(hist["panels"], values(hist), (100, 400), strict=True):
+        [series] = panel["series"]  # the scaled bins 0.25 wide
+        assert series["type"] == "bars" and len(centres) == bins
+        assert (density * series["bar_width"]).sum() == pytest.approx(1.0, rel=1e-5)  # a density
 
 
 def test_variance_histogram_holds_every_sample_at_d_k_512_and_the_table_has_one_scaled_column() -> None:
@@ -235,16 +229,16 @@ def test_variance_histogram_holds_every_sample_at_d_k_512_and_the_table_has_one_
     raw, _ = score_samples(512, 10000)
     assert np.abs(raw).max() > 50  # the old fixed axis cut this sample
     hist = next(s for key, s in figure_specs(at).items() if key.endswith("var_hist"))
-    x_range = hist["layout"]["xaxis"]["range"]
+    x_range = hist["panels"][0]["x_range"]
+    assert hist["panels"][1]["x_range"] == x_range  # one shared axis
     assert x_range[0] <= raw.min() and x_range[1] >= raw.max()
-    bars = hist["data"][0]
-    centres, width = numbers(bars["x"]), bars["width"]
+    centres, width = values(hist)[0][0], hist["panels"][0]["series"][0]["bar_width"]
     assert centres[0] - width / 2 <= raw.min() and centres[-1] + width / 2 >= raw.max()
     var = table(at, "d_k", "variance of q·k")
     assert list(var.columns) == ["d_k", "variance of q·k", "variance of q·k / √d_k"]
     small = open_view("variance", d_k=4, samples=10000)
     small_hist = next(s for key, s in figure_specs(small).items() if key.endswith("var_hist"))
-    assert small_hist["layout"]["xaxis"]["range"] == [-50, 50]  # fixed while the data fit: growth shows
+    assert small_hist["panels"][0]["x_range"] == [-50, 50]  # fixed while the data fit: growth shows
 
 
 def test_positions_negative_offset_checks_real_positions() -> None:

@@ -3,11 +3,11 @@ the box-wide queue, links by run id (after a restart too) and the unknown-id not
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -76,8 +76,11 @@ def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     assert not at.exception
     progress = at.get("progress")[0].proto.text
     assert "done" in progress and "step 20 / 20" in progress
-    charts = at.get("vega_lite_chart")
-    assert len(charts) >= 3  # loss, learning rate, evaluation
+    specs = chart_specs(at)
+    [(steps, losses)] = heatmaps(specs["train_loss_fig"])  # the loss curve: one point per logged step
+    assert steps[-1] == 20 and np.all(np.diff(steps) > 0) and np.isfinite(losses).all()
+    assert [s["name"] for s in specs["train_eval_fig"]["panels"][0]["series"]][:1] == ["exact_match@3"]
+    assert "train_lr_fig" in specs
     table = at.dataframe[0].value
     assert list(table["length"]) == [3, 5, 7, 10, 12, 15]
     assert table["greedy exact match"].between(0, 1).all()
@@ -111,16 +114,19 @@ def test_a_tiny_induction_run_plots_every_heads_detector_scores_beside_the_loss(
     at.run()
     assert not at.exception
     assert "step 20 / 20" in at.get("progress")[0].proto.text
-    figures = [json.loads(f.proto.spec) for f in at.get("plotly_chart")]
-    score_figs = [f for f in figures if f["data"] and f["data"][0].get("name") == "L0 H0"]
-    assert len(score_figs) == 2  # previous-token and induction, one line per head of 2 layers x 2 heads
-    for fig in score_figs:
-        assert [t["name"] for t in fig["data"]] == ["L0 H0", "L0 H1", "L1 H0", "L1 H1"]
-        assert len(fig["data"][0]["x"]) == 20  # an evaluation per step of this 20-step run
+    specs = chart_specs(at)
+    score_figs = [specs[f"train_{score}_fig"] for score in ("previous_token", "induction")]
+    for fig in score_figs:  # previous-token and induction, one line per head of 2 layers x 2 heads
+        series = fig["panels"][0]["series"]
+        assert [t["name"] for t in series] == ["L0 H0", "L0 H1", "L1 H0", "L1 H1"]
+        assert [t["dash"] for t in series] == [None, None, "dot", "dot"]  # a dash style per layer
+        steps, scores = heatmaps(fig)[0]
+        assert len(steps) == 20 and ((scores >= 0) & (scores <= 1)).all()  # an evaluation per step
     scrub = chart_specs(at)["snap_fig"]  # the scrubber: the probe's attention at a snapshot
     assert scrub["kind"] == "head" and heatmaps(scrub)[0].shape == (len(scrub["y"]), len(scrub["x"]))
     assert at.selectbox(key="snap_kind").options == ["self"]
-    assert len(at.get("vega_lite_chart")) >= 3  # loss, learning rate, first copy vs repeat
+    first, repeat = heatmaps(specs["train_ic_fig"])  # the loss on the first copy and on the repeat
+    assert len(first[0]) == len(repeat[0]) == 20
     assert [m.label for m in at.metric][:2] == ["Loss on the first copy (nats)", "Loss on the repeat (nats)"]
     assert any(f"/heads?checkpoint={run_id}" in c.value for c in at.code)
 

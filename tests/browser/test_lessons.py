@@ -8,12 +8,13 @@ from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+from tests.browser.conftest import assert_no_exception, chart_cells, chart_title, open_page, wait_for_app
 
 RENDERED = """() => {
     if (document.querySelector('[data-testid="stSkeleton"]')) return false;
-    const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
-    return charts.length > 0 && Array.from(charts).every(c => c.querySelector('.main-svg'));
+    const hosts = document.querySelectorAll('[data-testid="stMain"] [data-testid="stBidiComponentIsolated"]');
+    return hosts.length > 0 && Array.from(hosts).every(
+        h => h.shadowRoot && h.shadowRoot.querySelector('.lab-chart[data-drawn]'));
 }"""
 
 
@@ -56,7 +57,7 @@ def test_basics_page(page: Page, app_url: str, tmp_path: Path) -> None:
     page.screenshot(path=str(tmp_path / "basics.png"), full_page=True)
     text = main_text(page)
     assert "(0.5718, 0.6019)" in text
-    assert "head 3" in text  # four heads from the link
+    chart_title(page, "basics_head_fig_3", "head 3: features 3..3")  # four heads from the link
     assert "With positions added" in text
     assert metric_value(page, "Gaussian prediction") == "103.753"
     assert metric_value(page, "Boxcar prediction") == "120.000"
@@ -72,11 +73,13 @@ def test_positions_page(page: Page, app_url: str, tmp_path: Path) -> None:
     open_page(page, app_url + "/positions?d_model=32&length=20&offset=4")
     settle(page)
     assert slider_value(page, "d_model") == "32" and slider_value(page, "number of positions") == "20"
-    assert "20 positions × 32 dimensions" in main_text(page)
+    chart_title(page, "positions_pe_heat", "20 positions × 32 dimensions")
+    [(_, _, _, _, width, height)] = chart_cells(page, "positions_pe_heat")
+    assert width > 400 and height > 200  # the table is drawn as a map, not an empty box
     assert float(metric_value(page, "max |M·PE(p)")) < 1e-6
     page.screenshot(path=str(tmp_path / "positions.png"), full_page=True)
     move_slider(page, "d_model", "ArrowLeft", 3)  # 32 -> 26
-    assert "20 positions × 26 dimensions" in main_text(page)
+    chart_title(page, "positions_pe_heat", "20 positions × 26 dimensions")
     expect(page).to_have_url(re.compile(r"d_model=26"))
     move_slider(page, "offset Δ", "ArrowRight", 1)
     assert float(metric_value(page, "max |M·PE(p)")) < 1e-6
@@ -87,15 +90,15 @@ def test_positions_page(page: Page, app_url: str, tmp_path: Path) -> None:
 def test_variance_page(page: Page, app_url: str, tmp_path: Path) -> None:
     open_page(page, app_url + "/variance?d_k=4")
     settle(page)
-    assert "d_k = 4: 5000 random" in main_text(page)
+    chart_title(page, "variance_var_hist", "d_k = 4: 5000 random")
     move_slider(page, "d_k", "ArrowRight", 3)  # 4 -> 7
     assert slider_value(page, "d_k") == "7"
-    assert "d_k = 7: 5000 random" in main_text(page)
+    chart_title(page, "variance_var_hist", "d_k = 7: 5000 random")
     expect(page).to_have_url(re.compile(r"d_k=7"))
-    assert "scaled as trained" in main_text(page)
+    chart_title(page, "variance_scale_grid", "scaled as trained")
     page.get_by_text("no scaling", exact=True).click()
     settle(page)
-    assert "cross-attention, no scaling" in main_text(page)
+    chart_title(page, "variance_scale_grid", "cross-attention, no scaling")
     page.screenshot(path=str(tmp_path / "variance.png"), full_page=True)
     move_slider(page, "smoothing ε", "ArrowRight", 1)  # 0.10 -> 0.11
     assert metric_value(page, "probability on the true class") == "0.9010"

@@ -1,6 +1,7 @@
 """/train in a real browser: start a run, leave the page and come back, stop it; the run's
 link opens it in another browser context; an unknown id shows a notice."""
 
+import json
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -25,7 +26,7 @@ def test_start_navigate_away_stop_and_open_by_link(
     page.locator('[data-testid="stMain"]').get_by_role("button", name="Start").click()
     progress = page.locator('[data-testid="stProgress"]')
     expect(progress).to_contain_text("running", timeout=90_000)
-    expect(page.locator('[data-testid="stVegaLiteChart"]').first).to_be_visible(timeout=60_000)
+    chart(page, "train_loss_fig")  # the loss curve is drawn while the run trains
     page.screenshot(path=str(tmp_path / "train-running.png"))
     assert_no_exception(page)
     run_id = parse_qs(urlparse(page.url).query)["run"][0]
@@ -94,9 +95,9 @@ def test_an_induction_run_plots_every_heads_scores_and_opens_on_heads(
     expect(page.locator('[data-testid="stProgress"]')).to_contain_text("done", timeout=180_000)
     wait_for_app(page)
     run_id = parse_qs(urlparse(page.url).query)["run"][0]
-    charts = main.locator('[data-testid="stPlotlyChart"]')
-    expect(charts).to_have_count(2)  # previous-token, induction
-    expect(charts.nth(0).locator(".legendtext")).to_have_count(4)  # one line per head, L0 H0 .. L1 H1
+    for score in ("previous_token", "induction"):  # one line per head, L0 H0 .. L1 H1
+        legend = json.loads(chart(page, f"train_{score}_fig").get_attribute("data-legend") or "[]")
+        assert legend == ["L0 H0", "L0 H1", "L1 H0", "L1 H1"], legend
     main.get_by_text("Induction score of every head").scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "train-induction-done.png"))
     scrubber = chart(page, "snap_fig")  # the scrubber over the snapshots

@@ -1,0 +1,486 @@
+"""Charts of the lesson pages (/basics, /positions, /variance) as lab.charts specs.
+
+Charts only: every number arrives computed (the `lessons` package). Colours are shared
+across pages: scaled/first series indigo, unscaled/second series orange. Every builder is
+cached by its inputs (`spec_cache`): a rerun that leaves a chart's inputs alone reuses the
+built spec. Long series are thinned and samples binned here, before they are sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from lab import charts
+from lab.compute import spec_cache
+from lessons.training import Schedules
+from lessons.variance import Saturation
+
+FIRST = "#4f46e5"  # scaled, sinusoidal, Gaussian
+SECOND = "#ea580c"  # unscaled, learned, boxcar
+THIRD = "#059669"
+MUTED = charts.MUTED
+CYCLE = [FIRST, SECOND, THIRD, MUTED, "#db2777", "#0891b2"]
+Spec = dict[str, Any]
+
+
+def _bounds(z: np.ndarray, colorscale: str, zmin: float | None, zmax: float | None) -> tuple[float, float]:
+    """The colour range: as given, else the data's (around 0 for a diverging scale)."""
+    finite = z[np.isfinite(z)]
+    if finite.size == 0:
+        return (zmin if zmin is not None else 0.0, zmax if zmax is not None else 1.0)
+    if colorscale.startswith("RdBu") and zmin is None and zmax is None:
+        bound = float(np.abs(finite).max()) or 1.0
+        return -bound, bound
+    lo = float(finite.min()) if zmin is None else zmin
+    hi = float(finite.max()) if zmax is None else zmax
+    return (lo, hi) if hi > lo else (lo - 1.0, lo + 1.0)
+
+
+@spec_cache
+def value_heatmap(
+    z: np.ndarray,
+    x_labels: Sequence[str],
+    y_labels: Sequence[str],
+    title: str = "",
+    *,
+    x_title: str = "key",
+    y_title: str = "query",
+    value_name: str = "weight",
+    colorscale: str = "Blues",
+    zmin: float | None = 0.0,
+    zmax: float | None = 1.0,
+    marks: np.ndarray | None = None,
+    mark_name: str = "padding",
+    show_values: bool = True,
+    digits: int = 4,
+    height: int = 340,
+) -> Spec:
+    """A small labelled (rows, cols) matrix with its values written in the cells.
+
+    marks (same shape, bool): cells outlined in grey dashes, e.g. padded keys. zmin/zmax
+    None: the data's range (around 0 for RdBu)."""
+    z = np.asarray(z, dtype=np.float64)
+    lo, hi = _bounds(z, colorscale, zmin, zmax)
+    spec = charts.head_spec(
+        z,
+        list(y_labels),
+        list(x_labels),
+        title,
+        zmin=lo,
+        zmax=hi,
+        highlight=None if marks is None else np.asarray(marks, dtype=bool),
+        highlight_name=f"dashed: {mark_name}",
+        dashed=True,
+        value_name=value_name,
+        colorscale=colorscale,
+        height=height,
+        cell_digits=digits if show_values else None,
+        file=title or "matrix",
+    )
+    spec.update(x_title=x_title, y_title=y_title, digits=digits)
+    return spec
+
+
+@spec_cache
+def retrieval_charts(
+    tokens: Sequence[str], values: np.ndarray, weights: np.ndarray, context: np.ndarray
+) -> tuple[Spec, Spec]:
+    """The weight of each key (bars), and the values as 2-D points sized by weight with the
+    context vector (their weighted average) as a star."""
+    bars = charts.bars_spec(
+        list(tokens),
+        {"weight": np.asarray(weights)},
+        "weight per key",
+        height=380,
+        y_title="weight",
+        colors=[FIRST],
+        y_range=(0.0, 1.15),
+        values_shown="{:.4f}",
+        file="weight_per_key",
+    )
+    v = np.asarray(values, dtype=np.float64)
+    cloud = charts.xy_spec(
+        [
+            charts.panel(
+                [
+                    charts.points(
+                        "values",
+                        v[:, 0],
+                        v[:, 1],
+                        color=FIRST,
+                        sizes=12 + 50 * np.asarray(weights),
+                        labels=list(tokens),
+                        opacity=0.45,
+                    ),
+                    charts.points(
+                        "context",
+                        [context[0]],
+                        [context[1]],
+                        color=SECOND,
+                        sizes=[22],
+                        labels=["context"],
+                        star=True,
+                    ),
+                ],
+                x_title="value[0]",
+                y_title="value[1]",
+                x_range=(-0.3, 1.3),
+                y_range=(-0.3, 1.35),
+            )
+        ],
+        title="values and context",
+        height=380,
+        file="values_and_context",
+    )
+    return bars, cloud
+
+
+@spec_cache
+def kernel_charts(
+    locations: Sequence[float],
+    prices: Sequence[float],
+    query: float,
+    weights: dict[str, np.ndarray],
+    grid: np.ndarray,
+    curves: dict[str, np.ndarray],
+) -> tuple[Spec, Spec]:
+    """The normalised weight per house for each kernel (grouped bars); the houses, and each
+    kernel's prediction as a function of the query location (the query dashed)."""
+    bars = charts.bars_spec(
+        [f"#{i} at {loc:g}" for i, loc in enumerate(locations)],
+        {name: np.nan_to_num(np.asarray(w, dtype=float)) for name, w in weights.items()},
+        "weight per house",
+        height=400,
+        y_title="weight",
+        colors=CYCLE,
+        y_range=(0.0, 1.05),
+        file="weight_per_house",
+    )
+    lines = [
+        charts.line(f"{name} prediction", grid, pred, color=CYCLE[i % len(CYCLE)])
+        for i, (name, pred) in enumerate(curves.items())
+    ]
+    houses = charts.points(
+        "houses", list(locations), list(prices), color="#111827", sizes=[12] * len(locations)
+    )
+    curve = charts.xy_spec(
+        [
+            charts.panel(
+                [houses, *lines], x_title="location", y_title="price", vlines=[(query, f"query {query:g}")]
+            )
+        ],
+        title="prediction as the query moves",
+        height=400,
+        digits=2,
+        file="kernel_prediction",
+    )
+    return bars, curve
+
+
+def _density(samples: np.ndarray, x_max: float, bins: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(centres, densities, width) of a probability-density histogram over [-x_max, x_max]:
+    bins numbers are sent instead of n samples."""
+    density, edges = np.histogram(samples, bins=bins, range=(-x_max, x_max), density=True)
+    width = float(edges[1] - edges[0])
+    return edges[:-1] + width / 2, density, width
+
+
+@spec_cache
+def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_min_range: float = 50.0) -> Spec:
+    """Histograms of q.k and of q.k / sqrt(d_k) (n,) on one shared x range: +-x_min_range
+    (fixed while the samples fit, so growth shows), widened in steps of 10 to hold every sample.
+    The scaled one gets finer bins (0.25 wide), else it would be one spike on that axis."""
+    extreme = float(max(np.abs(raw).max(initial=0.0), np.abs(scaled).max(initial=0.0)))
+    x_max = max(x_min_range, 10.0 * np.ceil(extreme * 1.02 / 10.0))
+    sides = (
+        (raw, 100, SECOND, "unscaled", f"q·k   (variance {raw.var():.1f})"),
+        (scaled, int(8 * x_max), FIRST, "scaled", f"q·k / √d_k   (variance {scaled.var():.2f})"),
+    )
+    panels = []
+    for samples, bins, color, name, title in sides:
+        centres, density, width = _density(samples, x_max, bins)
+        panels.append(
+            charts.panel(
+                [charts.histogram(name, centres, density, width, color=color)],
+                title=title,
+                x_title="score",
+                y_title="density",
+                x_range=(-x_max, x_max),
+            )
+        )
+    return charts.xy_spec(
+        panels, title=f"d_k = {d_k}: {raw.size} random (q, k) pairs", height=360, file=f"scores_d_k_{d_k}"
+    )
+
+
+@spec_cache
+def saturation_chart(sat: Saturation, d_k: int, n_keys: int) -> Spec:
+    """Entropy, max weight and softmax gradient norm against d_k (log axis), both ways."""
+    plots = (
+        ("entropy", "entropy of the row (nats)", (0.0, float(np.log(n_keys)) * 1.05)),
+        ("max", "largest weight", (0.0, 1.02)),
+        ("grad", "gradient norm ‖∂softmax/∂s‖", None),
+    )
+    ways = (("scaled", "scaled by 1/√d_k", FIRST), ("raw", "unscaled", SECOND))
+    return charts.xy_spec(
+        [
+            charts.panel(
+                [
+                    charts.line(label, sat.dims, getattr(sat, f"{name}_{tag}"), color=color, markers=True)
+                    for tag, label, color in ways
+                ],
+                title=title,
+                x_title="d_k",
+                y_range=y_range,
+                x_log=True,
+                x_ticks=list(sat.dims),
+                vlines=[(d_k, "")],
+            )
+            for name, title, y_range in plots
+        ],
+        height=380,
+        digits=3,
+        file="softmax_saturation",
+    )
+
+
+@spec_cache
+def row_bars(raw_weights: np.ndarray, scaled_weights: np.ndarray, d_k: int) -> Spec:
+    """One row of attention weights at d_k, unscaled next to scaled."""
+    return charts.bars_spec(
+        [f"k{i}" for i in range(len(raw_weights))],
+        {"scaled by 1/√d_k": np.asarray(scaled_weights), "unscaled": np.asarray(raw_weights)},
+        f"one query against {len(raw_weights)} keys, d_k = {d_k}",
+        height=320,
+        y_title="weight",
+        colors=[FIRST, SECOND],
+        y_range=(0.0, 1.02),
+        file=f"softmax_row_d_k_{d_k}",
+    )
+
+
+def _numbered(n: int) -> list[str]:
+    return [str(i) for i in range(n)]
+
+
+@spec_cache
+def pe_heatmap(table: np.ndarray, title: str, *, seen: int | None = None, zabs: float = 1.0) -> Spec:
+    """A position table (P, d) drawn with position across and dimension down (red above
+    zero); `seen`: a dashed line after the last position training used."""
+    table = np.asarray(table, dtype=np.float64)
+    n_pos, dims = table.shape
+    spec = charts.head_spec(
+        table.T,
+        _numbered(dims),
+        _numbered(n_pos),
+        title,
+        zmin=-zabs,
+        zmax=zabs,
+        value_name="value",
+        colorscale="RdBu_r",
+        height=380,
+        x_marker=(seen, "never seen in training →") if seen is not None and seen < n_pos else None,
+        quantized=True,
+        file=title.split(":")[0].replace(" ", "_") or "positions",
+    )
+    spec.update(x_title="position", y_title="dimension", x_angle=0, tick_px=11)
+    spec.update(x_every=charts.label_step(n_pos, 700, 26), y_every=charts.label_step(dims, 280, 11))
+    return spec
+
+
+@spec_cache
+def waves_chart(table: np.ndarray, dims: Sequence[int]) -> Spec:
+    """Chosen dimensions of a position table as functions of position."""
+    positions = np.arange(table.shape[0])
+    return charts.xy_spec(
+        [
+            charts.panel(
+                [
+                    charts.line(
+                        f"dim {d} ({'sin' if d % 2 == 0 else 'cos'})",
+                        positions,
+                        table[:, d],
+                        color=CYCLE[i % len(CYCLE)],
+                        markers=table.shape[0] <= 64,
+                    )
+                    for i, d in enumerate(dims)
+                ],
+                x_title="position",
+                y_title="value",
+                y_range=(-1.1, 1.1),
+            )
+        ],
+        title="chosen dimensions as waves",
+        height=340,
+        file="sinusoid_waves",
+    )
+
+
+@spec_cache
+def similarity_heatmap(matrix: np.ndarray, title: str) -> Spec:
+    """Cosine similarity (P, P) of every pair of positions, red = alike."""
+    n = len(matrix)
+    spec = charts.head_spec(
+        np.asarray(matrix, dtype=np.float64),
+        _numbered(n),
+        _numbered(n),
+        title,
+        zmin=-1.0,
+        zmax=1.0,
+        value_name="cosine",
+        colorscale="RdBu_r",
+        height=420,
+        quantized=True,
+        file="position_similarity",
+    )
+    spec.update(x_title="position", y_title="position", x_angle=0, tick_px=11)
+    spec.update(x_every=charts.label_step(n, 300, 26), y_every=charts.label_step(n, 320, 11))
+    return spec
+
+
+@spec_cache
+def lines_chart(
+    series: dict[str, np.ndarray],
+    title: str,
+    *,
+    x_title: str = "position p",
+    y_title: str = "",
+    y_range: tuple[float, float] | None = None,
+    x_start: int = 0,
+    marker_x: float | None = None,
+    marker_text: str = "",
+    height: int = 340,
+) -> Spec:
+    """Several named 1-D curves over positions x_start, x_start + 1, ...; marker_x: a dashed
+    line there, named marker_text."""
+    return charts.xy_spec(
+        [
+            charts.panel(
+                [
+                    charts.line(name, np.arange(x_start, x_start + len(y)), y, color=CYCLE[i % len(CYCLE)])
+                    for i, (name, y) in enumerate(series.items())
+                ],
+                x_title=x_title,
+                y_title=y_title,
+                y_range=y_range,
+                vlines=[] if marker_x is None else [(marker_x, marker_text)],
+            )
+        ],
+        title=title,
+        height=height,
+        file=title.split(":")[0].replace(" ", "_") or "curves",
+    )
+
+
+@spec_cache
+def rope_path_chart(path: np.ndarray, positions: Sequence[int], radians_per_step: float) -> Spec:
+    """Arrows from the origin to a 2-D pair rotated to each position, on its circle."""
+    path = np.asarray(path, dtype=np.float64)
+    reach = float(np.abs(path).max()) * 1.25 or 1.0
+    theta = np.linspace(0, 2 * np.pi, 200)
+    radius = float(np.linalg.norm(path[0]))
+    circle = charts.line(
+        "", radius * np.cos(theta), radius * np.sin(theta), color="#d1d5db", dash="dot", legend=False
+    )
+    circle["hover"] = False
+    return charts.xy_spec(
+        [
+            charts.panel(
+                [
+                    circle,
+                    charts.arrows(path[:, 0], path[:, 1], color=FIRST),
+                    charts.points(
+                        "",
+                        path[:, 0],
+                        path[:, 1],
+                        color=FIRST,
+                        sizes=[9] * len(path),
+                        labels=[f"p={p}" for p in positions],
+                    ),  # fmt: skip
+                ],
+                x_title="first coordinate of the pair",
+                y_title="second coordinate",
+                x_range=(-reach, reach),
+                y_range=(-reach, reach),
+                equal=True,
+            )
+        ],
+        title=f"the pair turns {radians_per_step:.4f} rad per position",
+        height=440,
+        digits=3,
+        file="rope_pair",
+    )
+
+
+@spec_cache
+def slopes_chart(slopes: np.ndarray) -> Spec:
+    """ALiBi's slope per head, each written (turned) above its bar."""
+    return charts.bars_spec(
+        [f"head {h}" for h in range(len(slopes))],
+        {"slope m": np.asarray(slopes)},
+        "slope per head",
+        height=380,
+        y_title="slope m",
+        colors=[FIRST],
+        y_range=(0.0, max(float(np.max(slopes)), 1e-9) * 1.6),
+        values_shown="{:.4g}",
+        values_turned=True,
+        digits=5,
+        width_px=200,
+        file="alibi_slopes",
+    )
+
+
+def _thin(n: int, keep: Sequence[int], points: int = 800) -> np.ndarray:
+    """Sorted indices (<= points + len(keep),) spread over 0..n-1 plus the ones in keep:
+    a smooth curve of 50,000 steps looks the same drawn through 800 of them."""
+    grid = np.linspace(0, n - 1, min(n, points)).round().astype(int)
+    extra = np.clip(np.asarray(keep, dtype=int), 0, n - 1)
+    return np.unique(np.concatenate([grid, extra]))
+
+
+@spec_cache
+def lr_chart(schedules: Schedules, warmup: int) -> Spec:
+    """Learning rate against step (n,) for the two schedules, warm-up end marked; drawn
+    through at most ~800 steps, always including the peak at the end of warm-up."""
+    idx = _thin(len(schedules.steps), [warmup - 2, warmup - 1, warmup])
+    steps = schedules.steps[idx]
+    curves = (
+        ("warm-up, then 1/√step", schedules.vaswani, FIRST),
+        ("warm-up, then cosine", schedules.cosine, SECOND),
+    )
+    return charts.xy_spec(
+        [
+            charts.panel(
+                [charts.line(name, steps, lr[idx], color=color) for name, lr, color in curves],
+                x_title="step",
+                y_title="learning rate",
+                vlines=[(warmup, "end of warm-up")],
+            )
+        ],
+        height=360,
+        digits=6,
+        file="learning_rate",
+    )
+
+
+@spec_cache
+def smoothing_chart(distribution: np.ndarray, target: int) -> Spec:
+    """The one-hot target beside the smoothed one, per class."""
+    one_hot = np.zeros(len(distribution))
+    one_hot[target] = 1.0
+    return charts.bars_spec(
+        [f"class {i}" for i in range(len(distribution))],
+        {"one-hot target": one_hot, "smoothed target": np.asarray(distribution)},
+        height=340,
+        colors=["#d1d5db", FIRST],
+        y_range=(0.0, 1.05),
+        file="label_smoothing",
+    )
+
+
+#: a grid of heads (L, H, Tq, Tk) on a lesson page: lab.charts' grid, not clickable
+attention_grid = spec_cache(charts.grid_spec, max_entries=16)

@@ -1,0 +1,97 @@
+"""The chart specs (lab.charts, lab.lesson_charts): the numbers the browser draws are the
+numbers computed, in the encodings charts.js decodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from lab import charts
+from lab import lesson_charts as lc
+
+from lessons import basics, variance
+from lessons.training import lr_schedules
+
+
+def test_colour_scales_are_colorbrewers_and_reverse_with_r() -> None:
+    blues = charts.colorscale_steps("Blues")
+    assert blues[0] == [0.0, "rgb(247,251,255)"] and blues[-1] == [1.0, "rgb(8,48,107)"] and len(blues) == 9
+    rdbu, reverse = charts.colorscale_steps("RdBu"), charts.colorscale_steps("RdBu_r")
+    assert rdbu[5] == [0.5, "rgb(247,247,247)"]  # white in the middle of 11 stops
+    assert [c for _, c in reverse] == [c for _, c in rdbu][::-1]
+
+
+def test_a_quantized_map_keeps_four_decimals_and_its_gaps() -> None:
+    rng = np.random.default_rng(0)
+    z = rng.uniform(-1, 1, size=(64, 256))
+    z[3, 7] = np.nan
+    spec = charts.head_spec(z, [str(i) for i in range(64)], [str(i) for i in range(256)], zmin=-1, zmax=1,
+                            quantized=True)  # fmt: skip
+    sent = spec["panels"][0]["z"]
+    assert sent["dtype"] == "u2" and sent["nan"] == charts.NAN_STEP
+    [back] = charts.values(spec)
+    assert np.isnan(back[3, 7]) and np.isnan(back).sum() == 1
+    assert np.nanmax(np.abs(back - z)) <= 1 / 65534 + 1e-12  # half a step of 2 / 65534
+    float32 = charts.head_spec(z, [""] * 64, [""] * 256)["panels"][0]["z"]
+    assert len(sent["bdata"]) * 2 == len(float32["bdata"])  # half the bytes of float32
+
+
+def test_the_padding_maps_show_the_masked_weights_and_outline_the_padding() -> None:
+    plain, masked = basics.masked_rows(np.asarray(basics.PADDED_SCORES), (2, 3))
+    pad = ~basics.valid_length_mask((2, 3), 4)
+    spec = lc.value_heatmap(masked, ["k0", "k1", "k2", "k3"], ["row 1", "row 2"], "masked", marks=pad)
+    [sent] = charts.values(spec)
+    np.testing.assert_allclose(sent, masked, rtol=1e-6)
+    assert sent[0, 2:].tolist() == [0.0, 0.0] and sent[1, 3] == 0.0  # exactly zero on padding
+    assert spec["outline"]["dash"] and spec["outline"]["cells"] == [[0, 2], [0, 3], [1, 3]]
+    assert spec["cell_digits"] == 4 and (spec["zmin"], spec["zmax"]) == (0.0, 1.0)
+    unbounded = lc.value_heatmap(
+        np.array([[-3.0, 1.0]]), ["a", "b"], ["q"], colorscale="RdBu_r", zmin=None, zmax=None
+    )
+    assert (unbounded["zmin"], unbounded["zmax"]) == (-3.0, 3.0)  # a diverging scale centred on 0
+
+
+def test_score_histograms_are_densities_on_one_axis_that_holds_every_sample() -> None:
+    raw, scaled = variance.score_samples(512, 4000)
+    spec = lc.score_histograms(raw, scaled, 512)
+    assert spec["kind"] == "xy" and spec["title"] == "d_k = 512: 4000 random (q, k) pairs"
+    (left, right) = spec["panels"]
+    assert left["x_range"] == right["x_range"] and left["x_range"][1] >= np.abs(raw).max()
+    for panel, (centres, density) in zip(spec["panels"], charts.values(spec), strict=True):
+        width = panel["series"][0]["bar_width"]
+        assert density.sum() * width == pytest.approx(1.0, rel=1e-5)
+        assert centres[0] - width / 2 == pytest.approx(left["x_range"][0])
+    assert right["series"][0]["bar_width"] == pytest.approx(0.25)  # the scaled scores' fine bins
+
+
+def test_saturation_is_drawn_against_d_k_on_a_log_axis_both_ways() -> None:
+    sat = variance.softmax_saturation(variance.SATURATION_DIMS, 16, n_rows=32)
+    spec = lc.saturation_chart(sat, 64, 16)
+    assert [p["title"] for p in spec["panels"]][0] == "entropy of the row (nats)"
+    for panel in spec["panels"]:
+        assert panel["x_log"] and [v for v, _ in panel["x_ticks"]] == list(sat.dims)
+        assert [s["name"] for s in panel["series"]] == ["scaled by 1/√d_k", "unscaled"]
+        assert panel["vlines"] == [{"x": 64.0, "text": ""}]
+    (dims, entropy_scaled), *_ = charts.values(spec)
+    np.testing.assert_allclose(dims, sat.dims)
+    np.testing.assert_allclose(entropy_scaled, sat.entropy_scaled, rtol=1e-6)
+
+
+def test_the_learning_rate_chart_keeps_the_peak_of_a_long_schedule() -> None:
+    sch = lr_schedules(512, 4000, 50000)
+    spec = lc.lr_chart(sch, 4000)
+    (steps, vaswani), (_, cosine) = charts.values(spec)
+    assert len(steps) <= 810 and 4000 in steps
+    assert vaswani.max() == pytest.approx(sch.vaswani.max(), rel=1e-6)
+    assert spec["panels"][0]["vlines"] == [{"x": 4000.0, "text": "end of warm-up"}]
+
+
+def test_bars_write_their_values_and_keep_a_given_range() -> None:
+    spec = lc.slopes_chart(np.array([0.5, 0.25, 0.125]))
+    assert spec["series"][0]["text"] == ["0.5", "0.25", "0.125"] and spec["text_angle"] == -90
+    assert spec["y_range"] == [0.0, pytest.approx(0.8)]
+    bars, cloud = lc.retrieval_charts(["a", "b"], np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([0.25, 0.75]),
+                                      np.array([0.75, 0.25]))  # fmt: skip
+    assert bars["series"][0]["text"] == ["0.2500", "0.7500"]
+    values, context = charts.values(cloud)
+    assert values.T.tolist() == [[0.0, 1.0], [1.0, 0.0]] and context.T.tolist() == [[0.75, 0.25]]
+    assert cloud["panels"][0]["series"][0]["sizes"] == [24.5, 49.5]  # sized by weight
