@@ -102,3 +102,21 @@ def test_variance_page(page: Page, app_url: str, tmp_path: Path) -> None:
     page.screenshot(path=str(tmp_path / "variance.png"), full_page=True)
     move_slider(page, "smoothing ε", "ArrowRight", 1)  # 0.10 -> 0.11
     assert metric_value(page, "probability on the true class") == "0.9010"
+
+
+def test_hovering_a_curve_names_its_nearest_point(page: Page, app_url: str) -> None:
+    """The canvas charts' hover: the learning-rate peak at the end of warm-up reads its step
+    and value (the schedule's peak is 512^-0.5 * 4000^-0.5 = 6.988e-4)."""
+    open_page(page, app_url + "/variance?lr_d_model=512&warmup=4000&total=20000")
+    settle(page)
+    lr = page.locator(".st-key-variance_lr_fig .lab-chart[data-drawn]")
+    lr.scroll_into_view_if_needed()
+    [(_, _, x, y, w, h)] = chart_cells(page, "variance_lr_fig")
+    box = lr.locator("canvas").bounding_box()
+    assert box is not None
+    top = 8e-4  # the axis' round top above the peak
+    page.mouse.move(box["x"] + x + w * (4000 - 1) / (20000 - 1), box["y"] + y + h * (1 - 6.988e-4 / top))
+    tip = lr.locator(".tip")
+    expect(tip).to_be_visible()
+    expect(tip).to_contain_text(re.compile(r"step (3998|3999|4000)"))
+    expect(tip).to_contain_text("learning rate 6.98")
