@@ -106,6 +106,7 @@ RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 
 # ------------------------------------------------------------------ stopping
 NGINX_PID=""
+STATIC_DIR=""
 declare -a WORKER_PIDS=()
 declare -a RESTARTS=()
 STOPPING=0
@@ -134,6 +135,7 @@ stop_all() {
         fi
         wait "$pid" 2>/dev/null
     done
+    [[ -n "$STATIC_DIR" ]] && rm -rf "$STATIC_DIR"
     if ((KEEP_RUN_DIR)); then
         echo "serve.sh: stopped; logs are in $RUN_DIR/logs" >&2
     else
@@ -199,12 +201,23 @@ if ! wait_healthy "${args[@]}"; then
 fi
 
 # ------------------------------------------------------------------ nginx
+# Static files for nginx to send itself: Streamlit's frontend build and app/static, copied
+# into a world-readable folder of their own (as root, nginx's worker runs as nobody, which
+# may read neither the Python install nor a RUN_DIR inside a private folder).
+STATIC_SRC="$("$PYTHON" -c 'import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), "static", "static"))')" ||
+    fail "cannot locate Streamlit's static files with $PYTHON"
+[[ -d "$STATIC_SRC" ]] || fail "Streamlit's static files are not at $STATIC_SRC"
+STATIC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/attention-lab-static.XXXXXX")" || fail "cannot create a temporary directory"
+cp -R "$STATIC_SRC" "$STATIC_DIR/static" && cp -R "$ROOT/app/static" "$STATIC_DIR/app-static" &&
+    chmod -R a+rX "$STATIC_DIR" || fail "cannot copy the static files into $STATIC_DIR"
+
 servers=""
 for port in "${PORTS[@]}"; do
     servers+="        server 127.0.0.1:$port max_fails=1 fail_timeout=5s;"$'\n'
 done
 conf="$(<"$HERE/nginx.conf.template")"
 conf="${conf//@RUN_DIR@/$RUN_DIR}"
+conf="${conf//@STATIC_DIR@/$STATIC_DIR}"
 conf="${conf//@ADDRESS@/$([[ "$ADDRESS" == *:* ]] && echo "[$ADDRESS]" || echo "$ADDRESS")}"
 conf="${conf//@PORT@/$PORT}"
 conf="${conf//@MAX_BODY@/$((MAX_UPLOAD_MB + 2))m}"

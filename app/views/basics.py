@@ -12,7 +12,7 @@ import random
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import charts
+from lab import charts, tables
 from lab import lesson_charts as lc
 from lab.state import init_state, write_state
 
@@ -21,6 +21,8 @@ from lessons import basics as lesson
 PERM_TOKENS = lesson.PERM_TOKENS
 PERMUTATIONS = [",".join(map(str, p)) for p in itertools.permutations(range(len(PERM_TOKENS)))]
 HEAD_CHOICES = (1, 2, 4)
+SCORE_KEYS = [f"s{r + 1}{j}" for r in range(2) for j in range(4)]  # s10 = row 1, key 0
+SCORE_RANGE = (-20.0, 20.0)
 
 
 def _in(lo: float, hi: float):
@@ -43,6 +45,7 @@ DEFAULTS = {
     "heads": 2,
     "perm": "0,3,2,1",
     "positions": False,
+    **{name: float(lesson.PADDED_SCORES[int(name[1]) - 1][int(name[2])]) for name in SCORE_KEYS},
 }
 VALID = {
     **{k: _in(-5.0, 5.0) for k in ("q", "k1", "k2", "k3", "k4")},
@@ -54,8 +57,28 @@ VALID = {
     "batch": _in(1, 2),
     "heads": lambda v: v in HEAD_CHOICES,
     "perm": lambda v: v in PERMUTATIONS,
+    **{name: _in(*SCORE_RANGE) for name in SCORE_KEYS},
 }
 init_state(DEFAULTS, VALID, prefix=P)
+
+
+# Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V in plain HTML: st.latex would load KaTeX
+# (265 kB and fonts), which holds back the whole page's first drawing.
+FORMULA = """<style>
+.lab-formula { text-align: center; font-size: 1.45rem; margin: 0.4rem 0 1rem; white-space: nowrap;
+  font-family: "Latin Modern Roman", "Cambria Math", "STIX Two Math", "Times New Roman", serif; }
+.lab-formula .paren { display: inline-block; vertical-align: middle; font-size: 2.3em; line-height: 1;
+  font-weight: 200; transform: scaleX(0.6); }
+.lab-formula .frac { display: inline-block; vertical-align: middle; text-align: center; line-height: 1.25; }
+.lab-formula .frac > span { display: block; padding: 0 0.25em; }
+.lab-formula .frac > span + span { border-top: 1.5px solid currentColor; padding-top: 0.1em; }
+.lab-formula sup { font-size: 0.6em; }
+.lab-formula .root { border-top: 1.5px solid currentColor; padding-left: 0.08em; }
+</style><div class="lab-formula">
+Attention(<i>Q</i>,&thinsp;<i>K</i>,&thinsp;<i>V</i>)&ensp;=&ensp;softmax<span class="paren">(</span><span
+class="frac"><span><i>QK</i><sup>⊤</sup></span><span>√<span
+class="root"><i>d</i><sub><i>k</i></sub></span></span></span><span
+class="paren">)</span>&thinsp;<i>V</i></div>"""
 
 
 def chart(spec: dict, key: str) -> None:
@@ -77,6 +100,13 @@ def kernels(house: float, sigma: float, width: float) -> dict:
             for k, w in widths.items()
         },
     }
+
+
+def table(data: pd.DataFrame, key: str, digits: int | None = 4, **options) -> None:
+    """`data` as an HTML table (lab.tables), its float columns with `digits` decimals."""
+    floats = [c for c in data.columns if data[c].dtype.kind == "f"] if digits is not None else []
+    formats = {c: f"{{:.{digits}f}}" for c in floats}
+    tables.show(data, key=P + key, formats=formats | options.pop("formats", {}), **options)
 
 
 def frame(matrix: np.ndarray, rows: list[str], cols: list[str], digits: int = 4) -> pd.DataFrame:
@@ -105,7 +135,7 @@ keys = tuple(float(st.session_state[f"{P}k{i + 1}"]) for i in range(4))
 res = lesson.retrieve(float(st.session_state[P + "q"]), keys, lesson.QKV_VALUES)
 left, right = st.columns([2, 3])
 with left:
-    st.dataframe(
+    table(
         pd.DataFrame(
             {
                 "token": lesson.QKV_TOKENS,
@@ -115,8 +145,9 @@ with left:
                 "weight": np.round(res.weights, 4),
             }
         ),
-        hide_index=True,
-        key=P + "qkv_table",
+        "qkv_table",
+        index=False,
+        formats={"key": "{:.1f}"},
     )
     st.markdown(f"**context vector** = Σ weight · value = **({res.context[0]:.4f}, {res.context[1]:.4f})**")
     st.caption(
@@ -137,19 +168,12 @@ st.markdown(
     "the padding; a masked softmax sets those scores to −∞ first, so padded keys get **exactly "
     "zero** and the real keys share the whole weight. Change the valid lengths or edit the scores."
 )
-c1, c2, c3 = st.columns([2, 1, 1])
-with c1:
-    edited = st.data_editor(
-        pd.DataFrame(lesson.PADDED_SCORES, columns=[f"key {j}" for j in range(4)], index=["row 1", "row 2"]),
-        key=P + "mask_scores",
-        num_rows="fixed",
-    )
-c2.slider("valid length, row 1", 1, 4, key=P + "len1")
-c3.slider("valid length, row 2", 1, 4, key=P + "len2")
-scores = edited.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-if not np.isfinite(scores).all():
-    st.warning("Empty or non-numeric scores count as 0.")
-    scores = np.nan_to_num(scores, nan=0.0, posinf=0.0, neginf=0.0)
+for r in (1, 2):  # one row of the batch: its four scores, then its valid length
+    cols = st.columns([1, 1, 1, 1, 1.6], vertical_alignment="bottom")
+    for j in range(4):
+        cols[j].number_input(f"row {r}, key {j}", *SCORE_RANGE, step=0.1, format="%.2f", key=f"{P}s{r}{j}")
+    cols[4].slider(f"valid length, row {r}", 1, 4, key=f"{P}len{r}")
+scores = np.array([[float(st.session_state[f"{P}s{r}{j}"]) for j in range(4)] for r in (1, 2)])
 lens = (int(st.session_state[P + "len1"]), int(st.session_state[P + "len2"]))
 plain, masked_w = lesson.masked_rows(scores, lens)
 pad = ~lesson.valid_length_mask(lens, 4)
@@ -175,7 +199,9 @@ with c2:
     st.caption(
         "Row sums: " + ", ".join(f"{s:.4f}" for s in masked_w.sum(-1)) + " (renormalised over the real keys)"
     )
-st.dataframe(frame(masked_w, row_labels, key_labels), key=P + "masked_table")
+c1, _ = st.columns([3, 2])
+c1.markdown("**Masked softmax weights**")
+table(frame(masked_w, row_labels, key_labels), "masked_table", where=c1)
 
 # ---------------------------------------------------------------------------------------
 st.header("3 · Attention without learning: kernel regression")
@@ -212,7 +238,8 @@ with c1:
     chart(bars, "kernel_fig")
 with c2:
     chart(curve, "kernel_curve")
-st.dataframe(
+c1, _ = st.columns([3, 2])
+table(
     pd.DataFrame(
         {
             "location": lesson.HOUSE_LOCATIONS,
@@ -221,18 +248,18 @@ st.dataframe(
             "boxcar weight": np.round(np.nan_to_num(fits["boxcar"].weights), 4),
         }
     ),
-    hide_index=True,
-    key=P + "kernel_table",
+    "kernel_table",
+    where=c1,
+    index=False,
+    formats={"location": "{:.1f}", "price": "{:.0f}"},
+    bars={"Gaussian weight": (0.0, 1.0), "boxcar weight": (0.0, 1.0)},
 )
 st.caption("A narrow σ trusts only the closest houses; a wide σ drifts towards the overall average price.")
 
 # ---------------------------------------------------------------------------------------
 st.header("4 · Matrix form: many queries at once")
 st.markdown("Stack the queries, keys and values as matrices and every comparison becomes one product:")
-st.latex(
-    r"\operatorname{Attention}(Q, K, V) = "
-    r"\operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V"
-)
+st.html(FORMULA)
 st.markdown(
     "Below is a batch of two sequences, each with 2 queries and 4 key-value pairs in d = 2, so "
     "Q is (2, 2, 2), K and V are (2, 4, 2), the weights (2, 2, 4) and the outputs (2, 2, 2)."
@@ -245,12 +272,12 @@ mat = lesson.matrix_attention(lesson.BATCH_Q, lesson.BATCH_K, lesson.BATCH_V)
 c1, c2, c3 = st.columns([1, 2, 1])
 with c1:
     st.markdown("**Q**")
-    st.dataframe(frame(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"], 2), key=P + "mat_q")
+    table(frame(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"], 2), "mat_q", 2)
     keys = [f"k{j}" for j in range(4)]
     st.markdown("**K**")  # K and V as two narrow tables, like Q: no column hidden at 1280x720
-    st.dataframe(frame(lesson.BATCH_K[b], keys, ["x", "y"], 2), key=P + "mat_k")
+    table(frame(lesson.BATCH_K[b], keys, ["x", "y"], 2), "mat_k", 2)
     st.markdown("**V** (row j belongs to key k_j)")
-    st.dataframe(frame(lesson.BATCH_V[b], keys, ["x", "y"], 2), key=P + "mat_v")
+    table(frame(lesson.BATCH_V[b], keys, ["x", "y"], 2), "mat_v", 2)
 with c2:
     chart(
         lc.value_heatmap(
@@ -264,7 +291,7 @@ with c2:
     )
 with c3:
     st.markdown("**outputs** = weights · V")
-    st.dataframe(frame(mat.outputs[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_out")
+    table(frame(mat.outputs[b], ["q0", "q1"], ["x", "y"]), "mat_out")
 if b == 1:
     st.caption("Key 3 = (5, 5) is far longer than the others: it dominates both queries of this sequence.")
 
@@ -279,9 +306,7 @@ st.markdown(
 c1, c2 = st.columns([1, 3])
 with c1:
     st.markdown("**X** (4 tokens, d = 4)")
-    st.dataframe(
-        frame(lesson.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)], 1), key=P + "split_x"
-    )
+    table(frame(lesson.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)], 1), "split_x", 1)
     st.radio("number of heads", HEAD_CHOICES, key=P + "heads", horizontal=True)
 heads = lesson.split_heads(lesson.SPLIT_X, int(st.session_state[P + "heads"]))
 with c2:
@@ -302,9 +327,8 @@ with c2:
                 f"head_fig_{h}",
             )
 st.markdown("**Concatenated output** (each head's output side by side)")
-st.dataframe(
-    frame(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]), key=P + "split_out"
-)
+c1, _ = st.columns([3, 2])
+table(frame(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]), "split_out", where=c1)
 
 # ---------------------------------------------------------------------------------------
 st.header("6 · Attention alone cannot see order")
@@ -336,10 +360,10 @@ dims = [f"d{j}" for j in range(4)]
 c1, c2 = st.columns(2)
 with c1:
     st.markdown("**Output on the original order**")
-    st.dataframe(frame(check.output, list(PERM_TOKENS), dims), key=P + "perm_out")
+    table(frame(check.output, list(PERM_TOKENS), dims), "perm_out")
 with c2:
     st.markdown(f"**Output on the shuffled input** ({_order(perm)})")
-    st.dataframe(frame(check.shuffled_output, [PERM_TOKENS[i] for i in order], dims), key=P + "perm_shuffled")
+    table(frame(check.shuffled_output, [PERM_TOKENS[i] for i in order], dims), "perm_shuffled")
 equivariant = check.max_abs_diff < 1e-9
 st.metric(
     "largest difference: output on shuffled input vs. output shuffled afterwards", f"{check.max_abs_diff:.1e}"
@@ -349,6 +373,6 @@ if equivariant:
 else:
     st.info("With positions added, the same token gets a different output in a different slot.")
 with st.expander("the token vectors"):
-    st.dataframe(frame(lesson.PERM_X, list(PERM_TOKENS), dims, 2), key=P + "perm_x")
+    table(frame(lesson.PERM_X, list(PERM_TOKENS), dims, 2), "perm_x", 2)
 
 write_state(list(DEFAULTS), prefix=P)

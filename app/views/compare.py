@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import charts, export, state
+from lab import charts, export, state, tables
 from lab import explorer as ex
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
@@ -268,11 +268,7 @@ st.subheader("3 · How much each head changed")
 table = pd.DataFrame(
     per_head, index=[f"layer {l}" for l in range(n_layers)], columns=[f"head {h}" for h in range(n_heads)]
 )
-st.dataframe(
-    table,
-    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns},
-    key=P + "per_head",
-)
+tables.show(table, key=P + "per_head", formats=dict.fromkeys(table.columns, "{:.3f}"))
 st.caption(
     f"Mean |B − A| over the {diff.shape[2]}×{diff.shape[3]} cells both sides share; 0 = identical "
     f"attention. Largest: {per_head.max():.3f} (layer {int(per_head.argmax() // n_heads)}, "

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import charts, export, state
+from lab import charts, export, state, tables
 from lab import explorer as ex
 from lab.compute import run_cached
 from lab.resources import load_model, model_choices
@@ -31,6 +31,30 @@ URL_KEYS = [
     "seed",
 ]
 DEFAULT_PROMPT = "The with statement is used to"
+
+
+def _frac(num: str, den: str) -> str:
+    return (
+        '<span style="display:inline-flex;flex-direction:column;vertical-align:middle;'
+        f'text-align:center;margin:0 .2em"><span>{num}</span>'
+        f'<span style="border-top:1px solid;padding-top:.1em">{den}</span></span>'
+    )
+
+
+def walk_formula(has_bias: bool) -> str:
+    """The walk's maths as HTML: s_j = q.k_j / sqrt(d_k) (+ b_j), w_j = softmax over the
+    allowed keys, out = sum_j w_j v_j (st.latex would load KaTeX, 0.3 MB, before any chart)."""
+    bias = " + <i>b<sub>j</sub></i>" if has_bias else ""
+    s = _frac("<i>q</i> · <i>k<sub>j</sub></i>", "√<i>d<sub>k</sub></i>") + bias
+    w = _frac(
+        "<i>e<sup>s<sub>j</sub></sup></i>", "Σ<sub><i>i</i> allowed</sub> <i>e<sup>s<sub>i</sub></sup></i>"
+    )
+    return (
+        '<div style="text-align:center;font-size:1.15rem;font-family:serif;margin:.3rem 0">'
+        f"<i>s<sub>j</sub></i> = {s},&emsp;<i>w<sub>j</sub></i> = {w},&emsp;"
+        "out = Σ<sub><i>j</i></sub> <i>w<sub>j</sub></i> <i>v<sub>j</sub></i></div>"
+    )
+
 
 st.title("GPT explorer")
 st.caption(
@@ -242,7 +266,7 @@ with text_col:
         "probability and the alternatives it was weighing."
     )
     with st.expander("Every sampled character with its top alternatives"):
-        st.dataframe(
+        tables.show(
             pd.DataFrame(
                 {
                     "step": range(1, len(samples) + 1),
@@ -251,11 +275,11 @@ with text_col:
                     "alternatives": ["  ".join(f"{lab} {p:.2f}" for lab, p in s.top) for s in samples],
                 }
             ),
-            hide_index=True,
+            key=P + "samples",
+            index=False,
             height=260,
-            column_config={
-                "probability": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
-            },
+            formats={"probability": "{:.3f}"},
+            bars={"probability": (0.0, 1.0)},
         )
 
 # next-character distribution after the prompt, and what an ablation changed
@@ -340,12 +364,7 @@ scheme = POSITION_SCHEMES[cfg.positions].display_name  # names the rotation and 
 d_k = steps.q.shape[0]
 has_bias = steps.bias is not None
 with fcol:
-    st.latex(
-        r"s_j = \frac{q \cdot k_j}{\sqrt{d_k}}"
-        + (r" + b_j" if has_bias else "")
-        + r",\quad w_j = \frac{e^{s_j}}{\sum_{i\,\mathrm{allowed}} e^{s_i}},\quad "
-        r"\mathrm{out} = \sum_j w_j\, v_j"
-    )
+    st.html(walk_formula(has_bias))
     st.caption(
         f"Layer {layer}, head {head}, query {ex.md_code(tokens[query])} at position {query}; "
         f"d_k = {d_k}, so the scores are multiplied by 1/√{d_k} = {steps.scale:.4f}."
@@ -444,16 +463,12 @@ with t1:
     b3.markdown(f"**Step {at_step + 1} of {len(walk)}**: {walk[at_step][2]}.")
     table = {"key": [f"{j}: {t}" for j, t in enumerate(tokens)]}
     table.update({column: values for column, values, _ in walk[: at_step + 1]})
-    st.dataframe(
+    tables.show(
         pd.DataFrame(table),
-        hide_index=True,
-        height=320,
         key=P + "walk_table",
-        column_config={
-            c: st.column_config.NumberColumn(format="%.4g" if c[0] in "ew" else "%.4f")
-            for c in table
-            if c != "key"
-        },
+        index=False,
+        height=320,
+        formats={c: "{:.4g}" if c[0] in "ew" else "{:.4f}" for c in table if c != "key"},
     )
 charts.show(
     charts.bars_spec(

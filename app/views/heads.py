@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import charts, state
+from lab import charts, state, tables
 from lab import explorer as ex
 from lab import head_plots as hp
 from lab.compute import run_cached
@@ -28,7 +28,8 @@ from transformer_core.interp import (
 )
 
 P = "heads_"  # session_state prefix; the URL uses the bare names
-URL_KEYS = ["checkpoint", "probe", "score", "open"]
+URL_KEYS = ["checkpoint", "probe", "score", "open", "sort"]
+BEST = "best score"
 
 st.title("Heads you can read")
 st.caption(
@@ -42,7 +43,7 @@ if not choices:
     st.stop()
 default_ckpt = "gpt-induction" if "gpt-induction" in choices else choices[0]
 state.init_state(
-    {"checkpoint": default_ckpt, "probe": "", "score": "previous_token", "open": ""},
+    {"checkpoint": default_ckpt, "probe": "", "score": "previous_token", "open": "", "sort": BEST},
     valid={
         "checkpoint": lambda v: v in choices,
         "score": lambda v: v in SCORES,
@@ -132,21 +133,22 @@ for kind in kinds:
                 row["Δ exact match"] = float(importance.delta_exact_match[kind][layer, head])
             row["|∂loss/∂gate|"] = float(importance.gradient[kind][layer, head])
             rows.append(row)
-table = pd.DataFrame(rows).sort_values("best score", ascending=False, kind="stable").reset_index(drop=True)
-fmt = {"best score": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")}
-numeric = [c for c in table.columns if table[c].dtype.kind == "f" and c != "best score"]
-picked = st.dataframe(
-    table.style.format("{:.3f}", subset=numeric, na_rep="—"),  # a dash where a score does not apply
-    hide_index=True,
-    column_config=fmt,
-    on_select="rerun",
-    selection_mode="single-row",
+numeric = [c for c in pd.DataFrame(rows).columns if isinstance(rows[0][c], float)]
+ex.clamp_state(P + "sort", numeric, BEST)
+sort_by = st.selectbox(
+    "Sort by", numeric, key=P + "sort", help="Largest first; a dash (does not apply) last."
+)
+table = pd.DataFrame(rows).sort_values(sort_by, ascending=False, kind="stable").reset_index(drop=True)
+tables.show(
+    table,
     key=P + "table",
-    height=min(38 + 35 * len(table), 420),
+    index=False,
+    height=420,
+    formats=dict.fromkeys(numeric, "{:.3f}") | {BEST: "{:.2f}", "|∂loss/∂gate|": "{:.3g}"},
+    bars={BEST: (0.0, 1.0)},
 )
 st.caption(
-    "Sorted by each head's best template score; click a column header to sort by it. Select a row "
-    "(or pick a head below) to open that head in its explorer."
+    "A dash: the score does not apply to that kind of head. Pick a head below to open it in its explorer."
 )
 st.download_button(
     "Download every score (JSON, as `python -m transformer_core heads --json`)",
@@ -157,9 +159,6 @@ st.download_button(
 
 # ---------------------------------------------------------------- open a head (deep link)
 head_ids = list(table["head"])
-selection = getattr(getattr(picked, "selection", None), "rows", None) or []
-if selection:
-    st.session_state[P + "open"] = head_ids[selection[0]]
 if st.session_state.get(P + "open") not in head_ids:
     st.session_state[P + "open"] = head_ids[0]
 o1, o2 = st.columns([1, 2], vertical_alignment="bottom")
@@ -257,7 +256,7 @@ if lens is not None:
         ]
         for i, tok in enumerate(lens.tokens)
     }
-    st.dataframe(pd.DataFrame(cells, index=lens.rows), key=P + "lens")
+    tables.show(pd.DataFrame(cells, index=lens.rows), key=P + "lens")
     st.caption(
         "Columns are the input positions (index: character); each cell predicts the character after it."
     )

@@ -1,7 +1,8 @@
 """Home: what the lab is, the device, the shipped models and a card per page."""
 
+import pandas as pd
 import streamlit as st
-from lab import state
+from lab import state, tables
 from lab.resources import current_device, shipped_checkpoints
 
 from transformer_core import describe_device
@@ -71,35 +72,25 @@ for name, meta in shipped_checkpoints().items():
     else:
         row.update({f"len {k}": v for k, v in m.get("exact_match", {}).items()})
         reversal_rows.append(row)
-NAME_COLUMNS = {
-    "checkpoint": st.column_config.TextColumn("checkpoint", width="medium"),
-    "positions": st.column_config.TextColumn("positions", width="small"),
-    "size": st.column_config.TextColumn("size", width="small"),
-    "parameters": st.column_config.NumberColumn("parameters", format="compact", width="small"),
-}
+PARAMETERS = {"parameters": lambda n: f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"}
 if reversal_rows:
     st.markdown("**Reversal (encoder-decoder)**: greedy exact match per string length (trained on 3 to 10)")
     lengths = [k for k in reversal_rows[0] if k.startswith("len ")]
-    st.dataframe(
-        reversal_rows,
-        hide_index=True,
-        width="stretch",
-        column_config=NAME_COLUMNS
-        | {k: st.column_config.NumberColumn(k, format="%.2f", width="small") for k in lengths},
+    tables.show(
+        pd.DataFrame(reversal_rows),
+        key="home_reversal",
+        index=False,
+        formats=PARAMETERS | dict.fromkeys(lengths, "{:.2f}"),
     )
 if gpt_rows:
     st.markdown(
         "**Character GPT**: validation loss, and the loss on a repeated segment (induction model), nats"
     )
-    st.dataframe(
-        gpt_rows,
-        hide_index=True,
-        width="stretch",
-        column_config=NAME_COLUMNS
-        | {
-            k: st.column_config.NumberColumn(k, format="%.3f", width="small")
-            for k in ("val loss", "repeat loss")
-        },
+    tables.show(
+        pd.DataFrame(gpt_rows),
+        key="home_gpt",
+        index=False,
+        formats=PARAMETERS | dict.fromkeys(("val loss", "repeat loss"), "{:.3f}"),
     )
 if not reversal_rows and not gpt_rows:
     st.warning("No shipped checkpoints found in checkpoints/: run `bash checkpoints/train_all.sh`.")

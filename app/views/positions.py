@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 import torch
-from lab import charts
+from lab import charts, tables
 from lab import lesson_charts as lc
 from lab.resources import load_model, model_choices, shipped_checkpoints
 from lab.state import init_state, write_state
@@ -185,17 +185,15 @@ with c1:
     )
     st.caption("Computed in double precision: zero up to rounding.")
     n_show = min(d_model, 6)
-    st.dataframe(
-        pd.DataFrame(
-            {
-                f"PE({p})": np.round(pair[0, :n_show], 4),
-                f"M·PE({p})": np.round((check.rotation @ pair[0])[:n_show], 4),
-                f"PE({p + offset})": np.round(pair[1, :n_show], 4),
-            },
-            index=[f"dim {i}" for i in range(n_show)],
-        ),
-        key=P + "shift_table",
+    shift_frame = pd.DataFrame(
+        {
+            f"PE({p})": np.round(pair[0, :n_show], 4),
+            f"M·PE({p})": np.round((check.rotation @ pair[0])[:n_show], 4),
+            f"PE({p + offset})": np.round(pair[1, :n_show], 4),
+        },
+        index=[f"dim {i}" for i in range(n_show)],
     )
+    tables.show(shift_frame, key=P + "shift_table", formats=dict.fromkeys(shift_frame.columns, "{:.4f}"))
 with c2:
     n_mat = min(d_model, 12)
     chart(
@@ -249,7 +247,13 @@ st.markdown(
 st.slider("offset m − n", -20, 20, key=P + "rope_offset")
 table = rope_table(int(st.session_state[P + "rope_offset"]))
 c1, c2 = st.columns([3, 1])
-c1.dataframe(table.round(6), hide_index=True, key=P + "rope_table")
+tables.show(
+    table.round(6),
+    key=P + "rope_table",
+    where=c1,
+    index=False,
+    formats={"RoPE score": "{:.6f}", "added sinusoid score": "{:.6f}"},
+)
 spread = float(table["RoPE score"].max() - table["RoPE score"].min())
 c2.metric("spread of the RoPE scores", f"{spread:.1e}")
 c2.metric("spread with added sinusoids", f"{float(np.ptp(table['added sinusoid score'])):.3f}")

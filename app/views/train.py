@@ -11,7 +11,7 @@ import time
 
 import pandas as pd
 import streamlit as st
-from lab import charts
+from lab import charts, tables
 from lab.explorer import md_code, visible
 from lab.resources import current_device
 from lab.runs import (
@@ -396,7 +396,8 @@ def show_results(info: RunInfo, p: RunProgress) -> None:
             }
         )
         table["in training range"] = table["length"].between(*TRAIN_LENGTHS)
-        st.dataframe(table, hide_index=True)
+        tables.show(table, key="train_results", index=False, formats={"greedy exact match": "{:.3f}",
+                    "token accuracy (teacher-forced)": "{:.3f}"})  # fmt: skip
     elif info.task == "induction" and p.metrics:
         show_induction_results(p)
     elif p.metrics:
@@ -469,8 +470,8 @@ for name, entry in results.get("rows", {}).items():
     rows.append({"model": name, **{f"len {n}": entry[key].get(str(n)) for n in REPORT_LENGTHS}})
 if rows:
     table = pd.DataFrame(rows).set_index("model")
-    bars = st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f", width="small")
-    st.dataframe(table, column_config={c: bars for c in table.columns}, width="stretch")
+    tables.show(table, key="length_table", formats=dict.fromkeys(table.columns, "{:.2f}"),
+                bars=dict.fromkeys(table.columns, (0.0, 1.0)))  # fmt: skip
     if results.get("command"):
         st.caption(f"Made by `{results['command']}`")
 else:

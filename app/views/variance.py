@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import charts
+from lab import charts, tables
 from lab import lesson_charts as lc
 from lab.compute import run_cached
 from lab.explorer import char_name
@@ -112,7 +112,8 @@ chart(lc.score_histograms(raw, scaled, d_k), "var_hist")
 dims = tuple(sorted(set(TABLE_DIMS) | {d_k}))
 vt = variance_table(dims, n)
 st.markdown(f"**Measured variance** ({n} pairs per row, computed now)")
-st.dataframe(
+c1, _ = st.columns([1, 1])
+tables.show(
     pd.DataFrame(
         {
             "d_k": vt.dims,
@@ -120,8 +121,10 @@ st.dataframe(
             "variance of q·k / √d_k": np.round(vt.scaled, 3),
         }
     ),
-    hide_index=True,
     key=P + "var_table",
+    where=c1,
+    index=False,
+    formats={"variance of q·k": "{:.3f}", "variance of q·k / √d_k": "{:.3f}"},
 )
 
 # ---------------------------------------------------------------------------------------
@@ -140,7 +143,7 @@ c1, c2 = st.columns([3, 2])
 with c1:
     chart(lc.row_bars(r.raw_weights, r.scaled_weights, d_k), "row_fig")
 with c2:
-    st.dataframe(
+    tables.show(
         pd.DataFrame(
             {
                 "unscaled": [
@@ -159,6 +162,7 @@ with c2:
         .astype(float)
         .round(4),
         key=P + "row_table",
+        formats={"unscaled": "{:.4f}", "scaled": "{:.4f}"},
     )
     st.caption(
         f"A uniform row over {n_keys} keys has entropy ln {n_keys} = {np.log(n_keys):.3f} nats; "
@@ -222,7 +226,9 @@ else:
                     "mean entropy (nats), no scaling",
                 ],
             ).round(4)
-            st.dataframe(stats, key=P + "scale_stats")
+            c1, _ = st.columns([3, 2])
+            formats = dict.fromkeys(stats.columns, "{:.4f}")
+            tables.show(stats, key=P + "scale_stats", where=c1, formats=formats)
             if ckpt.task == "reverse":
                 st.caption(
                     f"Output as trained: **{cmp.output['scaled']}** · without scaling: "

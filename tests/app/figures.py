@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from lab import charts as lab_charts
 from streamlit.delta_generator import DeltaGenerator
@@ -24,6 +26,64 @@ def charts(at: AppTest) -> dict[str, dict]:
 def heatmaps(spec: dict) -> list[np.ndarray]:
     """Every map's values as sent: exact float32 for a single map, 1e-4 steps in a grid."""
     return lab_charts.values(spec)
+
+
+class _TableReader(HTMLParser):
+    """[(key, [header row, body rows...])] of every lab.tables table in an HTML text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[tuple[str, list[list[str]]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "div" and "lab-table" in (found.get("class") or ""):
+            self.tables.append((found.get("data-key") or "", []))
+        elif tag == "tr" and self.tables:
+            self.tables[-1][1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][1][-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _cell(text: str) -> object:
+    """A cell as the page shows it, read back: a number, a truth value, NaN for the dash."""
+    if text == "—":
+        return np.nan
+    if text in ("yes", "no"):
+        return text == "yes"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text.replace("−", "-").replace("∞", "inf"))
+    except ValueError:
+        return text
+
+
+def tables(at: AppTest) -> dict[str, pd.DataFrame]:
+    """key -> every HTML table (lab.tables) the run showed, as the numbers on screen; the
+    first column is the index where the table has row headers (an empty corner cell)."""
+    found = {}
+    for element in at.get("html"):
+        reader = _TableReader()
+        reader.feed(element.value)
+        for key, (header, *rows) in reader.tables:
+            frame = pd.DataFrame([[_cell(c) for c in row] for row in rows], columns=header)
+            if header and header[0] == "":
+                frame = frame.set_index("").rename_axis(None)
+            found[key] = frame
+    return found
 
 
 def texts(at: AppTest, kind: str) -> list[str]:

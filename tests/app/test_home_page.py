@@ -3,7 +3,6 @@ toolbar setting that hides Streamlit's developer menu from students."""
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from tests.app.figures import tables
 from transformer_core import describe_device
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,22 +40,18 @@ def test_home_says_one_thread_and_its_tables_fit_a_projector(one_thread, monkeyp
     assert "Running on **CPU, 1 thread**" in captions
     assert not any("threads)" in c or "1 threads" in c for c in captions)
 
-    tables = {
-        tuple(df.value["checkpoint"])[0].split("-")[0]: df for df in at.dataframe
-    }  # "reverse" and "gpt"
-    assert set(tables) == {"reverse", "gpt"}
-    rev = tables["reverse"].value
+    shown = tables(at)
+    assert set(shown) == {"home_reversal", "home_gpt"}
+    rev = shown["home_reversal"]
+    assert rev["checkpoint"].str.startswith("reverse-").all()
     assert [c for c in rev.columns if c.startswith("len ")] == [f"len {n}" for n in (3, 5, 7, 10, 12, 15)]
     assert rev.set_index("checkpoint").loc["reverse-rope", "len 3"] == pytest.approx(1.0)
-    gpt = tables["gpt"].value.set_index("checkpoint")
+    gpt = shown["home_gpt"].set_index("checkpoint")
     assert gpt.loc["gpt-rope", "val loss"] > 0 and gpt.loc["gpt-induction", "repeat loss"] > 0
-    for df in tables.values():
-        # no free-text column wider than a name: every cell short, every column given a width
-        cells = [str(v) for v in df.value.astype(str).to_numpy().ravel()]
+    assert gpt.loc["gpt-rope", "parameters"].endswith(("k", "M"))  # 823k, not 823456
+    for df in shown.values():  # no free-text column wider than a name: every cell short
+        cells = [str(v) for v in df.astype(str).to_numpy().ravel()]
         assert max(map(len, cells)) <= 20, max(cells, key=len)
-        config = json.loads(df.proto.columns)
-        assert set(df.value.columns) <= set(config), config
-        assert all(config[c].get("width") for c in df.value.columns)
 
 
 def test_students_see_no_deploy_button_or_developer_menu() -> None:

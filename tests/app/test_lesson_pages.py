@@ -14,7 +14,7 @@ import pytest
 from lab.charts import values
 from streamlit.testing.v1 import AppTest
 
-from tests.app.figures import charts
+from tests.app.figures import charts, tables
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = str(ROOT / "app" / "Home.py")
@@ -40,10 +40,11 @@ def assert_ok(at: AppTest) -> None:
 
 
 def table(at: AppTest, *columns: str) -> pd.DataFrame:
-    """The first dataframe on the page that has all these columns."""
-    for df in at.dataframe:
-        if set(columns) <= set(df.value.columns):
-            return df.value
+    """The first table on the page (lab.tables, as the numbers on screen) that has all
+    these columns."""
+    for frame in tables(at).values():
+        if set(columns) <= set(frame.columns):
+            return frame
     raise AssertionError(f"no table with columns {columns}")
 
 
@@ -75,7 +76,7 @@ def test_basics_shows_the_worked_numbers() -> None:
     assert metric(at, "Boxcar prediction") == "120.000"
     kernel = table(at, "Gaussian weight", "boxcar weight")
     assert kernel["boxcar weight"].tolist() == [0, 1, 0, 0, 0, 0]
-    outputs = [df.value for df in at.dataframe if list(df.value.columns) == ["x", "y"]][-1]
+    outputs = tables(at)["basics_mat_out"]
     assert outputs.round(4).values.tolist() == [[5.3535, 4.6465], [3.5475, 6.4525]]
     concat = table(at, "out0", "out3")
     assert concat.round(4).iloc[0].tolist() == [1.6477, 0.1786, 0.75, 0.25]
@@ -95,7 +96,7 @@ def test_basics_widgets_change_the_numbers() -> None:
     at.slider(key="basics_sigma").set_value(5.0).run()
     assert abs(float(metric(at, "Gaussian prediction")) - 103.753) > 1
     at.segmented_control(key="basics_batch").set_value(2).run()
-    outputs = [df.value for df in at.dataframe if list(df.value.columns) == ["x", "y"]][-1]
+    outputs = tables(at)["basics_mat_out"]
     assert outputs.round(4).values.tolist() == [[8.9449, 8.9449], [7.9987, 7.9464]]
     at.radio(key="basics_heads").set_value(4).run()
     assert len([t for t in figure_titles(at) if t.startswith("head ")]) == 4
@@ -119,6 +120,51 @@ def test_basics_deep_link_and_bad_links() -> None:
     assert bad.slider(key="basics_sigma").value == 1.0
     assert bad.selectbox(key="basics_perm").value == "0,3,2,1"
     assert metric(bad, "Gaussian prediction") == "103.753"
+
+
+def masked_softmax(scores: np.ndarray, lens: tuple[int, int]) -> np.ndarray:
+    """Each row's softmax over its first `len` keys, zero on the padding."""
+    out = np.zeros_like(scores)
+    for r, n in enumerate(lens):
+        e = np.exp(scores[r, :n] - scores[r, :n].max())
+        out[r, :n] = e / e.sum()
+    return out
+
+
+def test_basics_score_inputs_drive_the_masked_softmax_and_the_url() -> None:
+    from lessons.basics import PADDED_SCORES, PADDED_VALID_LENS
+
+    at = open_view("basics")
+    masked = tables(at)["basics_masked_table"]
+    assert list(masked.index) == ["row 1", "row 2"] and list(masked.columns) == ["k0", "k1", "k2", "k3"]
+    scores = np.array(PADDED_SCORES, dtype=float)
+    assert masked.values.tolist() == masked_softmax(scores, PADDED_VALID_LENS).round(4).tolist()
+    at.number_input(key="basics_s21").set_value(-1.5).run()  # row 2, key 1
+    assert_ok(at)
+    scores[1, 1] = -1.5
+    expected = masked_softmax(scores, PADDED_VALID_LENS).round(4)
+    masked = tables(at)["basics_masked_table"]
+    assert masked.values.tolist() == expected.tolist()
+    assert masked.loc["row 1"].tolist() == [0.7311, 0.2689, 0.0, 0.0]  # the other row is unchanged
+    assert at.query_params["s21"] == "-1.5" and at.query_params["s10"] == "2.0"
+    at.number_input(key="basics_s13").set_value(9.0).run()  # padding of row 1: still 0 weight
+    assert tables(at)["basics_masked_table"].loc["row 1"].tolist() == [0.7311, 0.2689, 0.0, 0.0]
+    assert at.query_params["s13"] == "9.0"
+    linked = open_view("basics", s21="-1.5", len2="2")
+    assert linked.number_input(key="basics_s21").value == -1.5
+    assert (
+        tables(linked)["basics_masked_table"].values.tolist()
+        == masked_softmax(scores, (2, 2)).round(4).tolist()
+    )
+    bad = open_view("basics", s12="abc", s20="99", s11="nan")
+    assert bad.number_input(key="basics_s12").value == PADDED_SCORES[0][2]
+    assert bad.number_input(key="basics_s20").value == PADDED_SCORES[1][0]
+    assert bad.number_input(key="basics_s11").value == PADDED_SCORES[0][1]
+    assert bad.warning and all(f"`{p}" in bad.warning[0].value for p in ("s12=abc", "s20=99", "s11=nan"))
+    assert tables(bad)["basics_masked_table"].values.tolist() == [
+        [0.7311, 0.2689, 0.0, 0.0],
+        [0.2037, 0.612, 0.1843, 0.0],
+    ]
 
 
 def test_positions_shift_rope_and_alibi() -> None:

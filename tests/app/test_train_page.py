@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.figures import charts as chart_specs
-from tests.app.figures import heatmaps
+from tests.app.figures import heatmaps, tables
 from transformer_core.train import TrainConfig, prepare_run
 from transformer_core.train.runs import ProgressWriter, RunQueue, RunRequest, new_run_id
 from transformer_core.train.trainer import SnapshotEvent
@@ -81,7 +81,7 @@ def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     assert steps[-1] == 20 and np.all(np.diff(steps) > 0) and np.isfinite(losses).all()
     assert [s["name"] for s in specs["train_eval_fig"]["panels"][0]["series"]][:1] == ["exact_match@3"]
     assert "train_lr_fig" in specs
-    table = at.dataframe[0].value
+    table = tables(at)["train_results"]
     assert list(table["length"]) == [3, 5, 7, 10, 12, 15]
     assert table["greedy exact match"].between(0, 1).all()
     assert table["in training range"].tolist() == [True, True, True, True, False, False]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.conftest import assert_no_exception, chart_cells, chart_title, open_page, wait_for_app
@@ -61,6 +62,17 @@ def test_basics_page(page: Page, app_url: str, tmp_path: Path) -> None:
     assert "With positions added" in text
     assert metric_value(page, "Gaussian prediction") == "103.753"
     assert metric_value(page, "Boxcar prediction") == "120.000"
+    masked = page.locator('.lab-table[data-key="basics_masked_table"]')  # an HTML table, no grid
+    expect(masked).to_contain_text("0.7311")
+    expect(page.locator(".lab-formula")).to_contain_text("softmax")  # HTML maths, no KaTeX
+    assert page.locator('[data-testid="stDataFrame"], [data-testid="stLatex"], .katex').count() == 0
+    score = page.get_by_label("row 2, key 1")  # the scores are number inputs
+    score.fill("-1.5")
+    score.press("Enter")
+    settle(page)
+    row2 = np.exp([0.3, -1.5, 0.2]) / np.exp([0.3, -1.5, 0.2]).sum()
+    expect(masked.locator("tbody tr").nth(1)).to_contain_text(f"{row2[1]:.4f}")
+    expect(page).to_have_url(re.compile(r"s21=-1\.5"))
     move_slider(page, "query location", "ArrowRight", 2)  # 2.0 -> 3.0
     assert slider_value(page, "query location") == "3.00"
     assert metric_value(page, "Gaussian prediction") != "103.753"

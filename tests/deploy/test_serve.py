@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gzip
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import streamlit
 import websockets
 from playwright.sync_api import Browser
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -179,6 +181,26 @@ def test_pages_load_through_nginx(served: Served) -> None:
         assert status == 200, link
     status, _, cookies = get(served.url + "/", cookie=f"{ROUTE}=known")
     assert not any(c.startswith(f"{ROUTE}=") for c in cookies), "a browser with a route keeps it"
+
+
+def test_static_files_come_from_nginx_compressed_and_cached(served: Served) -> None:
+    """Streamlit's hashed JS and the lab's charts.js are sent by nginx from RUN_DIR (no app
+    process answers: no X-Upstream), gzipped when asked, the hashed ones cached for a year."""
+    html = urllib.request.urlopen(served.url + "/", timeout=30).read().decode()
+    script = re.search(r'src="\.?/?(static/js/index\.[^"]+\.js)"', html)
+    assert script, html[:500]
+    request = urllib.request.Request(f"{served.url}/{script.group(1)}", headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body, headers = response.read(), response.headers
+    assert "X-Upstream" not in headers and headers["Content-Encoding"] == "gzip"
+    assert headers["Content-Type"] == "application/javascript"  # a module script needs a JS type
+    assert "immutable" in headers["Cache-Control"] and "max-age=31536000" in headers["Cache-Control"]
+    original = Path(streamlit.__file__).parent / "static" / script.group(1)
+    assert gzip.decompress(body) == original.read_bytes() and len(body) < original.stat().st_size / 2
+    status, headers, _ = get(served.url + "/app/static/charts.js?v=1")
+    assert status == 200 and "X-Upstream" not in headers and "max-age=86400" in headers["Cache-Control"]
+    charts = urllib.request.urlopen(served.url + "/app/static/charts.js", timeout=30).read()
+    assert charts == (ROOT / "app" / "static" / "charts.js").read_bytes()
 
 
 def test_a_browser_sticks_to_one_worker_and_browsers_spread(served: Served) -> None:

@@ -1,0 +1,100 @@
+"""Tables as plain HTML in the page (st.html), for every page's numbers.
+
+Why not st.dataframe: its grid and Arrow decoding are ~1.7 MB of lazily loaded JS, and
+Streamlit shows nothing below a page's title until every lazy chunk the page needs has
+arrived, so one table anywhere held back the first map by 0.4-0.6 s on the 2-core box
+(paired browser runs, session 6). These tables are a few kB of HTML: numbers right-aligned
+in tabular figures, a dash where a value does not apply, optional in-cell bars (a share
+such as a probability), and long tables scroll inside a bounded height.
+
+`show(frame, key=...)` writes the table inside `<div class="lab-table" data-key=key>`: the
+key names it for tests and CSS, as a widget key would.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+CSS = """<style>
+.lab-table { overflow: auto; margin: 0 0 0.5rem 0; border: 1px solid rgba(49, 51, 63, 0.1);
+  border-radius: 0.5rem; }
+.lab-table table { border-collapse: collapse; width: 100%; font-size: 0.875rem;
+  font-variant-numeric: tabular-nums; }
+.lab-table th, .lab-table td { padding: 0.25rem 0.6rem; border-bottom: 1px solid rgba(49, 51, 63, 0.08);
+  white-space: nowrap; text-align: left; }
+.lab-table thead th { position: sticky; top: 0; background: #f8f9fb; color: rgba(49, 51, 63, 0.75);
+  font-weight: 500; }
+.lab-table tbody th { color: rgba(49, 51, 63, 0.6); font-weight: 400; }
+.lab-table td.num, .lab-table th.num { text-align: right; }
+.lab-table td.bar { min-width: 7rem; }
+.lab-table td.bar span { display: block; padding: 0 0.3rem; border-radius: 0.2rem; text-align: right;
+  background: linear-gradient(90deg, #83c9ff var(--share), transparent var(--share)); }
+</style>"""
+MISSING = "—"  # a value that does not apply (NaN, None)
+
+
+def _text(value: Any, fmt: str | Callable[[Any], str] | None) -> str:
+    """A cell's text: `fmt` ("{:.4f}" or a function) for numbers, up to 6 significant
+    digits otherwise, yes/no for truth values, a dash for a missing value."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, float | np.floating) and math.isinf(value):
+        return "−∞" if value < 0 else "∞"  # a masked score
+    if fmt is not None and isinstance(value, int | float | np.number):
+        return fmt(value) if callable(fmt) else fmt.format(value)
+    if isinstance(value, float | np.floating):
+        return f"{float(value):.6g}"
+    return str(value)
+
+
+def to_html(
+    frame: pd.DataFrame,
+    *,
+    key: str,
+    formats: dict[str, str | Callable[[Any], str]] | None = None,
+    bars: dict[str, tuple[float, float]] | None = None,
+    index: bool = True,
+    height: int | None = None,
+) -> str:
+    """The table's HTML: columns as headers, the index (when `index`) as row headers;
+    formats: column -> format of its numbers; bars: column -> (lo, hi), each value drawn as a
+    bar of its share of that range behind its text; height: px before the table scrolls."""
+    formats, bars = formats or {}, bars or {}
+    esc = html.escape
+    numeric = {c: frame[c].dtype.kind in "iuf" for c in frame.columns}
+    head = ([("", False)] if index else []) + [(str(c), numeric[c] or c in bars) for c in frame.columns]
+    rows = []
+    for label, row in zip(frame.index, frame.itertuples(index=False, name=None), strict=True):
+        cells = [f"<th>{esc(_text(label, None))}</th>"] if index else []
+        for column, value in zip(frame.columns, row, strict=True):
+            text = esc(_text(value, formats.get(column)))
+            if column in bars and isinstance(value, int | float | np.number) and not math.isnan(value):
+                lo, hi = bars[column]
+                share = 100 * min(1.0, max(0.0, (float(value) - lo) / ((hi - lo) or 1.0)))
+                cells.append(f'<td class="bar"><span style="--share:{share:.1f}%">{text}</span></td>')
+            else:
+                cells.append(f'<td class="num">{text}</td>' if numeric[column] else f"<td>{text}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    style = f' style="max-height:{int(height)}px"' if height else ""
+    return (
+        f'<div class="lab-table" data-key="{esc(key)}"{style}><table><thead><tr>'
+        + "".join(f'<th class="num">{esc(h)}</th>' if right else f"<th>{esc(h)}</th>" for h, right in head)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
+
+
+def show(frame: pd.DataFrame, *, key: str, where: Any = None, **options: Any) -> None:
+    """Write `frame` as an HTML table (options: see `to_html`) in `where` (a column or
+    container), else the page."""
+    (where or st).html(CSS + to_html(frame, key=key, **options))
