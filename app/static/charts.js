@@ -67,6 +67,17 @@ function heatImage(panel, [zmin, zmax], lut) {
   return off;
 }
 
+function upright(ctx, text, x, y, align, baseline = ctx.textBaseline) {
+  // text turned to read upwards, anchored at (x, y): axis titles, turned tick labels, values on bars
+  ctx.save();
+  ctx.translate(x, y);
+  ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = align;
+  ctx.textBaseline = baseline;
+  ctx.fillText(text, 0, 0);
+  ctx.restore();
+}
+
 function fixed(v, digits, top = v) {
   // v with `digits` decimals; where `top` (the value, or the largest of its map) would read
   // as zero, e.g. gradients of 3e-6, in e-notation
@@ -241,12 +252,7 @@ function draw(ctx, spec, panels, images, width, em, color) {
       if (k % (spec.x_every || 1)) return;
       const x = first.x + (k + 0.5) * colW;
       if (spec.x_angle) {
-        ctx.save();
-        ctx.translate(x, first.y - 6);
-        ctx.rotate(-Math.PI / 2);
-        ctx.textAlign = "left";
-        ctx.fillText(t, 0, 0);
-        ctx.restore();
+        upright(ctx, t, x, first.y - 6, "left");
       } else {
         ctx.textAlign = "center";
         ctx.textBaseline = "bottom";
@@ -257,11 +263,7 @@ function draw(ctx, spec, panels, images, width, em, color) {
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
     ctx.fillText(spec.x_title, first.x + first.w / 2, L.top - L.labels - L.tick - 6);
-    ctx.save();
-    ctx.translate(PAD, first.y + first.h / 2);
-    ctx.rotate(-Math.PI / 2);
-    ctx.fillText(spec.y_title, 0, 0);
-    ctx.restore();
+    upright(ctx, spec.y_title, PAD, first.y + first.h / 2, "center", "top");
   }
   if (spec.colorbar) {
     const last = L.boxes[L.boxes.length - 1];
@@ -370,13 +372,12 @@ function drawBars(ctx, spec, series, width, em, color) {
     if (!s.text) return;
     for (let k = 0; k < n; k++) {
       const x = plot.x + k * slot + slot * 0.1 + (j + 0.5) * bar, y = Math.min(yOf(0), yOf(series[j].values[k])) - 4;
-      ctx.save();
-      ctx.translate(x, y);
-      if (spec.text_angle) ctx.rotate(-Math.PI / 2);
-      ctx.textAlign = spec.text_angle ? "left" : "center";
-      ctx.textBaseline = spec.text_angle ? "middle" : "bottom";
-      ctx.fillText(s.text[k], 0, 0);
-      ctx.restore();
+      if (spec.text_angle) upright(ctx, s.text[k], x, y, "left", "middle");
+      else {
+        ctx.textAlign = "center";
+        ctx.textBaseline = "bottom";
+        ctx.fillText(s.text[k], x, y);
+      }
     }
   });
   ctx.strokeStyle = "#888";
@@ -389,12 +390,7 @@ function drawBars(ctx, spec, series, width, em, color) {
     if (k % spec.x_every) return;
     const x = plot.x + (k + 0.5) * slot, y = plot.y + plot.h + 6;
     if (spec.x_angle) {
-      ctx.save();
-      ctx.translate(x, y);
-      ctx.rotate(-Math.PI / 2);
-      ctx.textAlign = "right";
-      ctx.fillText(t, 0, 0);
-      ctx.restore();
+      upright(ctx, t, x, y, "right");
     } else {
       ctx.textAlign = "center";
       ctx.textBaseline = "top";
@@ -404,12 +400,7 @@ function drawBars(ctx, spec, series, width, em, color) {
   ctx.textAlign = "center";
   ctx.textBaseline = "bottom";
   if (spec.x_title) ctx.fillText(spec.x_title, plot.x + plot.w / 2, spec.height - PAD);
-  ctx.save();
-  ctx.translate(PAD, plot.y + plot.h / 2);
-  ctx.rotate(-Math.PI / 2);
-  ctx.textBaseline = "top";
-  ctx.fillText(spec.y_title, 0, 0);
-  ctx.restore();
+  upright(ctx, spec.y_title, PAD, plot.y + plot.h / 2, "center", "top");
   if (spec.legend) {
     ctx.textAlign = "left";
     ctx.textBaseline = "middle";
@@ -672,14 +663,7 @@ function drawXY(ctx, spec, data, width, em, color) {
       ctx.textBaseline = "bottom";
       ctx.fillText(panel.x_title, box.x + box.w / 2, spec.height - PAD);
     }
-    if (panel.y_title) {
-      ctx.save();
-      ctx.translate(x0, box.y + box.h / 2);
-      ctx.rotate(-Math.PI / 2);
-      ctx.textBaseline = "top";
-      ctx.fillText(panel.y_title, 0, 0);
-      ctx.restore();
-    }
+    if (panel.y_title) upright(ctx, panel.y_title, x0, box.y + box.h / 2, "center", "top");
     if (panel.title) {
       ctx.font = `${Math.round(14 * em)}px ${spec.font}`;
       ctx.textBaseline = "bottom";
@@ -885,7 +869,7 @@ export default function (component) {
     ctx.scale(2, 2);
     paint(ctx, width, em, color);
     const a = document.createElement("a");
-    a.download = `${spec.file}.png`;
+    a.download = `${spec.file.replace(/[^\w.=+-]+/g, "_")}.png`;  // a title may name the file: no : or /
     a.href = out.toDataURL("image/png");
     a.click();
   };
