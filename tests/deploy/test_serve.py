@@ -179,6 +179,8 @@ def test_pages_load_through_nginx(served: Served) -> None:
     for link in ("/", "/gpt?text=hello", "/basics"):
         status, headers, _ = get(served.url + link)
         assert status == 200, link
+    page = urllib.request.urlopen(served.url + "/gpt?text=hello", timeout=30).read().decode()
+    assert '<head><script>window.__streamlit={BACKEND_BASE_URL:location.origin+"/"}</script>' in page
     status, _, cookies = get(served.url + "/", cookie=f"{ROUTE}=known")
     assert not any(c.startswith(f"{ROUTE}=") for c in cookies), "a browser with a route keeps it"
 
@@ -240,6 +242,8 @@ def test_chromium_renders_a_deep_link_through_nginx(served: Served, browser: Bro
         assert route, "the browser got no route cookie"
     finally:
         context.close()
+    log = (served.run_dir / "logs" / "access.log").read_text()
+    assert "/reversal/_stcore/health" not in log  # the page named its server: no probe of /reversal/
     # nginx logs a websocket when it closes, a moment after the page does
     pattern = re.compile(rf'"GET /_stcore/stream HTTP/1.1" 101 .*route={route[0]} ')
     deadline = time.monotonic() + 30
