@@ -60,7 +60,9 @@ GRID_STEP = 1e-4  # a grid's weights travel in these steps (uint16)
 NAN_STEP = 65535  # the uint16 code of a missing value in a quantized map
 FUTURE_COLOR = "rgba(220, 38, 38, 0.9)"  # red outline: weight where the causal mask would forbid it
 MUTED = "#6b7280"  # grey: marked cells (padding), guide lines
-BAR_COLORS = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d"]  # Streamlit's chart colours
+#: Streamlit's chart colours, in its order: ten series before one repeats
+BAR_COLORS = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d",
+              "#7defa1", "#ff8700", "#ffd16a", "#6d3fc0", "#d5dae5"]  # fmt: skip
 SCRIPT = Path(__file__).resolve().parents[1] / "static" / "charts.js"  # served at /app/static/charts.js
 LOADER = """
 let loaded = null;  // the drawing module, once fetched: later charts draw without waiting
@@ -184,7 +186,13 @@ def _decoded(z: dict[str, Any]) -> np.ndarray:
 
 
 def _colorbar(title: str, zmin: float, zmax: float) -> dict[str, Any]:
-    return {"title": title, "ticks": [float(v) for v in np.linspace(zmin, zmax, 6)]}
+    """A colour bar with round ticks (1, 2, 2.5 or 5 times a power of ten) inside [zmin, zmax]."""
+    raw = (zmax - zmin) / 5 or 1.0
+    mag = 10.0 ** np.floor(np.log10(abs(raw)))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = np.ceil(zmin / step - 1e-9) * step
+    ticks = np.arange(first, zmax + step * 1e-6, step)
+    return {"title": title, "ticks": [round(float(v), 10) + 0.0 for v in ticks]}  # + 0.0: no "-0"
 
 
 def _grid(**fields: Any) -> dict[str, Any]:

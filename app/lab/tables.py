@@ -30,12 +30,14 @@ CSS = """<style>
 .lab-table th, .lab-table td { padding: 0.25rem 0.6rem; border-bottom: 1px solid rgba(49, 51, 63, 0.08);
   white-space: nowrap; text-align: left; }
 .lab-table thead th { position: sticky; top: 0; background: #f8f9fb; color: rgba(49, 51, 63, 0.75);
-  font-weight: 500; }
+  font-weight: 500; white-space: normal; vertical-align: bottom; min-width: 3rem; }
+.lab-table::-webkit-scrollbar { width: 8px; height: 8px; }  /* always shown: a wide table says it scrolls */
+.lab-table::-webkit-scrollbar-thumb { background: #c7c9d1; border-radius: 4px; }
 .lab-table tbody th { color: rgba(49, 51, 63, 0.6); font-weight: 400; }
 .lab-table td.num, .lab-table th.num { text-align: right; }
-.lab-table td.bar { min-width: 7rem; }
+.lab-table td.bar { min-width: 4.5rem; }
 .lab-table td.bar span { display: block; padding: 0 0.3rem; border-radius: 0.2rem; text-align: right;
-  background: linear-gradient(90deg, #83c9ff var(--share), transparent var(--share)); }
+  background: linear-gradient(90deg, #cde6ff var(--share), transparent var(--share)); }
 </style>"""
 MISSING = "—"  # a value that does not apply (NaN, None)
 

@@ -10,7 +10,7 @@ function decode(z) {
   // {"dtype": "f4" | "u2", "bdata": base64, "shape": [rows, cols] or [n], "scale": number}
   const bytes = Uint8Array.from(atob(z.bdata), (c) => c.charCodeAt(0));
   const raw = z.dtype === "u2" ? new Uint16Array(bytes.buffer) : new Float32Array(bytes.buffer);
-  const scale = z.scale || 1, offset = z.offset || 0, nan = z.nan ?? -1;
+  const scale = z.scale || 1, offset = z.offset || 0, nan = "nan" in z ? z.nan : null;  // a quantized map's gap
   const out = new Float64Array(raw.length);
   for (let i = 0; i < raw.length; i++) out[i] = raw[i] === nan ? NaN : raw[i] * scale + offset;
   return { values: out, rows: z.shape[0], cols: z.shape.length > 1 ? z.shape[1] : 1 };
@@ -124,7 +124,7 @@ function layout(ctx, spec, width, em) {
   return { boxes, left, top, right, bottom, tick, titlePx, cellTitle, rowTitle, labels };
 }
 
-function cellNumbers(ctx, panel, b, [zmin, zmax], digits, font, em) {
+function cellNumbers(ctx, panel, b, [zmin, zmax], digits, font, em, lut) {
   // each cell's value written in it, where cells are large enough (score maps)
   const cw = b.w / panel.cols, ch = b.h / panel.rows, px = Math.round(11 * em);
   if (cw < (digits + 3) * 0.62 * px + 4 || ch < px + 4) return;
@@ -136,9 +136,9 @@ function cellNumbers(ctx, panel, b, [zmin, zmax], digits, font, em) {
     for (let k = 0; k < panel.cols; k++) {
       const v = panel.values[q * panel.cols + k];
       if (Number.isNaN(v)) continue;
-      const t = (v - zmin) / (zmax - zmin || 1);
-      const dark = zmin < 0 ? Math.abs(t - 0.5) > 0.3 : t > 0.55; // white on dark cells
-      ctx.fillStyle = dark ? "#fff" : "#31333f";
+      const c = 3 * Math.round(255 * Math.min(1, Math.max(0, (v - zmin) / (zmax - zmin || 1))));
+      const light = 0.299 * lut[c] + 0.587 * lut[c + 1] + 0.114 * lut[c + 2];
+      ctx.fillStyle = light < 150 ? "#fff" : "#31333f"; // white on dark cells, whatever the scale
       ctx.fillText(fixed(v, digits, top), b.x + (k + 0.5) * cw, b.y + (q + 0.5) * ch);
     }
   }
@@ -158,7 +158,7 @@ function axisLabels(ctx, spec, b, panel, i, L, color) {
   spec.x.forEach((t, k) => ctx.fillText(t, b.x + ((k + 0.5) * b.w) / panel.cols, b.y + b.h + 3));
 }
 
-function draw(ctx, spec, panels, images, width, em, color) {
+function draw(ctx, spec, panels, images, luts, width, em, color) {
   const L = layout(ctx, spec, width, em);
   ctx.fillStyle = "#fff";
   ctx.fillRect(0, 0, width, spec.height);
@@ -185,13 +185,13 @@ function draw(ctx, spec, panels, images, width, em, color) {
         ctx.textAlign = "left";
         ctx.fillText(spec.row_titles[Math.floor(i / cols)], PAD, b.y - L.cellTitle + L.rowTitle - 6);
       }
-      if (p.digits != null) cellNumbers(ctx, panels[i], b, range(spec, i), p.digits, spec.font, em);
+      if (p.digits != null) cellNumbers(ctx, panels[i], b, range(spec, i), p.digits, spec.font, em, luts[i]);
       if (spec.axis_labels) axisLabels(ctx, spec, b, panels[i], i, L, color);
     }
   });
   const first = L.boxes[0], data = panels[0];
   if (spec.kind === "head" && spec.cell_digits != null) {
-    cellNumbers(ctx, data, first, range(spec, 0), spec.cell_digits, spec.font, em);
+    cellNumbers(ctx, data, first, range(spec, 0), spec.cell_digits, spec.font, em, luts[0]);
   }
   if (spec.outline && spec.outline.cells.length) {
     ctx.strokeStyle = spec.outline.color;
@@ -648,14 +648,17 @@ function drawXY(ctx, spec, data, width, em, color) {
     }
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
+    let labelEnd = -Infinity; // where the last label drawn ends: a label that would touch it is left out
     for (const [v, label] of axes.x.ticks) {
       const x = Math.round(box.x + ((v - axes.x.lo) / (axes.x.hi - axes.x.lo)) * box.w) + 0.5;
       ctx.beginPath();
       ctx.moveTo(x, box.y);
       ctx.lineTo(x, box.y + box.h);
       ctx.stroke();
-      const half = ctx.measureText(label).width / 2;
-      ctx.fillText(label, Math.min(x, width - PAD - half), box.y + box.h + 5);  // the last stays whole
+      const half = ctx.measureText(label).width / 2, at = Math.min(x, width - PAD - half); // the last stays whole
+      if (at - half < labelEnd + 4) continue;
+      ctx.fillText(label, at, box.y + box.h + 5);
+      labelEnd = at + half;
     }
     ctx.strokeStyle = "#888";
     ctx.strokeRect(box.x + 0.5, box.y + 0.5, box.w - 1, box.h - 1);
@@ -671,7 +674,7 @@ function drawXY(ctx, spec, data, width, em, color) {
     }
     ctx.save();
     ctx.beginPath();
-    ctx.rect(box.x, box.y - 40, box.w, box.h + 40);  // labels of the top points may rise above the box
+    ctx.rect(box.x - 8, box.y - 40, box.w + 16, box.h + 48);  // markers at the edges stay whole, labels may rise
     ctx.clip();
     panel.series.forEach((s, j) => drawSeries(ctx, s, data[i][j], sx, sy, spec.font, tick, color));
     for (const v of panel.vlines || []) {
@@ -728,7 +731,7 @@ function xyHit(spec, data, drawn, x, y) {
 function xyTip(spec, data, h) {
   const p = spec.panels[h.i], s = p.series[h.j], d = data[h.i][h.j], digits = spec.digits ?? 4;
   const xText = s.type === "bars" && s.bar_width ? `${numText(d.x[h.n], digits)} ± ${numText(s.bar_width / 2, digits)}` : numText(d.x[h.n], digits);
-  const lines = [`${p.x_title || "x"} ${xText}`, `${p.y_title || "y"} ${numText(d.y[h.n], digits)}`];
+  const lines = [`${p.x_title || "x"} ${xText}`, `${p.y_title || p.title || "y"} ${numText(d.y[h.n], digits)}`];
   if (s.labels) lines.unshift(s.labels[h.n]);
   return [s.name || p.title || null, ...lines];
 }
@@ -747,7 +750,8 @@ function tipLines(spec, panels, h) {
   }
   const [yName, xName] = spec.kind === "grid" ? ["query", "key"] : [spec.y_title, spec.x_title];
   const heading = spec.kind === "grid" ? `layer ${p.layer} head ${p.head}` : null;
-  return [heading, `${yName} ${h.q}:${spec.y[h.q]}`, `${xName} ${h.k}:${spec.x[h.k]}`, `${spec.value_name} ${value}`];
+  const named = (i, label) => (label === String(i) ? label : `${i}: ${label}`); // numbered rows need no label
+  return [heading, `${yName} ${named(h.q, spec.y[h.q])}`, `${xName} ${named(h.k, spec.x[h.k])}`, `${spec.value_name} ${value}`];
 }
 
 export default function (component) {
@@ -766,15 +770,14 @@ export default function (component) {
   const isBars = spec.kind === "bars", isXY = spec.kind === "xy", isMap = !isBars && !isXY;
   const panels = isXY ? xyData(spec) : (isBars ? spec.series : spec.panels).map((p) => decode(p.z));
   const lut = isMap ? lookupTable(spec.colors) : null;
-  const images = isMap
-    ? panels.map((p, i) => heatImage(p, range(spec, i), spec.panels[i].colors ? lookupTable(spec.panels[i].colors) : lut))
-    : [];
+  const luts = isMap ? spec.panels.map((p) => (p.colors ? lookupTable(p.colors) : lut)) : [];
+  const images = isMap ? panels.map((p, i) => heatImage(p, range(spec, i), luts[i])) : [];
   const paint = (ctx, width, em, color) =>
     isXY
       ? drawXY(ctx, spec, panels, width, em, color)
       : isBars
         ? drawBars(ctx, spec, panels, width, em, color)
-        : draw(ctx, spec, panels, images, width, em, color);
+        : draw(ctx, spec, panels, images, luts, width, em, color);
   let drawn = { boxes: [] };
 
   const render = () => {

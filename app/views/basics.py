@@ -319,7 +319,8 @@ with c2:
                     heads.weights[h],
                     toks,
                     toks,
-                    f"head {h}: features {start}..{stop - 1}",
+                    f"head {h}: "
+                    + (f"feature {start}" if stop - start == 1 else f"features {start}..{stop - 1}"),
                     show_values=len(heads.columns) < 4,
                     digits=3,
                     height=330,

@@ -139,6 +139,9 @@ sort_by = st.selectbox(
     "Sort by", numeric, key=P + "sort", help="Largest first; a dash (does not apply) last."
 )
 table = pd.DataFrame(rows).sort_values(sort_by, ascending=False, kind="stable").reset_index(drop=True)
+table.insert(5, sort_by, table.pop(sort_by))  # the sorted column beside the head's name, on screen
+if table["kind"].nunique() == 1:
+    table = table.drop(columns="kind")  # one kind of attention (a GPT): its name is in every head id
 tables.show(
     table,
     key=P + "table",

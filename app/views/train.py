@@ -251,7 +251,8 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
             else "validation loss, nats per character"
         )
         st.markdown(f"**Evaluation** ({what})")
-        charts.show(charts.frame_lines(evals[metric], y_title=what, file="train_eval"), key="train_eval_fig")
+        named = evals[metric].rename(columns=lambda c: c.replace("exact_match@", "length ").replace("_", " "))
+        charts.show(charts.frame_lines(named, y_title=what, file="train_eval"), key="train_eval_fig")
     show_snapshots(info, p)
 
 

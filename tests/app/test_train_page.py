@@ -79,7 +79,7 @@ def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     specs = chart_specs(at)
     [(steps, losses)] = heatmaps(specs["train_loss_fig"])  # the loss curve: one point per logged step
     assert steps[-1] == 20 and np.all(np.diff(steps) > 0) and np.isfinite(losses).all()
-    assert [s["name"] for s in specs["train_eval_fig"]["panels"][0]["series"]][:1] == ["exact_match@3"]
+    assert [s["name"] for s in specs["train_eval_fig"]["panels"][0]["series"]][:1] == ["length 3"]
     assert "train_lr_fig" in specs
     table = tables(at)["train_results"]
     assert list(table["length"]) == [3, 5, 7, 10, 12, 15]

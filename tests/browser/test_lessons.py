@@ -58,7 +58,7 @@ def test_basics_page(page: Page, app_url: str, tmp_path: Path) -> None:
     page.screenshot(path=str(tmp_path / "basics.png"), full_page=True)
     text = main_text(page)
     assert "(0.5718, 0.6019)" in text
-    chart_title(page, "basics_head_fig_3", "head 3: features 3..3")  # four heads from the link
+    chart_title(page, "basics_head_fig_3", "head 3: feature 3")  # four heads from the link
     assert "With positions added" in text
     assert metric_value(page, "Gaussian prediction") == "103.753"
     assert metric_value(page, "Boxcar prediction") == "120.000"
@@ -132,3 +132,19 @@ def test_hovering_a_curve_names_its_nearest_point(page: Page, app_url: str) -> N
     expect(tip).to_be_visible()
     expect(tip).to_contain_text(re.compile(r"step (3998|3999|4000)"))
     expect(tip).to_contain_text("learning rate 6.98")
+
+
+def test_a_value_of_minus_one_is_drawn_and_named_not_taken_for_a_gap(page: Page, app_url: str) -> None:
+    """ALiBi's bias of head 0 (slope 0.5) is exactly −1.0 two keys back: a float32 −1 once
+    decoded as the quantized maps' gap code, drawn grey and named "masked"."""
+    open_page(page, app_url + "/positions?alibi_heads=8&alibi_len=6&alibi_head=0")
+    settle(page)
+    bias = page.locator(".st-key-positions_alibi_bias .lab-chart[data-drawn]")
+    bias.scroll_into_view_if_needed()
+    [(_, _, x, y, w, h)] = chart_cells(page, "positions_alibi_bias")
+    box = bias.locator("canvas").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + x + w * 0.5 / 6, box["y"] + y + h * 2.5 / 6)  # query 2, key 0
+    tip = bias.locator(".tip")
+    expect(tip).to_contain_text("query 2")
+    expect(tip).to_contain_text("bias -1.0")
