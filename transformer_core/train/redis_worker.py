@@ -166,14 +166,13 @@ def run_job(run_id: str) -> str:
     import torch
     from rq import get_current_job
 
-    from transformer_core.train.worker import execute
+    from transformer_core.train.worker import execute, lower_priority
 
     job = get_current_job()
     if job is None or not is_run_id(run_id):
         raise RunError("run_job runs inside an RQ worker, with a run id")
     redis = job.connection
-    with contextlib.suppress(OSError):
-        os.nice(env_int("ATTENTION_LAB_RUN_NICE", 10, low=0))
+    lower_priority()
     torch.set_num_threads(env_int("ATTENTION_LAB_RUN_THREADS", 1))
     own_bound = env_int("ATTENTION_LAB_RUN_MAX_SECONDS", 3600)  # the replica's bound holds if shorter
     max_seconds = min(own_bound, int(redis.hget(_key(run_id), "max_seconds") or own_bound))
