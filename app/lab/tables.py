@@ -62,15 +62,19 @@ def to_html(
     frame: pd.DataFrame,
     *,
     key: str,
+    digits: int | None = None,
     formats: dict[str, str | Callable[[Any], str]] | None = None,
     bars: dict[str, tuple[float, float]] | None = None,
     index: bool = True,
     height: int | None = None,
 ) -> str:
     """The table's HTML: columns as headers, the index (when `index`) as row headers;
-    formats: column -> format of its numbers; bars: column -> (lo, hi), each value drawn as a
-    bar of its share of that range behind its text; height: px before the table scrolls."""
-    formats, bars = formats or {}, bars or {}
+    digits: decimals of every float column; formats: column -> format of its numbers (over
+    digits); bars: column -> (lo, hi), each value drawn as a bar of its share of that range
+    behind its text; height: px before the table scrolls."""
+    floats = [c for c in frame.columns if frame[c].dtype.kind == "f"] if digits is not None else []
+    formats = {**dict.fromkeys(floats, f"{{:.{digits}f}}"), **(formats or {})}
+    bars = bars or {}
     esc = html.escape
     numeric = {c: frame[c].dtype.kind in "iuf" for c in frame.columns}
     head = ([("", False)] if index else []) + [(str(c), numeric[c] or c in bars) for c in frame.columns]

@@ -102,13 +102,6 @@ def kernels(house: float, sigma: float, width: float) -> dict:
     }
 
 
-def table(data: pd.DataFrame, key: str, digits: int | None = 4, **options) -> None:
-    """`data` as an HTML table (lab.tables), its float columns with `digits` decimals."""
-    floats = [c for c in data.columns if data[c].dtype.kind == "f"] if digits is not None else []
-    formats = {c: f"{{:.{digits}f}}" for c in floats}
-    tables.show(data, key=P + key, formats=formats | options.pop("formats", {}), **options)
-
-
 def frame(matrix: np.ndarray, rows: list[str], cols: list[str], digits: int = 4) -> pd.DataFrame:
     return pd.DataFrame(np.round(np.asarray(matrix, dtype=float), digits), index=rows, columns=cols)
 
@@ -135,7 +128,7 @@ keys = tuple(float(st.session_state[f"{P}k{i + 1}"]) for i in range(4))
 res = lesson.retrieve(float(st.session_state[P + "q"]), keys, lesson.QKV_VALUES)
 left, right = st.columns([2, 3])
 with left:
-    table(
+    tables.show(
         pd.DataFrame(
             {
                 "token": lesson.QKV_TOKENS,
@@ -145,7 +138,8 @@ with left:
                 "weight": np.round(res.weights, 4),
             }
         ),
-        "qkv_table",
+        key=P + "qkv_table",
+        digits=4,
         index=False,
         formats={"key": "{:.1f}"},
     )
@@ -201,7 +195,7 @@ with c2:
     )
 c1, _ = st.columns([3, 2])
 c1.markdown("**Masked softmax weights**")
-table(frame(masked_w, row_labels, key_labels), "masked_table", where=c1)
+tables.show(frame(masked_w, row_labels, key_labels), key=P + "masked_table", digits=4, where=c1)
 
 # ---------------------------------------------------------------------------------------
 st.header("3 · Attention without learning: kernel regression")
@@ -239,7 +233,7 @@ with c1:
 with c2:
     chart(curve, "kernel_curve")
 c1, _ = st.columns([3, 2])
-table(
+tables.show(
     pd.DataFrame(
         {
             "location": lesson.HOUSE_LOCATIONS,
@@ -248,7 +242,8 @@ table(
             "boxcar weight": np.round(np.nan_to_num(fits["boxcar"].weights), 4),
         }
     ),
-    "kernel_table",
+    key=P + "kernel_table",
+    digits=4,
     where=c1,
     index=False,
     formats={"location": "{:.1f}", "price": "{:.0f}"},
@@ -272,12 +267,12 @@ mat = lesson.matrix_attention(lesson.BATCH_Q, lesson.BATCH_K, lesson.BATCH_V)
 c1, c2, c3 = st.columns([1, 2, 1])
 with c1:
     st.markdown("**Q**")
-    table(frame(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"], 2), "mat_q", 2)
+    tables.show(frame(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"], 2), key=P + "mat_q", digits=2)
     keys = [f"k{j}" for j in range(4)]
     st.markdown("**K**")  # K and V as two narrow tables, like Q: no column hidden at 1280x720
-    table(frame(lesson.BATCH_K[b], keys, ["x", "y"], 2), "mat_k", 2)
+    tables.show(frame(lesson.BATCH_K[b], keys, ["x", "y"], 2), key=P + "mat_k", digits=2)
     st.markdown("**V** (row j belongs to key k_j)")
-    table(frame(lesson.BATCH_V[b], keys, ["x", "y"], 2), "mat_v", 2)
+    tables.show(frame(lesson.BATCH_V[b], keys, ["x", "y"], 2), key=P + "mat_v", digits=2)
 with c2:
     chart(
         lc.value_heatmap(
@@ -291,7 +286,7 @@ with c2:
     )
 with c3:
     st.markdown("**outputs** = weights · V")
-    table(frame(mat.outputs[b], ["q0", "q1"], ["x", "y"]), "mat_out")
+    tables.show(frame(mat.outputs[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_out", digits=4)
 if b == 1:
     st.caption("Key 3 = (5, 5) is far longer than the others: it dominates both queries of this sequence.")
 
@@ -306,7 +301,11 @@ st.markdown(
 c1, c2 = st.columns([1, 3])
 with c1:
     st.markdown("**X** (4 tokens, d = 4)")
-    table(frame(lesson.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)], 1), "split_x", 1)
+    tables.show(
+        frame(lesson.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)], 1),
+        key=P + "split_x",
+        digits=1,
+    )
     st.radio("number of heads", HEAD_CHOICES, key=P + "heads", horizontal=True)
 heads = lesson.split_heads(lesson.SPLIT_X, int(st.session_state[P + "heads"]))
 with c2:
@@ -329,7 +328,12 @@ with c2:
             )
 st.markdown("**Concatenated output** (each head's output side by side)")
 c1, _ = st.columns([3, 2])
-table(frame(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]), "split_out", where=c1)
+tables.show(
+    frame(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]),
+    key=P + "split_out",
+    digits=4,
+    where=c1,
+)
 
 # ---------------------------------------------------------------------------------------
 st.header("6 · Attention alone cannot see order")
@@ -361,10 +365,12 @@ dims = [f"d{j}" for j in range(4)]
 c1, c2 = st.columns(2)
 with c1:
     st.markdown("**Output on the original order**")
-    table(frame(check.output, list(PERM_TOKENS), dims), "perm_out")
+    tables.show(frame(check.output, list(PERM_TOKENS), dims), key=P + "perm_out", digits=4)
 with c2:
     st.markdown(f"**Output on the shuffled input** ({_order(perm)})")
-    table(frame(check.shuffled_output, [PERM_TOKENS[i] for i in order], dims), "perm_shuffled")
+    tables.show(
+        frame(check.shuffled_output, [PERM_TOKENS[i] for i in order], dims), key=P + "perm_shuffled", digits=4
+    )
 equivariant = check.max_abs_diff < 1e-9
 st.metric(
     "largest difference: output on shuffled input vs. output shuffled afterwards", f"{check.max_abs_diff:.1e}"
@@ -374,6 +380,6 @@ if equivariant:
 else:
     st.info("With positions added, the same token gets a different output in a different slot.")
 with st.expander("the token vectors"):
-    table(frame(lesson.PERM_X, list(PERM_TOKENS), dims, 2), "perm_x", 2)
+    tables.show(frame(lesson.PERM_X, list(PERM_TOKENS), dims, 2), key=P + "perm_x", digits=2)
 
 write_state(list(DEFAULTS), prefix=P)

@@ -268,7 +268,7 @@ st.subheader("3 · How much each head changed")
 table = pd.DataFrame(
     per_head, index=[f"layer {l}" for l in range(n_layers)], columns=[f"head {h}" for h in range(n_heads)]
 )
-tables.show(table, key=P + "per_head", formats=dict.fromkeys(table.columns, "{:.3f}"))
+tables.show(table, key=P + "per_head", digits=3)
 st.caption(
     f"Mean |B − A| over the {diff.shape[2]}×{diff.shape[3]} cells both sides share; 0 = identical "
     f"attention. Largest: {per_head.max():.3f} (layer {int(per_head.argmax() // n_heads)}, "

@@ -80,7 +80,8 @@ if reversal_rows:
         pd.DataFrame(reversal_rows),
         key="home_reversal",
         index=False,
-        formats=PARAMETERS | dict.fromkeys(lengths, "{:.2f}"),
+        digits=2,
+        formats=PARAMETERS,
     )
 if gpt_rows:
     st.markdown(
@@ -90,7 +91,8 @@ if gpt_rows:
         pd.DataFrame(gpt_rows),
         key="home_gpt",
         index=False,
-        formats=PARAMETERS | dict.fromkeys(("val loss", "repeat loss"), "{:.3f}"),
+        digits=3,
+        formats=PARAMETERS,
     )
 if not reversal_rows and not gpt_rows:
     st.warning("No shipped checkpoints found in checkpoints/: run `bash checkpoints/train_all.sh`.")

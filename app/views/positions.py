@@ -193,7 +193,7 @@ with c1:
         },
         index=[f"dim {i}" for i in range(n_show)],
     )
-    tables.show(shift_frame, key=P + "shift_table", formats=dict.fromkeys(shift_frame.columns, "{:.4f}"))
+    tables.show(shift_frame, key=P + "shift_table", digits=4)
 with c2:
     n_mat = min(d_model, 12)
     chart(
@@ -252,7 +252,7 @@ tables.show(
     key=P + "rope_table",
     where=c1,
     index=False,
-    formats={"RoPE score": "{:.6f}", "added sinusoid score": "{:.6f}"},
+    digits=6,
 )
 spread = float(table["RoPE score"].max() - table["RoPE score"].min())
 c2.metric("spread of the RoPE scores", f"{spread:.1e}")

@@ -397,8 +397,7 @@ def show_results(info: RunInfo, p: RunProgress) -> None:
             }
         )
         table["in training range"] = table["length"].between(*TRAIN_LENGTHS)
-        tables.show(table, key="train_results", index=False, formats={"greedy exact match": "{:.3f}",
-                    "token accuracy (teacher-forced)": "{:.3f}"})  # fmt: skip
+        tables.show(table, key="train_results", index=False, digits=3)
     elif info.task == "induction" and p.metrics:
         show_induction_results(p)
     elif p.metrics:
@@ -471,7 +470,7 @@ for name, entry in results.get("rows", {}).items():
     rows.append({"model": name, **{f"len {n}": entry[key].get(str(n)) for n in REPORT_LENGTHS}})
 if rows:
     table = pd.DataFrame(rows).set_index("model")
-    tables.show(table, key="length_table", formats=dict.fromkeys(table.columns, "{:.2f}"),
+    tables.show(table, key="length_table", digits=2,
                 bars=dict.fromkeys(table.columns, (0.0, 1.0)))  # fmt: skip
     if results.get("command"):
         st.caption(f"Made by `{results['command']}`")

@@ -124,7 +124,7 @@ tables.show(
     key=P + "var_table",
     where=c1,
     index=False,
-    formats={"variance of q·k": "{:.3f}", "variance of q·k / √d_k": "{:.3f}"},
+    digits=3,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -162,7 +162,7 @@ with c2:
         .astype(float)
         .round(4),
         key=P + "row_table",
-        formats={"unscaled": "{:.4f}", "scaled": "{:.4f}"},
+        digits=4,
     )
     st.caption(
         f"A uniform row over {n_keys} keys has entropy ln {n_keys} = {np.log(n_keys):.3f} nats; "
@@ -227,8 +227,7 @@ else:
                 ],
             ).round(4)
             c1, _ = st.columns([3, 2])
-            formats = dict.fromkeys(stats.columns, "{:.4f}")
-            tables.show(stats, key=P + "scale_stats", where=c1, formats=formats)
+            tables.show(stats, key=P + "scale_stats", where=c1, digits=4)
             if ckpt.task == "reverse":
                 st.caption(
                     f"Output as trained: **{cmp.output['scaled']}** · without scaling: "

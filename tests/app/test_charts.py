@@ -4,6 +4,7 @@ numbers computed, in the encodings charts.js decodes."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from lab import charts
 from lab import lesson_charts as lc
@@ -95,3 +96,16 @@ def test_bars_write_their_values_and_keep_a_given_range() -> None:
     values, context = charts.values(cloud)
     assert values.T.tolist() == [[0.0, 1.0], [1.0, 0.0]] and context.T.tolist() == [[0.75, 0.25]]
     assert cloud["panels"][0]["series"][0]["sizes"] == [24.5, 49.5]  # sized by weight
+
+
+def test_html_tables_format_floats_by_digits_and_name_what_does_not_apply() -> None:
+    from lab import tables
+
+    frame = pd.DataFrame(
+        {"step": [1, 2], "loss": [0.123456, float("nan")], "s": [-np.inf, 2.5], "ok": [True, False]}
+    )
+    text = tables.to_html(frame, key="t", digits=3, formats={"s": "{:.1f}"}, index=False)
+    assert 'data-key="t"' in text and '<td class="num">1</td>' in text  # integers as they are
+    assert ">0.123<" in text and ">—<" in text  # 3 decimals; a dash for NaN
+    assert ">−∞<" in text and ">2.5<" in text  # a format overrides digits; a masked score
+    assert ">yes<" in text and ">no<" in text
