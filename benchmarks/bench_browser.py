@@ -1,7 +1,7 @@
 """Time for a prepared link to be drawn in a real browser, per page (USERS.md walk 1 and 6).
 
     python benchmarks/bench_browser.py [gpt reversal ...] [--repeats 3] [--url http://127.0.0.1:8501]
-                                       [--shots DIR] [--baseline DIR]
+                                       [--shots DIR] [--baseline DIR] [--floor]
 
 Starts `streamlit run app/Home.py` on a free loopback port (or uses --url), then for each
 page opens its prepared deep link in a fresh headless Chromium context at 1280 x 720 (a new
@@ -18,20 +18,27 @@ for the first visit (server caches cold: model loads, computations) and the medi
 --baseline DIR serves another checkout too (`git worktree add DIR COMMIT`) and interleaves
 its visits with this one's: on a shared box whose speed drifts by 2x within minutes, only
 such paired figures compare two versions.
+--floor measures a bare Streamlit page instead (benchmarks/browser_floor.py): a title and one
+map, alone or under one or more widgets. It is the floor under every page on this machine: the
+title column is Streamlit's shell and a script run, and each kind of widget on a page holds
+its first map back by the time its lazily loaded code takes to arrive and run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from playwright.sync_api import Browser, sync_playwright
@@ -62,13 +69,28 @@ LINKS: dict[str, str] = {
     "compare": "/compare?a=reverse-rope&b=reverse-none&text=attention",
 }
 
-# Runs in the page from the first script on: records when the first figure has drawn its
-# plot and when the main area last changed.
+#: --floor: a bare Streamlit page (benchmarks/browser_floor.py) with one map and these elements
+FLOOR_LINKS: dict[str, str] = {
+    "title + map": "/",
+    "+ caption": "/?with=caption",
+    "+ toggle": "/?with=toggle",
+    "+ selectbox": "/?with=selectbox",
+    "+ text input": "/?with=text_input",
+    "+ number input": "/?with=number_input",
+    "+ slider": "/?with=slider",
+    "+ selectbox, text input, toggle": "/?with=selectbox,text_input,toggle",
+}
+
+# Runs in the page from the first script on: records when the page's title appeared, when
+# the first figure has drawn its plot and when the main area last changed.
 PROBE = """
 (() => {
-  window.__probe = {firstMap: null, lastChange: performance.now()};
+  window.__probe = {title: null, firstMap: null, lastChange: performance.now()};
   const tick = () => {
     const main = document.querySelector('[data-testid="stMain"]');
+    if (main && window.__probe.title === null && main.querySelector('h1')) {
+      window.__probe.title = performance.now();
+    }
     if (main && window.__probe.firstMap === null) {
       for (const host of main.querySelectorAll('[data-testid="stBidiComponentIsolated"]')) {
         const map = host.shadowRoot && host.shadowRoot.querySelector('.lab-chart[data-drawn]');
@@ -104,11 +126,13 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server(script: str | Path = "app/Home.py", root: Path = ROOT) -> Iterator[str]:
+def server(script: str | Path = "app/Home.py", root: Path = ROOT, python_path: str = "") -> Iterator[str]:
     """The real app (or another Streamlit script) of the checkout at `root` on a free
     loopback port, as tests/browser/conftest.py starts it."""
     port = _free_port()
     env = {**os.environ, "ATTENTION_LAB_DEVICE": os.environ.get("ATTENTION_LAB_DEVICE", "cpu")}
+    if python_path:
+        env["PYTHONPATH"] = python_path
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -149,9 +173,18 @@ def server(script: str | Path = "app/Home.py", root: Path = ROOT) -> Iterator[st
         proc.wait(timeout=10)
 
 
-def visit(browser: Browser, url: str, shot: Path | None = None) -> tuple[float | None, float, float]:
-    """(ms to the first drawn figure or None, ms to fully drawn, ms of main-thread work until
-    settled) for one fresh session."""
+@dataclass(frozen=True)
+class Visit:
+    """One fresh session's figures, in ms from navigation start (None: nothing of the kind)."""
+
+    title: float | None  # the page's title shown: Streamlit's shell, the script run, the first elements
+    first_map: float | None  # the first chart drawn
+    drawn: float  # the last change before the page settled
+    busy: float  # main-thread work until settled
+
+
+def visit(browser: Browser, url: str, shot: Path | None = None) -> Visit:
+    """Open `url` in a fresh browser context (a new Streamlit session) and wait until drawn."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     try:
         page = context.new_page()
@@ -162,7 +195,8 @@ def visit(browser: Browser, url: str, shot: Path | None = None) -> tuple[float |
         page.wait_for_function(SETTLED, timeout=120_000, polling=100)
         if page.locator('[data-testid="stException"]').count():
             raise RuntimeError(f"exception on {url}")
-        first, last = page.evaluate("[window.__probe.firstMap, window.__probe.lastChange]")
+        probe = "[window.__probe.title, window.__probe.firstMap, window.__probe.lastChange]"
+        title, first, last = page.evaluate(probe)
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         busy = metrics.get("TaskDuration", 0.0) * 1000
         if shot is not None:
@@ -172,9 +206,25 @@ def visit(browser: Browser, url: str, shot: Path | None = None) -> tuple[float |
             page.set_viewport_size({"width": 1280, "height": int(tall) + 100})
             page.wait_for_timeout(1500)
             page.screenshot(path=str(shot.with_name(shot.stem + "-full.png")))
-        return first, last, busy
+        return Visit(title, first, last, busy)
     finally:
         context.close()
+
+
+def median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+@contextmanager
+def floor_server() -> Iterator[str]:
+    """benchmarks/browser_floor.py served as Streamlit serves a page: a copy next to a copy of
+    app/static (Streamlit serves the static folder beside the main script), app/ importable."""
+    with tempfile.TemporaryDirectory(prefix="attention-lab-floor-") as folder:
+        shutil.copytree(ROOT / "app" / "static", Path(folder) / "static")
+        script = Path(shutil.copy(ROOT / "benchmarks" / "browser_floor.py", folder))
+        with server(script, python_path=str(ROOT / "app")) as url:
+            yield url
 
 
 def main() -> None:
@@ -189,10 +239,16 @@ def main() -> None:
         default=None,
         help="another checkout (git worktree add DIR COMMIT): its app served too, visits interleaved",
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="instead of the lab's pages, a bare Streamlit page with one map and one or more widgets",
+    )
     args = parser.parse_args()
-    unknown = set(args.pages) - set(LINKS)
+    links = FLOOR_LINKS if args.floor else LINKS
+    unknown = set(args.pages) - set(links)
     if unknown:
-        parser.error(f"unknown page(s) {sorted(unknown)}; known: {list(LINKS)}")
+        parser.error(f"unknown page(s) {sorted(unknown)}; known: {list(links)}")
     if args.shots:
         args.shots.mkdir(parents=True, exist_ok=True)
 
@@ -200,7 +256,10 @@ def main() -> None:
         return "      -" if ms is None else f"{ms:7.0f}"
 
     with ExitStack() as stack, sync_playwright() as p:
-        apps = {"": stack.enter_context(server() if args.url is None else _given(args.url))}
+        if args.floor:
+            apps = {"": stack.enter_context(floor_server())}
+        else:
+            apps = {"": stack.enter_context(server() if args.url is None else _given(args.url))}
         if args.baseline is not None:
             apps[" (baseline)"] = stack.enter_context(server(root=args.baseline.resolve()))
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -210,28 +269,27 @@ def main() -> None:
             + (", this checkout's and the baseline's visits interleaved" if args.baseline else "")
         )
         print(
-            f"{'page':<22}{'cold first map':>15}{'cold drawn':>11}{'warm first map':>15}{'warm drawn':>11}"
-            f"{'warm main thread':>17}"
+            f"{'page':<34}{'cold first map':>15}{'cold drawn':>11}{'warm title':>11}{'warm first map':>15}"
+            f"{'warm drawn':>11}{'warm main thread':>17}"
         )
-        for name in args.pages or LINKS:
+        for name in args.pages or links:
             try:
-                cold = {label: visit(browser, url + LINKS[name]) for label, url in apps.items()}
-                warm: dict[str, list[tuple[float | None, float, float]]] = {label: [] for label in apps}
+                cold = {label: visit(browser, url + links[name]) for label, url in apps.items()}
+                warm: dict[str, list[Visit]] = {label: [] for label in apps}
                 for i in range(args.repeats):
                     for label, url in apps.items():
                         shot = args.shots / f"{name}.png" if args.shots and i == 0 and not label else None
-                        warm[label].append(visit(browser, url + LINKS[name], shot))
+                        warm[label].append(visit(browser, url + links[name], shot))
             except RuntimeError as e:
-                print(f"/{name:<21} failed: {e}")
+                print(f"{name:<34} failed: {e}")
                 continue
             for label in apps:
-                firsts = [f for f, _, _ in warm[label] if f is not None]
-                warm_first = statistics.median(firsts) if firsts else None
-                warm_drawn = statistics.median(d for _, d, _ in warm[label])
-                busy = statistics.median(b for _, _, b in warm[label])
+                v = warm[label]
                 print(
-                    f"{'/' + name + label:<22}{fmt(cold[label][0]):>15}{fmt(cold[label][1]):>11}"
-                    f"{fmt(warm_first):>15}{fmt(warm_drawn):>11}{fmt(busy):>17}"
+                    f"{('' if args.floor else '/') + name + label:<34}{fmt(cold[label].first_map):>15}"
+                    f"{fmt(cold[label].drawn):>11}{fmt(median([x.title for x in v])):>11}"
+                    f"{fmt(median([x.first_map for x in v])):>15}{fmt(median([x.drawn for x in v])):>11}"
+                    f"{fmt(median([x.busy for x in v])):>17}"
                 )
         browser.close()
 

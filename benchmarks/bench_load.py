@@ -620,7 +620,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 HEADER = (
-    f"{'target':<30} {'train':>5} {'users':>5} {'pages':>5} {'p50 s':>6} {'p95 s':>6} {'max s':>6} "
+    f"{'target':<30} {'train':>5} {'users':>5} {'pages':>5} {'p50 s':>7} {'p95 s':>7} {'max s':>7} "
     f"{'runs/s':>6} {'exc':>3} {'err':>3} {'RSS MB before→after':>20} {'procs':>5}"
 )
 
@@ -630,8 +630,8 @@ def row(name: str, trainings: int, r: StepResult) -> str:
     rss = f"{r.rss_before_mb:,.0f}→{r.rss_after_mb:,.0f}"
     p50 = statistics.median(r.times) if r.times else float("nan")
     return (
-        f"{name:<30} {trainings:>5} {r.users:>5} {len(r.times):>5} {p50:>6.2f} {pct(r.times, 0.95):>6.2f} "
-        f"{max(r.times, default=float('nan')):>6.2f} {rate:>6.2f} {len(r.exceptions):>3} "
+        f"{name:<30} {trainings:>5} {r.users:>5} {len(r.times):>5} {p50:>7.3f} {pct(r.times, 0.95):>7.3f} "
+        f"{max(r.times, default=float('nan')):>7.3f} {rate:>6.2f} {len(r.exceptions):>3} "
         f"{len(r.errors):>3} {rss:>20} {len(r.upstreams) or '-':>5}"
     )
 

@@ -13,9 +13,13 @@ torch.set_num_threads(1)
 
 @pytest.fixture(autouse=True, scope="session")
 def _runs_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Runs any test trains (and their queue) go to a temporary folder, never <repo>/runs."""
+    """Runs any test trains (and their queue) go to a temporary folder, never <repo>/runs,
+    and never pause for the CPU."""
     patch = pytest.MonkeyPatch()
     patch.setenv("ATTENTION_LAB_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+    # The suite's own browser and servers keep a 2-core machine's CPUs full: runs that paused
+    # for them (worker.CpuPressure, tested on its own) would only make the tests slow.
+    patch.setenv("ATTENTION_LAB_RUN_YIELD", "0")
     yield
     patch.undo()
 

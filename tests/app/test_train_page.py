@@ -153,6 +153,13 @@ def test_stop_ends_the_run_within_a_second() -> None:
     assert status(run_id) == "stopped" and time.perf_counter() - t0 < 5.0  # includes the page rerun
     assert not at.exception
     assert "stopped" in at.get("progress")[0].proto.text
+    assert "paused" not in at.get("progress")[0].proto.text  # the suite's runs never pause
+
+    # a run that gave its CPU to pages (worker.CpuPressure) says so under its progress bar
+    with open(queue().folder(run_id) / "progress.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"kind": "paused", "seconds": 4.2}\n')
+    at.run()
+    assert "paused 4 s for pages" in at.get("progress")[0].proto.text
 
 
 def test_runs_beyond_the_cap_wait_in_a_visible_queue(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from transformer_core.train.runs import (
     RunRequest,
     gpu_fraction,
     new_run_id,
+    run_yield,
 )
 from transformer_core.train.tasks import ReversalTask
 
@@ -304,3 +306,86 @@ def test_a_run_process_lowers_its_own_and_its_sessions_priority() -> None:
     assert out[0] == "7 7"  # the process itself
     if out[1] != "no autogroup":  # a kernel with autogroup scheduling: the session's share too
         assert out[1].endswith("nice 7"), out[1]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def write_pressure(path: Path, stalled_us: int) -> None:
+    path.write_text(
+        f"some avg10=1.00 avg60=1.00 avg300=1.00 total={stalled_us}\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+
+
+def test_cpu_pressure_is_the_stalled_share_of_wall_time(tmp_path: Path) -> None:
+    """/proc/pressure/cpu's `some total` (µs in which a task waited for a CPU) over the wall
+    time between two looks; a missing or garbled file reads as no pressure."""
+    path, clock = tmp_path / "cpu", FakeClock()
+    write_pressure(path, 5_000_000)
+    pressure = worker.CpuPressure(0.5, path=path, clock=clock)
+    clock.now += 2.0
+    write_pressure(path, 6_500_000)  # 1.5 s stalled in 2 s
+    assert pressure.share() == pytest.approx(0.75)
+    clock.now += 1.0
+    assert pressure.share() == 0.0  # nothing stalled since
+    path.write_text("garbled")
+    clock.now += 1.0
+    assert pressure.share() == 0.0
+    assert worker.CpuPressure(0.5, path=tmp_path / "absent").share() == 0.0
+
+
+def test_a_run_backs_off_while_its_steps_keep_tasks_waiting(tmp_path: Path) -> None:
+    """After a step in which tasks waited for a CPU more than the limit, a run naps, twice as
+    long each time up to `longest`; after quiet steps half as long, then not at all; a stop
+    is never held up; 0 never pauses."""
+    path, clock = tmp_path / "cpu", FakeClock()
+    stalled = [0]
+    write_pressure(path, 0)
+
+    class Napping(threading.Event):  # a nap moves the wall clock; nobody waits meanwhile
+        def wait(self, timeout: float | None = None) -> bool:
+            clock.now += timeout or 0.0
+            return self.is_set()
+
+    def step(share: float, seconds: float = 0.05) -> None:
+        clock.now += seconds
+        stalled[0] += int(seconds * share * 1e6)
+        write_pressure(path, stalled[0])
+
+    stop = Napping()
+    pressure = worker.CpuPressure(0.5, shortest=0.02, longest=0.1, path=path, clock=clock)
+    naps = []
+    for share in (0.8, 0.9, 0.7, 0.6, 0.9, 0.1, 0.0, 0.2, 0.0):
+        step(share)
+        naps.append(pressure.pause(stop))
+    assert naps == pytest.approx([0.02, 0.04, 0.08, 0.1, 0.1, 0.05, 0.025, 0.0, 0.0])
+    assert pressure.paused == pytest.approx(sum(naps))
+
+    step(0.9)
+    stop.set()
+    assert pressure.pause(stop) == 0.0  # Stop is never held up
+    assert worker.CpuPressure(0.0, path=path, clock=clock).pause(Napping()) == 0.0  # 0: never pauses
+
+
+def test_run_yield_setting_is_a_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ATTENTION_LAB_RUN_YIELD", raising=False)
+    assert run_yield() == 0.5
+    monkeypatch.setenv("ATTENTION_LAB_RUN_YIELD", "0.25")
+    assert run_yield() == 0.25
+    for bad in ("lots", "1.5", "-0.1"):
+        monkeypatch.setenv("ATTENTION_LAB_RUN_YIELD", bad)
+        with pytest.raises(ConfigError, match="ATTENTION_LAB_RUN_YIELD"):
+            run_yield()
+
+
+def test_the_page_reads_how_long_a_run_paused(tmp_path: Path) -> None:
+    lines = [{"kind": "start", "total": 10}, {"kind": "paused", "seconds": 3.5}]
+    (tmp_path / PROGRESS_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    progress = RunProgress(tmp_path)
+    assert progress.refresh() and progress.paused == 3.5 and progress.total == 10

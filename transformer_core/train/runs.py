@@ -84,6 +84,19 @@ def env_int(name: str, default: int, low: int = 1) -> int:
     return value
 
 
+def run_yield() -> float:
+    """ATTENTION_LAB_RUN_YIELD, default 0.5: a run pauses between steps while tasks waited
+    for a CPU more than this share of the time (worker.CpuPressure); 0 never pauses."""
+    raw = os.environ.get("ATTENTION_LAB_RUN_YIELD")
+    try:
+        share = float(raw) if raw not in (None, "") else 0.5
+    except ValueError:
+        raise ConfigError(f"ATTENTION_LAB_RUN_YIELD: {raw!r} is not a number") from None
+    if not 0.0 <= share <= 1.0:
+        raise ConfigError(f"ATTENTION_LAB_RUN_YIELD: a share between 0 and 1, got {share}")
+    return share
+
+
 def default_max_runs() -> int:
     """ATTENTION_LAB_MAX_RUNS, else 4 on a CUDA box and 2 on CPU."""
     import torch  # only to ask whether a GPU exists; cheap once torch is loaded
@@ -556,6 +569,7 @@ class RunProgress:
     total: int = 0
     tokens_per_s: float = 0.0
     elapsed: float = 0.0
+    paused: float = 0.0  # seconds the run gave its CPU to pages (worker.CpuPressure)
     evals: list[dict[str, float]] = field(default_factory=list)
     snapshots: list[dict[str, Any]] = field(default_factory=list)  # {"step", "file", tokens...}
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -598,6 +612,8 @@ class RunProgress:
             self.tokens_per_s, self.elapsed = float(record["tokens_per_s"]), float(record["elapsed"])
         elif kind == "start":
             self.total = int(record.get("total", 0))
+        elif kind == "paused":
+            self.paused = float(record["seconds"])
         elif kind == "eval":
             self.evals.append({"step": record["step"], **_flatten(record["metrics"])})
         elif kind == "snapshot":

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -31,9 +32,10 @@ from transformer_core.train.runs import (
     RunRequest,
     env_int,
     gpu_fraction,
+    run_yield,
 )
 from transformer_core.train.tasks import LanguageModelTask
-from transformer_core.train.trainer import DoneEvent, Trainer
+from transformer_core.train.trainer import DoneEvent, StepEvent, Trainer
 
 WATCH_EVERY, HEARTBEAT_EVERY = 0.05, 2.0
 SAMPLE_CHARS = 200
@@ -93,10 +95,13 @@ def execute(queue: RunQueue, run_id: str) -> str:
         text = corpus.read_text(encoding="utf-8") if corpus.is_file() else None
         model, task = prepare_run(config, request.positions, text=text, size=request.size, **request.shape)
         writer = ProgressWriter(folder)
+        pressure = CpuPressure(run_yield())
         writer.write({"kind": "start", "pid": os.getpid(), "total": config.steps, "device": str(device)})
         done: DoneEvent | None = None
         for event in Trainer(model, task, config, stop=stop).run():
             writer.record(event)
+            if isinstance(event, StepEvent) and pressure.pause(stop):
+                writer.write({"kind": "paused", "seconds": round(pressure.paused, 2)}, now=False)
             if isinstance(event, DoneEvent):
                 done = event
         assert done is not None
@@ -139,6 +144,69 @@ def execute(queue: RunQueue, run_id: str) -> str:
         release_memory(device)
     queue.finish(run_id, "failed", message)
     return "failed"
+
+
+class CpuPressure:
+    """Serving comes first, for real: a run backs off while its steps keep tasks waiting for
+    a CPU. Niceness only shrinks a run's share: page threads sleep and wake all the time, and
+    a woken one still waited out a nice-19 run's time slice, so two such runs on 2 cores
+    still cost 20 users a quarter of their page speed (benchmarks/bench_load.py).
+
+    The signal is Linux's pressure stall figure (/proc/pressure/cpu: microseconds in which
+    some task was runnable but not running) over the wall time of the run's last step. The
+    run's own waiting counts too, which is right: then the CPUs are full. After a step above
+    `above` the run naps, each time twice as long (`shortest` up to `longest` seconds), and
+    after a quiet step half as long, so on a saturated box it still moves, slowly, and on a
+    quiet one it does not pause at all. Where the kernel has no such file, nothing pauses."""
+
+    PATH = Path("/proc/pressure/cpu")
+
+    def __init__(
+        self,
+        above: float,
+        *,
+        shortest: float = 0.02,
+        longest: float = 1.0,
+        path: Path = PATH,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.above, self.shortest, self.longest = above, shortest, longest
+        self.path, self.clock = path, clock
+        self.nap = 0.0  # the next pause, seconds
+        self.paused = 0.0  # seconds napped so far
+        self.last = self._read()
+
+    def _read(self) -> tuple[float, float] | None:
+        """(now, seconds stalled so far), or None without pressure figures."""
+        try:
+            some = self.path.read_text().split("\n", 1)[0]  # "some avg10=… avg60=… avg300=… total=US"
+            return self.clock(), int(some.rsplit("total=", 1)[1]) / 1e6
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def share(self) -> float:
+        """Stalled share of the wall time since the last look (0 without figures)."""
+        now = self._read()
+        last, self.last = self.last, now
+        if now is None or last is None or now[0] <= last[0]:
+            return 0.0
+        return (now[1] - last[1]) / (now[0] - last[0])
+
+    def pause(self, stop: threading.Event) -> float:
+        """Call after each step: nap if the step's share was above the limit (a stop ends the
+        nap at once); returns the seconds napped."""
+        if self.above <= 0:
+            return 0.0
+        if self.share() > self.above:
+            self.nap = min(self.longest, max(self.shortest, 2 * self.nap))
+        else:
+            self.nap = self.nap / 2 if self.nap / 2 >= self.shortest else 0.0
+        if not self.nap or stop.is_set():
+            return 0.0
+        stop.wait(self.nap)
+        self.paused += self.nap
+        self.last = self._read()  # the next share is the next step's alone
+        return self.nap
 
 
 AUTOGROUP = Path("/proc/self/autogroup")
