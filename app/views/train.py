@@ -210,7 +210,7 @@ def progress_text(info: RunInfo, p: RunProgress) -> str:
         f" · ETA {eta:,.0f} s" if info.status == "running" and eta is not None else f" · {p.elapsed:,.1f} s"
     )
     # a run pauses between steps while the box's CPUs are full (serving comes first)
-    paused = f" · paused {p.paused:,.0f} s for pages" if p.paused >= 1 else ""
+    paused = f" · paused {p.paused:,.0f} s while the server was busy" if p.paused >= 1 else ""
     return (
         f"**{info.label}** · {info.status} · step {p.step:,} / {total:,} · {p.tokens_per_s:,.0f} tokens/s"
         + timing

@@ -159,7 +159,7 @@ def test_stop_ends_the_run_within_a_second() -> None:
     with open(queue().folder(run_id) / "progress.jsonl", "a", encoding="utf-8") as f:
         f.write('{"kind": "paused", "seconds": 4.2}\n')
     at.run()
-    assert "paused 4 s for pages" in at.get("progress")[0].proto.text
+    assert "paused 4 s while the server was busy" in at.get("progress")[0].proto.text
 
 
 def test_runs_beyond_the_cap_wait_in_a_visible_queue(monkeypatch: pytest.MonkeyPatch) -> None:
