@@ -6,6 +6,7 @@
 Starts `streamlit run app/Home.py` on a free loopback port (or uses --url), then for each
 page opens its prepared deep link in a fresh headless Chromium context at 1280 x 720 (a new
 Streamlit session each time, as a student opening the lecturer's link) and prints
+- title: when the page's title appeared (Streamlit's shell loaded, the script run begun),
 - first map: when the first chart (app/static/charts.js, a canvas) inside the main area
   has drawn, from navigation start,
 - fully drawn: the time of the last change to the page before it settled (the script run
@@ -19,9 +20,9 @@ for the first visit (server caches cold: model loads, computations) and the medi
 its visits with this one's: on a shared box whose speed drifts by 2x within minutes, only
 such paired figures compare two versions.
 --floor measures a bare Streamlit page instead (benchmarks/browser_floor.py): a title and one
-map, alone or under one or more widgets. It is the floor under every page on this machine: the
-title column is Streamlit's shell and a script run, and each kind of widget on a page holds
-its first map back by the time its lazily loaded code takes to arrive and run.
+map, alone or under one or more widgets. It is the floor under every page on this machine:
+each kind of widget on a page holds its first map back by the time its lazily loaded code
+takes to arrive and run.
 """
 
 from __future__ import annotations
