@@ -133,7 +133,7 @@ def server(script: str | Path = "app/Home.py", root: Path = ROOT, python_path: s
     port = _free_port()
     env = {**os.environ, "ATTENTION_LAB_DEVICE": os.environ.get("ATTENTION_LAB_DEVICE", "cpu")}
     if python_path:
-        env["PYTHONPATH"] = python_path
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [python_path, os.environ.get("PYTHONPATH")]))
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -213,6 +213,7 @@ def visit(browser: Browser, url: str, shot: Path | None = None) -> Visit:
 
 
 def median(values: list[float | None]) -> float | None:
+    """The median of the known values (None where there were none)."""
     known = [v for v in values if v is not None]
     return statistics.median(known) if known else None
 
@@ -246,6 +247,8 @@ def main() -> None:
         help="instead of the lab's pages, a bare Streamlit page with one map and one or more widgets",
     )
     args = parser.parse_args()
+    if args.floor and (args.url or args.baseline):
+        parser.error("--floor serves its own page: it takes neither --url nor --baseline")
     links = FLOOR_LINKS if args.floor else LINKS
     unknown = set(args.pages) - set(links)
     if unknown:
@@ -285,12 +288,13 @@ def main() -> None:
                 print(f"{name:<34} failed: {e}")
                 continue
             for label in apps:
-                v = warm[label]
+                visits = warm[label]
                 print(
                     f"{('' if args.floor else '/') + name + label:<34}{fmt(cold[label].first_map):>15}"
-                    f"{fmt(cold[label].drawn):>11}{fmt(median([x.title for x in v])):>11}"
-                    f"{fmt(median([x.first_map for x in v])):>15}{fmt(median([x.drawn for x in v])):>11}"
-                    f"{fmt(median([x.busy for x in v])):>17}"
+                    f"{fmt(cold[label].drawn):>11}{fmt(median([one.title for one in visits])):>11}"
+                    f"{fmt(median([one.first_map for one in visits])):>15}"
+                    f"{fmt(median([one.drawn for one in visits])):>11}"
+                    f"{fmt(median([one.busy for one in visits])):>17}"
                 )
         browser.close()
 

@@ -23,6 +23,6 @@ st.title("Floor")
 for name in st.query_params.get("with", "").split(","):
     if name in ELEMENTS:
         ELEMENTS[name]()
-tokens = list("attention!!")[:12]
+tokens = list("heads attend")  # 12 tokens
 weights = np.random.default_rng(0).dirichlet(np.ones(len(tokens)), size=len(tokens))
 charts.show(charts.head_spec(weights, tokens, tokens, title="one map"), key="map")

@@ -309,6 +309,8 @@ def test_a_run_process_lowers_its_own_and_its_sessions_priority() -> None:
 
 
 class FakeClock:
+    """A monotonic clock the test moves by hand."""
+
     def __init__(self) -> None:
         self.now = 100.0
 
@@ -337,13 +339,14 @@ def test_cpu_pressure_is_the_stalled_share_of_wall_time(tmp_path: Path) -> None:
     path.write_text("garbled")
     clock.now += 1.0
     assert pressure.share() == 0.0
-    assert worker.CpuPressure(0.5, path=tmp_path / "absent").share() == 0.0
+    absent = worker.CpuPressure(0.5, path=tmp_path / "absent")
+    assert absent.share() == 0.0 and absent.above == 0.0  # no figures: never looks again
 
 
 def test_a_run_backs_off_while_its_steps_keep_tasks_waiting(tmp_path: Path) -> None:
     """After a step in which tasks waited for a CPU more than the limit, a run naps, twice as
     long each time up to `longest`; after quiet steps half as long, then not at all; a stop
-    is never held up; 0 never pauses."""
+    ends a nap at once and is counted as it was; 0 never pauses."""
     path, clock = tmp_path / "cpu", FakeClock()
     stalled = [0]
     write_pressure(path, 0)
@@ -367,10 +370,35 @@ def test_a_run_backs_off_while_its_steps_keep_tasks_waiting(tmp_path: Path) -> N
     assert naps == pytest.approx([0.02, 0.04, 0.08, 0.1, 0.1, 0.05, 0.025, 0.0, 0.0])
     assert pressure.paused == pytest.approx(sum(naps))
 
+    class StoppedMidNap(threading.Event):  # Stop pressed 10 ms into the nap
+        def wait(self, timeout: float | None = None) -> bool:
+            clock.now += 0.01
+            self.set()
+            return True
+
+    step(0.9)
+    assert pressure.pause(StoppedMidNap()) == pytest.approx(0.01)
     step(0.9)
     stop.set()
-    assert pressure.pause(stop) == 0.0  # Stop is never held up
-    assert worker.CpuPressure(0.0, path=path, clock=clock).pause(Napping()) == 0.0  # 0: never pauses
+    assert pressure.pause(stop) == 0.0  # a stop already pressed: no nap at all
+
+    never = worker.CpuPressure(0.0, path=path, clock=clock)
+    step(0.9)
+    assert never.pause(Napping()) == 0.0  # 0: never pauses, however full the box
+
+
+def test_a_paused_run_records_its_pauses(runs_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """execute(): with the box full after every step, the run naps (20, 40, 80 ms), writes
+    the running total to its progress for /train, and keeps it in the saved metrics."""
+    monkeypatch.setenv("ATTENTION_LAB_RUN_YIELD", "0.5")
+    monkeypatch.setattr(worker.CpuPressure, "_read", lambda self: (time.monotonic(), 0.0))  # any kernel
+    monkeypatch.setattr(worker.CpuPressure, "share", lambda self: 0.9)
+    queue = RunQueue(max_running=1, spawn=False)
+    run_id = _claimed(queue, request(steps=3))
+    assert worker.execute(queue, run_id) == "done"
+    progress = RunProgress(queue.folder(run_id))
+    assert progress.refresh() and progress.paused == pytest.approx(0.14, abs=0.03)
+    assert load_checkpoint(run_id).metrics["paused_seconds"] == pytest.approx(0.1, abs=0.05)
 
 
 def test_run_yield_setting_is_a_share(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -569,7 +569,7 @@ class RunProgress:
     total: int = 0
     tokens_per_s: float = 0.0
     elapsed: float = 0.0
-    paused: float = 0.0  # seconds the run gave its CPU to pages (worker.CpuPressure)
+    paused: float = 0.0  # seconds the run napped while the server was busy (worker.CpuPressure)
     evals: list[dict[str, float]] = field(default_factory=list)
     snapshots: list[dict[str, Any]] = field(default_factory=list)  # {"step", "file", tokens...}
     metrics: dict[str, Any] = field(default_factory=dict)

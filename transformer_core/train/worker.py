@@ -100,7 +100,8 @@ def execute(queue: RunQueue, run_id: str) -> str:
         done: DoneEvent | None = None
         for event in Trainer(model, task, config, stop=stop).run():
             writer.record(event)
-            if isinstance(event, StepEvent) and pressure.pause(stop):
+            napped = pressure.pause(stop) if isinstance(event, StepEvent) else 0.0
+            if napped:
                 writer.write({"kind": "paused", "seconds": round(pressure.paused, 2)}, now=False)
             if isinstance(event, DoneEvent):
                 done = event
@@ -108,6 +109,8 @@ def execute(queue: RunQueue, run_id: str) -> str:
         if isinstance(task, LanguageModelTask) and not done.cancelled:
             writer.write({"kind": "sample", "text": lm_sample(model, task)})
         metrics = {**done.metrics, "steps": done.step, "train_seconds": round(done.elapsed, 1)}
+        if pressure.paused:  # included in train_seconds: naps while the server was busy
+            metrics["paused_seconds"] = round(pressure.paused, 1)
         save_checkpoint(
             folder,
             model,
@@ -154,10 +157,13 @@ class CpuPressure:
 
     The signal is Linux's pressure stall figure (/proc/pressure/cpu: microseconds in which
     some task was runnable but not running) over the wall time of the run's last step. The
-    run's own waiting counts too, which is right: then the CPUs are full. After a step above
-    `above` the run naps, each time twice as long (`shortest` up to `longest` seconds), and
-    after a quiet step half as long, so on a saturated box it still moves, slowly, and on a
-    quiet one it does not pause at all. Where the kernel has no such file, nothing pauses."""
+    run's own waiting counts too, on purpose: a run preempted by pages is the surest sign
+    that the CPUs are full (taking it off let pages slow by +27-39% again, bench_load.py);
+    the price is that runs outnumbering the cores (ATTENTION_LAB_MAX_RUNS x RUN_THREADS)
+    nap for each other. After a step above `above` the run naps, each time twice as long
+    (`shortest` up to `longest` seconds), and after a quiet step half as long, so on a
+    saturated box it still moves, slowly, and on a quiet one it does not pause at all.
+    Where the kernel has no such file, nothing pauses."""
 
     PATH = Path("/proc/pressure/cpu")
 
@@ -167,14 +173,16 @@ class CpuPressure:
         *,
         shortest: float = 0.02,
         longest: float = 1.0,
-        path: Path = PATH,
+        path: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.above, self.shortest, self.longest = above, shortest, longest
-        self.path, self.clock = path, clock
+        self.path, self.clock = path or self.PATH, clock
         self.nap = 0.0  # the next pause, seconds
         self.paused = 0.0  # seconds napped so far
-        self.last = self._read()
+        self.last = self._read() if above > 0 else None
+        if self.last is None:
+            self.above = 0.0  # no pressure figures here (or never pause): no more reads
 
     def _read(self) -> tuple[float, float] | None:
         """(now, seconds stalled so far), or None without pressure figures."""
@@ -193,8 +201,8 @@ class CpuPressure:
         return (now[1] - last[1]) / (now[0] - last[0])
 
     def pause(self, stop: threading.Event) -> float:
-        """Call after each step: nap if the step's share was above the limit (a stop ends the
-        nap at once); returns the seconds napped."""
+        """Call after each step: nap if the step's share was above the limit; a stop ends the
+        nap at once. Returns the seconds napped."""
         if self.above <= 0:
             return 0.0
         if self.share() > self.above:
@@ -203,10 +211,12 @@ class CpuPressure:
             self.nap = self.nap / 2 if self.nap / 2 >= self.shortest else 0.0
         if not self.nap or stop.is_set():
             return 0.0
+        start = self.clock()
         stop.wait(self.nap)
-        self.paused += self.nap
+        napped = self.clock() - start
+        self.paused += napped
         self.last = self._read()  # the next share is the next step's alone
-        return self.nap
+        return napped
 
 
 AUTOGROUP = Path("/proc/self/autogroup")
