@@ -784,7 +784,7 @@ export default function (component) {
     const style = getComputedStyle(host);
     const em = parseFloat(getComputedStyle(document.documentElement).fontSize) / 16 || 1;
     spec.font = style.fontFamily || "sans-serif";
-    const width = Math.max(160, root.clientWidth);
+    const width = Math.max(80, root.clientWidth || 160); // never wider than its column: a wider canvas is cut off
     const dpr = window.devicePixelRatio || 1;
     canvas.width = Math.round(width * dpr);
     canvas.height = Math.round(spec.height * dpr);

@@ -298,7 +298,7 @@ st.markdown(
     "and tokens 2 and 3 in the last two, so two heads see two different stories. (Real heads get "
     "learned projections instead of fixed slices.)"
 )
-c1, c2 = st.columns([1, 3])
+c1, c2 = st.columns([1.4, 3])  # X's four columns fit
 with c1:
     st.markdown("**X** (4 tokens, d = 4)")
     tables.show(
@@ -309,23 +309,21 @@ with c1:
     st.radio("number of heads", HEAD_CHOICES, key=P + "heads", horizontal=True)
 heads = lesson.split_heads(lesson.SPLIT_X, int(st.session_state[P + "heads"]))
 with c2:
-    hcols = st.columns(len(heads.columns))
+    hcols = st.columns([1] * (len(heads.columns) - 1) + [1 + 0.1 * len(heads.columns)])  # + the colour bar
     toks = [f"t{i}" for i in range(4)]
+    last = len(heads.columns) - 1
     for h, (start, stop) in enumerate(heads.columns):
-        with hcols[h]:
-            chart(
-                lc.value_heatmap(
-                    heads.weights[h],
-                    toks,
-                    toks,
-                    f"head {h}: "
-                    + (f"feature {start}" if stop - start == 1 else f"features {start}..{stop - 1}"),
-                    show_values=len(heads.columns) < 4,
-                    digits=3,
-                    height=330,
-                ),
-                f"head_fig_{h}",
-            )
+        spec = lc.value_heatmap(
+            heads.weights[h],
+            toks,
+            toks,
+            f"head {h}: " + (f"feature {start}" if stop - start == 1 else f"features {start}..{stop - 1}"),
+            show_values=len(heads.columns) < 4,
+            digits=3,
+            height=330,
+        )
+        with hcols[h]:  # every head's weights share 0..1: one colour bar, on the last map
+            chart(spec if h == last else {**spec, "colorbar": None}, f"head_fig_{h}")
 st.markdown("**Concatenated output** (each head's output side by side)")
 c1, _ = st.columns([3, 2])
 tables.show(

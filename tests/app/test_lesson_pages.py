@@ -100,6 +100,8 @@ def test_basics_widgets_change_the_numbers() -> None:
     assert outputs.round(4).values.tolist() == [[8.9449, 8.9449], [7.9987, 7.9464]]
     at.radio(key="basics_heads").set_value(4).run()
     assert len([t for t in figure_titles(at) if t.startswith("head ")]) == 4
+    specs = charts(at)  # the heads share 0..1: one colour bar, on the last map
+    assert [specs[f"basics_head_fig_{h}"]["colorbar"] is not None for h in range(4)] == [False] * 3 + [True]
     at.toggle(key="basics_positions").set_value(True).run()
     assert_ok(at)
     assert float(metric(at, "largest difference")) > 1e-3 and not at.success
