@@ -29,6 +29,7 @@ from transformer_core.train.runs import (
     gpu_fraction,
     new_run_id,
     run_yield,
+    runs_max_bytes,
 )
 from transformer_core.train.tasks import ReversalTask
 
@@ -281,6 +282,9 @@ def test_gpu_memory_is_capped_per_run_process(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("ATTENTION_LAB_RUN_GPU_FRACTION", "2")
     with pytest.raises(ConfigError, match="GPU_FRACTION"):
         gpu_fraction(4)
+    monkeypatch.setenv("ATTENTION_LAB_RUNS_MAX_MB", "inf")  # once an OverflowError, not a message
+    with pytest.raises(ConfigError, match="RUNS_MAX_MB"):
+        runs_max_bytes()
     with pytest.raises(ConfigError, match="fraction"):
         limit_process_memory(torch.device("cpu"), 0.0)
 
@@ -406,7 +410,7 @@ def test_run_yield_setting_is_a_share(monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_yield() == 0.5
     monkeypatch.setenv("ATTENTION_LAB_RUN_YIELD", "0.25")
     assert run_yield() == 0.25
-    for bad in ("lots", "1.5", "-0.1"):
+    for bad in ("lots", "1.5", "-0.1", "nan"):
         monkeypatch.setenv("ATTENTION_LAB_RUN_YIELD", bad)
         with pytest.raises(ConfigError, match="ATTENTION_LAB_RUN_YIELD"):
             run_yield()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import secrets
 import shutil
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -84,17 +85,23 @@ def env_int(name: str, default: int, low: int = 1) -> int:
     return value
 
 
+def env_float(name: str, default: float, valid: Callable[[float], bool], expected: str) -> float:
+    """A finite number setting from the environment that passes `valid` (else a clear
+    ConfigError naming what was `expected`)."""
+    raw = os.environ.get(name)
+    try:
+        value = float(raw) if raw not in (None, "") else default
+    except ValueError:
+        raise ConfigError(f"{name}: {raw!r} is not a number") from None
+    if not (math.isfinite(value) and valid(value)):
+        raise ConfigError(f"{name}: {expected}, got {value:g}")
+    return value
+
+
 def run_yield() -> float:
     """ATTENTION_LAB_RUN_YIELD, default 0.5: a run pauses between steps while tasks waited
     for a CPU more than this share of the time (worker.CpuPressure); 0 never pauses."""
-    raw = os.environ.get("ATTENTION_LAB_RUN_YIELD")
-    try:
-        share = float(raw) if raw not in (None, "") else 0.5
-    except ValueError:
-        raise ConfigError(f"ATTENTION_LAB_RUN_YIELD: {raw!r} is not a number") from None
-    if not 0.0 <= share <= 1.0:
-        raise ConfigError(f"ATTENTION_LAB_RUN_YIELD: a share between 0 and 1, got {share}")
-    return share
+    return env_float("ATTENTION_LAB_RUN_YIELD", 0.5, lambda v: 0 <= v <= 1, "a share between 0 and 1")
 
 
 def default_max_runs() -> int:
@@ -106,27 +113,15 @@ def default_max_runs() -> int:
 
 def runs_max_bytes() -> int:
     """ATTENTION_LAB_RUNS_MAX_MB (may be fractional), default 1024 MB, in bytes."""
-    raw = os.environ.get("ATTENTION_LAB_RUNS_MAX_MB")
-    try:
-        mb = float(raw) if raw else 1024.0
-    except ValueError:
-        raise ConfigError(f"ATTENTION_LAB_RUNS_MAX_MB: {raw!r} is not a number") from None
-    if mb <= 0:
-        raise ConfigError(f"ATTENTION_LAB_RUNS_MAX_MB: must be > 0, got {mb}")
-    return int(mb * 2**20)
+    return int(env_float("ATTENTION_LAB_RUNS_MAX_MB", 1024.0, lambda v: v > 0, "must be > 0") * 2**20)
 
 
 def gpu_fraction(max_running: int) -> float:
     """Each run process's share of the GPU: ATTENTION_LAB_RUN_GPU_FRACTION, else 80% of
     the device split over the run slots (serving keeps the rest)."""
-    raw = os.environ.get("ATTENTION_LAB_RUN_GPU_FRACTION")
-    try:
-        value = float(raw) if raw else 0.8 / max_running
-    except ValueError:
-        raise ConfigError(f"ATTENTION_LAB_RUN_GPU_FRACTION: {raw!r} is not a number") from None
-    if not 0 < value <= 1:
-        raise ConfigError(f"ATTENTION_LAB_RUN_GPU_FRACTION: must be in (0, 1], got {value}")
-    return value
+    return env_float(
+        "ATTENTION_LAB_RUN_GPU_FRACTION", 0.8 / max_running, lambda v: 0 < v <= 1, "must be in (0, 1]"
+    )
 
 
 # ---------------------------------------------------------------- a run's request
