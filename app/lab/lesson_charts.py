@@ -349,18 +349,17 @@ def lines_chart(
     x_title: str = "position p",
     y_title: str = "",
     y_range: tuple[float, float] | None = None,
-    x_start: int = 0,
     marker_x: float | None = None,
     marker_text: str = "",
     height: int = 340,
 ) -> Spec:
-    """Several named 1-D curves over positions x_start, x_start + 1, ...; marker_x: a dashed
+    """Several named 1-D curves over positions 0, 1, ...; marker_x: a dashed
     line there, named marker_text."""
     return charts.xy_spec(
         [
             charts.panel(
                 [
-                    charts.line(name, np.arange(x_start, x_start + len(y)), y, color=CYCLE[i % len(CYCLE)])
+                    charts.line(name, np.arange(len(y)), y, color=CYCLE[i % len(CYCLE)])
                     for i, (name, y) in enumerate(series.items())
                 ],
                 x_title=x_title,

@@ -276,7 +276,7 @@ function draw(ctx, spec, panels, images, luts, width, em, color) {
     ctx.font = `${L.tick}px ${spec.font}`;
     ctx.textAlign = "left";
     ctx.textBaseline = "middle";
-    for (const v of spec.colorbar.ticks) {
+    for (const v of fixedTicks(spec.zmin, spec.zmax).ticks) {
       const y = y1 - ((v - spec.zmin) / (spec.zmax - spec.zmin || 1)) * (y1 - y0);
       ctx.fillText(String(+v.toPrecision(3)), x + 16, y);
     }
@@ -478,7 +478,7 @@ function xyLegend(spec) {
       out.push(s);
     }
   }
-  return spec.legend === false || out.length < 2 ? [] : out;  // one curve needs no key
+  return out.length < 2 ? [] : out;  // one curve needs no key
 }
 
 function star(ctx, x, y, r) {
@@ -494,7 +494,7 @@ function star(ctx, x, y, r) {
 function drawSeries(ctx, s, d, sx, sy, font, tick, color) {
   ctx.strokeStyle = ctx.fillStyle = s.color;
   ctx.setLineDash(s.dash === "dash" ? [8, 5] : s.dash === "dot" ? [2, 4] : s.dash === "dashdot" ? [8, 4, 2, 4] : []);
-  ctx.lineWidth = s.line_width || 2.5;
+  ctx.lineWidth = 2.5;
   const n = d.x.length;
   if (s.type === "line") {
     ctx.beginPath();
@@ -541,7 +541,7 @@ function drawSeries(ctx, s, d, sx, sy, font, tick, color) {
     ctx.globalAlpha = s.opacity ?? 1;
     for (let i = 0; i < n; i++) {
       if (!Number.isFinite(d.y[i])) continue;
-      const r = (d.sizes ? d.sizes[i] : s.size || 10) / 2;
+      const r = (d.sizes ? d.sizes[i] : 10) / 2;
       if (s.symbol === "star") star(ctx, sx(d.x[i]), sy(d.y[i]), r);
       else {
         ctx.beginPath();
@@ -560,7 +560,7 @@ function drawSeries(ctx, s, d, sx, sy, font, tick, color) {
     ctx.textAlign = right ? "left" : "center";
     ctx.textBaseline = right ? "middle" : "bottom";
     for (let i = 0; i < n; i++) {
-      const r = (d.sizes ? d.sizes[i] : s.size || 10) / 2;
+      const r = (d.sizes ? d.sizes[i] : 10) / 2;
       ctx.fillText(s.labels[i], sx(d.x[i]) + (right ? r + 4 : 0), sy(d.y[i]) - (right ? 0 : r + 3));
     }
   }
@@ -679,7 +679,7 @@ function drawXY(ctx, spec, data, width, em, color) {
     panel.series.forEach((s, j) => drawSeries(ctx, s, data[i][j], sx, sy, spec.font, tick, color));
     for (const v of panel.vlines || []) {
       const x = sx(v.x);
-      ctx.strokeStyle = v.color || "#6b7280";
+      ctx.strokeStyle = "#6b7280";
       ctx.lineWidth = 2;
       ctx.setLineDash([6, 4]);
       ctx.beginPath();
@@ -693,8 +693,8 @@ function drawXY(ctx, spec, data, width, em, color) {
         const wide = ctx.measureText(v.text).width;
         const left = x + 6 + wide > box.x + box.w;
         ctx.textAlign = left ? "right" : "left";
-        ctx.textBaseline = v.at === "bottom" ? "bottom" : "top";
-        ctx.fillText(v.text, left ? x - 5 : x + 5, v.at === "bottom" ? box.y + box.h - 4 : box.y + 4);
+        ctx.textBaseline = "top";
+        ctx.fillText(v.text, left ? x - 5 : x + 5, box.y + 4);
       }
     }
     ctx.restore();
