@@ -31,7 +31,7 @@ model loads and first compiles are not in the figures).
 protocol), keeps those K sessions open and watching (they answer the page's auto-rerun
 requests, as an open browser tab does) during every step, and reports how many training
 steps the K runs advanced while each step ran. Trainings run in the box-wide queue's own
-worker processes (not in the RSS column). Servers started here get a temporary
+run processes (not in the RSS column). Servers started here get a temporary
 ATTENTION_LAB_RUNS_DIR, and every training started here is stopped (Stop button, then the
 queue) before the script ends.
 """
@@ -432,10 +432,10 @@ def descendants(pid: int) -> list[int]:
 
 
 def is_training_worker(pid: int) -> bool:
-    """A run's worker process (`python -m transformer_core.train.worker RUN_ID`)."""
+    """A run's process (`python -m serving.run_process RUN_ID`)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"transformer_core.train.worker" in f.read()
+            return b"serving.run_process" in f.read()
     except OSError:
         return False
 
@@ -568,9 +568,9 @@ def started(target: str, workers: int, logdir: Path) -> Iterator[Server]:
 
 def queue_waits(runs: Path, run_ids: list[str]) -> str:
     """Each training's wait in the queue (submitted -> a worker took it), or its place."""
-    from transformer_core.train import open_run_queue
+    from serving import open_run_store
 
-    queue, now, parts = open_run_queue(runs, 1), time.time(), []
+    queue, now, parts = open_run_store(runs, 1), time.time(), []
     for i, info in enumerate(map(queue.info, run_ids), 1):
         if info is None:
             parts.append(f"run {i}: unknown")
@@ -585,18 +585,18 @@ def stop_trainings(runs: Path, run_ids: list[str], timeout: float = 30) -> None:
     """Training workers outlive the web server by design: stop the ones started here and
     wait for their processes to end (killed after `timeout` s)."""
     if run_ids and os.environ.get("ATTENTION_LAB_REDIS_URL"):
-        from transformer_core.train import open_run_queue
+        from serving import open_run_store
 
-        queue = open_run_queue(runs)
+        queue = open_run_store(runs)
         for run_id in run_ids:
             with contextlib.suppress(Exception):
                 queue.stop(run_id)
         return  # the workers themselves are stopped by redis_queue()
     if not run_ids or not (runs / "queue.sqlite3").exists():
         return
-    from transformer_core.train.runs import RunQueue
+    from serving.sqlite_store import SQLiteRunStore
 
-    queue = RunQueue(runs, max_running=1)
+    queue = SQLiteRunStore(runs, max_running=1)
     for run_id in run_ids:
         queue.stop(run_id)
     pids = [info.pid for info in map(queue.info, run_ids) if info and info.pid]

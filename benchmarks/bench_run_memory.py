@@ -1,4 +1,4 @@
-"""Memory of one training run's worker process, per task and size: the sizing figures for
+"""Memory of one training run's process, per task and size: the sizing figures for
 deploy/multihost/README.md.
 
     python benchmarks/bench_run_memory.py [--seconds 20] [--sizes tiny,small,medium] [--device cpu]
@@ -21,7 +21,9 @@ from pathlib import Path
 
 from safetensors.numpy import load_file
 
-from transformer_core.train import SIZES, RunQueue, RunRequest, optim_defaults
+from serving import RunRequest
+from serving.sqlite_store import SQLiteRunStore
+from transformer_core.train import TASKS
 
 
 def rss_mb(pid: int) -> float:
@@ -35,10 +37,10 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def measure(queue: RunQueue, task: str, size: str, device: str, seconds: float) -> dict[str, float]:
-    optim = optim_defaults(task)
+def measure(queue: SQLiteRunStore, task: str, size: str, device: str, seconds: float) -> dict[str, float]:
+    optim = TASKS[task].optim
     train = dict(task=task, steps=optim.steps, batch_size=optim.batch_size, device=device)
-    positions = "learned" if task == "induction" else "rope"
+    positions = TASKS[task].positions or "rope"
     run_id = queue.submit(RunRequest(train=train, positions=positions, size=size, label="memory"))
     pid, peak, start = None, 0.0, time.monotonic()
     while time.monotonic() - start < seconds + 30:
@@ -69,13 +71,13 @@ def main() -> int:
     parser.add_argument("--tasks", default="reverse,lm")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
-    print(f"{os.cpu_count()} cores; one worker process per run; {args.seconds:.0f} s per run")
+    print(f"{os.cpu_count()} cores; one run process per run; {args.seconds:.0f} s per run")
     print(f"{'task':<10}{'size':<8}{'parameters':>12}{'peak RSS MB':>13}{'tokens/s':>10}")
     with tempfile.TemporaryDirectory() as root:
-        queue = RunQueue(root=Path(root), max_running=1)
+        queue = SQLiteRunStore(root=Path(root), max_running=1)
         for task in args.tasks.split(","):
             for size in args.sizes.split(","):
-                if size not in SIZES[task]:
+                if size not in TASKS[task].sizes:
                     continue
                 m = measure(queue, task, size, args.device, args.seconds)
                 print(

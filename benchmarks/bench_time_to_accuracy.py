@@ -15,8 +15,9 @@ import time
 
 import torch
 
+from serving import page_config
 from transformer_core.train.evaluation import evaluate_reversal
-from transformer_core.train.presets import page_config, prepare_run
+from transformer_core.train.presets import prepare_run
 from transformer_core.train.trainer import StepEvent, Trainer
 
 LENGTHS = [3, 5, 7, 10]

@@ -9,7 +9,7 @@ every app process (warm-up), then starts --trainings runs on /train over Streaml
 protocol (benchmarks/bench_load.py's simulated browser) and keeps those sessions watching:
 they answer the live panel's auto-reruns as an open tab does. Every --every seconds it
 prints the resident memory of the app processes (the Streamlit servers, nginx and
-serve.sh) apart from the training worker processes (`transformer_core.train.worker`,
+serve.sh) apart from the training run processes (`serving.run_process`,
 children of the app process that spawned them, so a plain "sum over the process tree"
 counts them as the server's), the app processes' CPU use since the last sample (% of one
 core: what watching costs the web processes, with no other users), and the training steps

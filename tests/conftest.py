@@ -1,10 +1,15 @@
 """Settings for the whole suite."""
 
+from __future__ import annotations
+
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
-from playwright.sync_api import Browser, sync_playwright
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 # The models here are tiny: one intra-op thread is fastest, and it avoids OpenMP threads
 # spinning against each other on a busy 2-core machine (100x slowdowns were measured).
@@ -18,7 +23,7 @@ def _runs_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Ite
     patch = pytest.MonkeyPatch()
     patch.setenv("ATTENTION_LAB_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
     # The suite's own browser and servers keep a 2-core machine's CPUs full: runs that paused
-    # for them (worker.CpuPressure, tested on its own) would only make the tests slow.
+    # for them (serving.priority.CpuPressure, tested on its own) would only make the tests slow.
     patch.setenv("ATTENTION_LAB_RUN_YIELD", "0")
     yield
     patch.undo()
@@ -26,9 +31,13 @@ def _runs_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
-    """One headless Chromium for every browser test (tests/browser, tests/deploy): Playwright's
-    sync API keeps an event loop on the main thread while it lives, so there is only one."""
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+    """One headless Chromium for every browser test (tests/browser, tests/deploy, tests/serving):
+    Playwright's sync API keeps an event loop on the main thread while it lives, so there is
+    only one. Playwright is imported here, when a test asks for a browser: the library's tests
+    need no browser package."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -11,6 +11,9 @@ import dataclasses
 import json
 import shlex
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any
 
 import torch
@@ -40,6 +43,7 @@ from transformer_core.io import (
 )
 from transformer_core.train import (
     REPORT_LENGTHS,
+    TASKS,
     DoneEvent,
     EvalEvent,
     LanguageModelTask,
@@ -114,7 +118,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
 
 
 def cmd_trace(args: argparse.Namespace) -> None:
-    ckpt = load_checkpoint(fetched(args.checkpoint), resolve_device(args.device))
+    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     options = InferenceOptions(
         causal=not args.no_causal,
         padding_mask=not args.no_padding_mask,
@@ -136,7 +140,7 @@ def cmd_trace(args: argparse.Namespace) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    ckpt = load_checkpoint(fetched(args.checkpoint), resolve_device(args.device))
+    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     torch.manual_seed(args.seed)
     if ckpt.task == "reverse":
         try:
@@ -163,7 +167,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    ckpt = load_checkpoint(fetched(args.checkpoint), resolve_device(args.device))
+    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     if not isinstance(ckpt.model, GPT):
         raise ConfigError(f"generate: {ckpt.name} is a reversal model; use `trace` for it")
     encoded = ckpt.tokenizer.encode_checked(args.prompt, max_chars=10_000)
@@ -257,7 +261,7 @@ def _train(args: argparse.Namespace, train: TrainConfig, world: World) -> None:
 
 def cmd_heads(args: argparse.Namespace) -> None:
 
-    ckpt = load_checkpoint(fetched(args.checkpoint), resolve_device(args.device))
+    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     probes = [p for p in args.probe if p] or None
     report = analyze_heads(ckpt, probes)
     payload = heads_json(ckpt.name, report.heads, report.importance)
@@ -290,7 +294,7 @@ def cmd_heads(args: argparse.Namespace) -> None:
 
 def cmd_export(args: argparse.Namespace) -> None:
 
-    ckpt = load_checkpoint(fetched(args.checkpoint), "cpu")
+    ckpt = load_checkpoint(args.checkpoint, "cpu")
     out = export_transformer_lens(ckpt.model, args.out, name=ckpt.name, vocab=ckpt.tokenizer.vocab)
     _emit(
         args,
@@ -304,41 +308,12 @@ def cmd_export(args: argparse.Namespace) -> None:
     )
 
 
-def fetched(checkpoint: str) -> str:
-    """A run id trained through the Redis queue is first brought into the local runs folder
-    (with ATTENTION_LAB_REDIS_URL set); names and paths pass through."""
-    from transformer_core.train import fetch_run
-
-    fetch_run(checkpoint)
-    return checkpoint
+def with_device(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--device", choices=DEVICE_CHOICES, default=default)
 
 
-def cmd_worker(args: argparse.Namespace) -> None:
-    from transformer_core.train import REDIS_URL_ENV, redis_url
-    from transformer_core.train.redis_worker import serve_worker
-
-    url = args.redis or redis_url()
-    if not url:
-        raise ConfigError(f"worker: give --redis redis://host:port/db or set {REDIS_URL_ENV}")
-    serve_worker(url, args.device)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m transformer_core",
-        description="Attention Lab's Transformer library: list, trace, evaluate, sample and train models.",
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=help_text, description=help_text)
-        sp.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-        return sp
-
-    add("checkpoints", "list shipped checkpoints with their config and metrics")
-
-    sp = add("trace", "every head's attention for one input, as [layer][head][query][key]")
-    sp.add_argument("checkpoint", help="shipped name (e.g. gpt-rope, reverse-sinusoidal) or folder")
+def trace_arguments(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("checkpoint", help="shipped name (e.g. gpt-rope, reverse-sinusoidal), run id or folder")
     sp.add_argument("text")
     sp.add_argument("--no-causal", action="store_true", help="switch the causal mask off")
     sp.add_argument("--no-padding-mask", action="store_true", help="let padded keys receive weight")
@@ -351,17 +326,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="L.H",
         help="zero heads: L.H (GPT self / seq2seq cross) or kind:L.H, kind in " + ", ".join(ATTENTION_KINDS),
     )
-    sp.add_argument("--device", choices=DEVICE_CHOICES, default="cpu")
+    with_device(sp, "cpu")
 
-    sp = add("eval", "reversal: exact match and token accuracy per length; GPT: validation loss")
+
+def eval_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("checkpoint")
     sp.add_argument("--lengths", default=",".join(map(str, REPORT_LENGTHS)))
     sp.add_argument("--samples", type=int, default=200)
     sp.add_argument("--seed", type=int, default=1234)
     sp.add_argument("--corpus", default=None, help="GPT: UTF-8 text file (default: bundled Python docs)")
-    sp.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    with_device(sp, "auto")
 
-    sp = add("generate", "sample text from a GPT checkpoint")
+
+def generate_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("checkpoint")
     sp.add_argument("prompt")
     sp.add_argument("--max-new-tokens", type=int, default=200)
@@ -369,10 +346,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--top-k", type=int, default=None)
     sp.add_argument("--top-p", type=float, default=None)
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    with_device(sp, "auto")
 
-    sp = add("train", "train a reversal (seq2seq) or character language model (GPT) and save it")
-    sp.add_argument("--task", choices=["reverse", "lm", "induction"], required=True)
+
+def train_arguments(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--task", choices=list(TASKS), required=True)
     sp.add_argument("--positions", choices=list(POSITION_SCHEMES), default="sinusoidal")
     sp.add_argument("--steps", type=int, default=None, help="default: the task's preset")
     sp.add_argument("--batch-size", type=int, default=None, help="default: the task's preset")
@@ -387,55 +365,90 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="reversal: train on random increasing positions up to max_len (Ruoss et al. 2023)",
     )
-    sp.add_argument("--d-model", type=int, default=None)
-    sp.add_argument("--d-ff", type=int, default=None)
-    sp.add_argument("--n-layers", type=int, default=None)
-    sp.add_argument("--n-heads", type=int, default=None)
+    for shape in ("--d-model", "--d-ff", "--n-layers", "--n-heads"):
+        sp.add_argument(shape, type=int, default=None)
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
+    with_device(sp, "auto")
     sp.add_argument("--corpus", default=None, help="UTF-8 text file (default: bundled Python docs)")
     sp.add_argument("--out", required=True, help="folder to write the checkpoint into")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.add_argument("--loss-log", default=None, metavar="FILE", help="a JSON line per step (loss, tokens/s)")
 
-    sp = add("heads", "every head's detector scores (previous-token, induction, ...) and ablation effect")
+
+def heads_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("checkpoint")
     sp.add_argument("--probe", nargs="*", action="extend", default=[], metavar="TEXT", help="probe texts")
-    sp.add_argument("--device", choices=DEVICE_CHOICES, default="cpu")
+    with_device(sp, "cpu")
 
-    sp = add("export", "write a GPT checkpoint for TransformerLens's HookedTransformer (config + weights)")
+
+def export_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("checkpoint")
     sp.add_argument("--format", choices=["transformer-lens"], required=True)
     sp.add_argument("--out", required=True, help="folder to write config.json and model.safetensors into")
 
-    sp = sub.add_parser(
-        "worker",
-        help="a training worker for the Redis run queue (one run at a time)",
-        description="Take runs from the Redis run queue and train them, one at a time, until stopped "
-        "(SIGTERM/Ctrl+C stops and saves the current run). Start one per GPU on any host; the number "
-        "of workers is the number of trainings at once.",
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, a line of help, its arguments and what it runs. `json`:
+    whether it takes --json (then it prints exactly one JSON object on stdout)."""
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], None]
+    description: str | None = None
+    json: bool = True
+
+
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command("checkpoints", "list shipped checkpoints with their config and metrics", lambda sp: None,
+                cmd_checkpoints),
+        Command("trace", "every head's attention for one input, as [layer][head][query][key]",
+                trace_arguments, cmd_trace),
+        Command("eval", "reversal: exact match and token accuracy per length; GPT: validation loss",
+                eval_arguments, cmd_eval),
+        Command("generate", "sample text from a GPT checkpoint", generate_arguments, cmd_generate),
+        Command("train", "train a reversal (seq2seq) or character language model (GPT) and save it",
+                train_arguments, cmd_train),
+        Command("heads", "every head's detector scores (previous-token, induction, ...) and ablation effect",
+                heads_arguments, cmd_heads),
+        Command("export", "write a GPT checkpoint for TransformerLens's HookedTransformer (config + weights)",
+                export_arguments, cmd_export),
     )
-    sp.add_argument("--device", choices=DEVICE_CHOICES, default="auto")
-    sp.add_argument("--redis", default=None, metavar="URL", help="default: $ATTENTION_LAB_REDIS_URL")
+}  # fmt: skip
+COMMANDS_GROUP = "transformer_core.commands"  # entry points: more Commands (the serving layer's `worker`)
+
+
+def installed_commands() -> dict[str, Command]:
+    """The built-in commands and those of installed layers above the library (entry
+    points), so `python -m transformer_core worker` works without the library importing them."""
+    plugins = (ep.load() for ep in entry_points(group=COMMANDS_GROUP))
+    return {**COMMANDS, **{c.name: c for c in plugins if c.name not in COMMANDS}}
+
+
+def build_parser(commands: dict[str, Command] | None = None) -> argparse.ArgumentParser:
+    """The parser of every installed command (the built-in ones and the plugins')."""
+    commands = installed_commands() if commands is None else commands
+    p = argparse.ArgumentParser(
+        prog="python -m transformer_core",
+        description="Attention Lab's Transformer library: list, trace, evaluate, sample and train models.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    for command in commands.values():
+        sp = sub.add_parser(command.name, help=command.help, description=command.description or command.help)
+        if command.json:
+            sp.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+        command.arguments(sp)
     return p
 
 
-COMMANDS = {
-    "checkpoints": cmd_checkpoints,
-    "trace": cmd_trace,
-    "eval": cmd_eval,
-    "generate": cmd_generate,
-    "train": cmd_train,
-    "heads": cmd_heads,
-    "export": cmd_export,
-    "worker": cmd_worker,
-}
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    commands = installed_commands()
+    args = build_parser(commands).parse_args(argv)
     try:
-        COMMANDS[args.command](args)
+        commands[args.command].run(args)
     except (CheckpointError, ConfigError, InputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import torch
 
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
-from transformer_core.io.tokenizer import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS
 from transformer_core.models import GPT, Seq2Seq
+from transformer_core.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS
 
 N_SPECIAL = len(SPECIAL_TOKENS)
 

@@ -16,10 +16,10 @@ from transformer_core.attention import AttentionSite, KVCache
 from transformer_core.capture import AttentionCapture
 from transformer_core.config import DEFAULT_OPTIONS, AttentionKind, InferenceOptions, ModelConfig
 from transformer_core.errors import ConfigError, InputError
-from transformer_core.io.tokenizer import PAD_ID
 from transformer_core.layers import DecoderBlock, EncoderBlock, make_norm
 from transformer_core.masks import causal_mask, combine_masks, padding_mask, sliding_window_mask
 from transformer_core.positional import POSITION_SCHEMES, PositionScheme, Rope
+from transformer_core.vocab import PAD_ID
 
 
 class TokenEmbedding(nn.Embedding):

@@ -10,17 +10,30 @@ plus one registry line.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 import torch
 from torch import nn
 
 from transformer_core.errors import ConfigError, InputError
 
-if TYPE_CHECKING:
-    from transformer_core.config import ModelConfig
-
 Rope = tuple[torch.Tensor, torch.Tensor]
+
+
+class ModelShape(Protocol):
+    """What a scheme reads of a model's config (ModelConfig has it): schemes need no config
+    import, so the config can read the registry for its choices."""
+
+    @property
+    def positions(self) -> str: ...
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def d_head(self) -> int: ...
+    @property
+    def max_len(self) -> int: ...
 
 
 def sinusoidal_positional_encoding(
@@ -136,7 +149,7 @@ class PositionScheme(nn.Module):
     biases: ClassVar[bool] = False  # bias() adds a per-head position bias to the scores
     extrapolates: ClassVar[bool] = True  # defined for positions >= config.max_len
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelShape) -> None:
         super().__init__()
 
     @classmethod
@@ -145,7 +158,7 @@ class PositionScheme(nn.Module):
         return cls.absolute or cls.rotates or cls.biases
 
     @classmethod
-    def check(cls, config: ModelConfig) -> None:
+    def check(cls, config: ModelShape) -> None:
         """Raise ConfigError when `config` cannot use this scheme (ModelConfig calls it)."""
 
     def codes(self, positions: torch.Tensor) -> torch.Tensor | None:
@@ -177,7 +190,7 @@ class SinusoidalPositions(PositionScheme):
     display_name = "Sinusoidal"
     absolute = True
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelShape) -> None:
         super().__init__(config)
         self.d_model = config.d_model
         table = sinusoidal_positional_encoding(config.max_len, config.d_model)
@@ -199,7 +212,7 @@ class LearnedPositions(PositionScheme):
     absolute = True
     extrapolates = False
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelShape) -> None:
         super().__init__(config)
         self.table = nn.Embedding(config.max_len, config.d_model)
         nn.init.normal_(self.table.weight, std=0.1)
@@ -220,12 +233,12 @@ class RotaryPositions(PositionScheme):
     display_name = "RoPE"
     rotates = True
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelShape) -> None:
         super().__init__(config)
         self.d_head = config.d_head
 
     @classmethod
-    def check(cls, config: ModelConfig) -> None:
+    def check(cls, config: ModelShape) -> None:
         if config.d_head % 2:
             raise ConfigError(
                 f"positions: {config.positions!r} rotates pairs of dimensions, so d_model/n_heads "
@@ -242,7 +255,7 @@ class AlibiPositions(PositionScheme):
     display_name = "ALiBi"
     biases = True
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelShape) -> None:
         super().__init__(config)
         self.register_buffer("slopes", alibi_slopes(config.n_heads), persistent=False)
 

@@ -9,28 +9,26 @@ session keeps only the ids of its own runs (MY_MODELS_KEY), to offer them as cho
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import streamlit as st
 import torch
 
 from lab import state
+from serving import is_run_id, settings
 from transformer_core import CheckpointError, describe_device, resolve_device
 from transformer_core.io import (
     META_FILE,
     Checkpoint,
-    is_run_id,
     list_checkpoints,
     load_checkpoint,
     read_meta,
-    run_checkpoint_path,
+    resolve_checkpoint,
     shipped_checkpoint_path,
 )
-from transformer_core.train import fetch_run
+from transformer_core.train import TASKS
 
 MY_MODELS_KEY = "my_models"  # session_state: {run id: {"label": str, "task": a /train task}}
-MODEL_TASK = {"induction": "lm"}  # a /train task -> its checkpoints' task: induction runs are GPTs
 URL_CHECKPOINT_PARAMS = ("checkpoint", "a", "b")  # query parameters that may name a run id
 
 
@@ -39,15 +37,14 @@ def configure_torch() -> None:
 
     Many users' reruns and trainings share the CPU; one op grabbing every core makes the
     others wait on busy-spinning threads (seen: a 0.1 s sample taking 4-9 s)."""
-    default = max(1, (os.cpu_count() or 2) // 2)
-    threads = int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", default))
+    threads = settings.torch_threads()
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
 
 
 def current_device() -> torch.device:
     """The user's choice in the sidebar, else ATTENTION_LAB_DEVICE, else auto."""
-    choice = st.session_state.get("device_choice") or os.environ.get("ATTENTION_LAB_DEVICE", "auto")
+    choice = st.session_state.get("device_choice") or settings.device_setting()
     try:
         return resolve_device(choice)
     except ValueError:
@@ -73,13 +70,9 @@ def _load_run(run_id: str, device: str, saved_at: float) -> Checkpoint:
 
 
 def run_folder(run_id: str) -> Path:
-    """A saved run's folder here; a run trained through the Redis queue (several hosts) is
-    first fetched into the local runs folder. CheckpointError when it cannot be opened."""
-    try:
-        return run_checkpoint_path(run_id)
-    except CheckpointError:
-        fetch_run(run_id)
-        return run_checkpoint_path(run_id)
+    """A saved run's folder here (the serving layer's checkpoint source fetches a run
+    trained through the Redis queue first). CheckpointError when it cannot be opened."""
+    return resolve_checkpoint(run_id)
 
 
 def load_model(name: str) -> Checkpoint:
@@ -158,6 +151,8 @@ def model_choices(task: str) -> list[str]:
     mine = [
         run_id
         for run_id, entry in st.session_state.get(MY_MODELS_KEY, {}).items()
-        if MODEL_TASK.get(entry["task"], entry["task"]) == task and _saved_run_task(run_id) == task
+        if entry["task"] in TASKS
+        and TASKS[entry["task"]].model_task == task
+        and _saved_run_task(run_id) == task
     ]
     return shipped + mine

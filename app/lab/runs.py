@@ -1,6 +1,6 @@
 """The /train page's plumbing: the box-wide run queue, this session's runs, their progress,
-downloads and the shipped length table. Training itself happens in worker processes
-(transformer_core.train.worker); this module only submits, stops and reads.
+downloads and the shipped length table. Training itself happens in run processes or
+workers of the serving layer (`serving`); this module only submits, stops and reads.
 """
 
 from __future__ import annotations
@@ -18,17 +18,9 @@ import streamlit as st
 
 from lab import charts
 from lab.resources import MY_MODELS_KEY, remember_run
-from transformer_core.io import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE, runs_dir
-from transformer_core.train import (
-    REPORT_LENGTHS,
-    RunInfo,
-    RunProgress,
-    RunQueue,
-    RunRequest,
-    default_max_runs,
-    open_run_queue,
-    redis_url,
-)
+from serving import RunInfo, RunProgress, RunRequest, RunStore, open_run_store, settings
+from transformer_core.io import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE
+from transformer_core.train import REPORT_LENGTHS
 
 __all__ = ["REPORT_LENGTHS"]
 CURRENT_KEY, PROGRESS_KEY = "train_current", "train_progress"  # session_state: run id; {run id: RunProgress}
@@ -51,15 +43,15 @@ FORM_KEYS = (  # /train widgets the router keeps across page visits (lab.state.k
 
 
 @st.cache_resource(max_entries=4)
-def _queue(root: str, max_running: int, redis: str | None) -> RunQueue:
-    return open_run_queue(Path(root), max_running)  # `redis` only keys the cache
+def _store(root: str, max_running: int, redis: str | None) -> RunStore:
+    return open_run_store(Path(root), max_running)  # `redis` only keys the cache
 
 
-def run_queue() -> RunQueue:
-    """This process's handle on the run queue: on disk and box-wide by default
+def run_queue() -> RunStore:
+    """This process's handle on the run store: on disk and box-wide by default
     (ATTENTION_LAB_RUNS_DIR, ATTENTION_LAB_MAX_RUNS: 2 on CPU, 4 on CUDA), or on Redis for
     several hosts (ATTENTION_LAB_REDIS_URL; the runs dir then mirrors the runs shown here)."""
-    return _queue(str(runs_dir()), default_max_runs(), redis_url())
+    return _store(str(settings.runs_dir()), settings.max_runs(), settings.redis_url())
 
 
 def submit(request: RunRequest, corpus: str | None = None) -> str:

@@ -1,6 +1,6 @@
 """Train a model and watch its attention heads form.
 
-The run trains in its own worker process (transformer_core.train.worker); this page
+The run trains in its own run process (serving.run_process); this page
 submits it to the box-wide queue, then only reads its progress files. Every run is saved
 under its run id, which is the link to it: `/train?run=<id>` reopens this view from any
 browser, `/reversal?checkpoint=<id>` (or `/gpt?...`) explores the model.
@@ -36,34 +36,13 @@ from lab.runs import (
     toggle_follow,
 )
 
+from serving import LIMITS, RunError, RunInfo, RunProgress, RunRequest, page_config
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
 from transformer_core.io import corpus_from_bytes
-from transformer_core.train import (
-    DEFAULT_SIZE,
-    LIMITS,
-    SIZES,
-    TASK_POSITIONS,
-    TRAIN_LENGTHS,
-    RunError,
-    RunInfo,
-    RunProgress,
-    RunRequest,
-    optim_defaults,
-    page_config,
-)
+from transformer_core.train import DEFAULT_SIZE, TASKS, TRAIN_LENGTHS
 
 MAX_UPLOAD_BYTES = 5_000_000
-TASK_LABELS = {
-    "reverse": "String reversal (encoder-decoder)",
-    "lm": "Character language model (GPT)",
-    "induction": "Induction heads: a random segment repeated (attention-only GPT)",
-}
-EXPLORER = {
-    "reverse": ("reversal", "Reversal explorer"),
-    "lm": ("gpt", "GPT explorer"),
-    "induction": ("gpt", "GPT explorer"),
-}
-RUN_NAMES = {"reverse": "reverse", "lm": "gpt", "induction": "induction"}  # labels: "my-<name>-<scheme>"
+EXPLORERS = {"seq2seq": ("reversal", "Reversal explorer"), "gpt": ("gpt", "GPT explorer")}  # by arch
 SCHEDULES = ["cosine", "vaswani", "constant"]
 # (idle seconds below, poll every): a refresh re-sends the whole panel (charts, the snapshot's
 # heatmap), so even while progress arrives it comes every 2 s, not every second
@@ -81,7 +60,7 @@ st.caption(
 # ---------------------------------------------------------------- 1. the run's settings
 def apply_size() -> None:
     """Set the shape widgets to the chosen size preset of the chosen task."""
-    size = SIZES[st.session_state["train_task"]][st.session_state["train_preset"]]
+    size = TASKS[st.session_state["train_task"]].sizes[st.session_state["train_preset"]]
     st.session_state.update(
         train_d_model=size["d_model"], train_n_layers=size["n_layers"], train_n_heads=size["n_heads"]
     )
@@ -91,9 +70,10 @@ def apply_task() -> None:
     """A new task: its preset shape, steps, batch size, learning rate (and scheme, if it has one)."""
     apply_size()
     task = st.session_state["train_task"]
-    if task in TASK_POSITIONS:
-        st.session_state["train_positions"] = TASK_POSITIONS[task]
-    defaults = optim_defaults(task)
+    recipe = TASKS[task]
+    if recipe.positions:
+        st.session_state["train_positions"] = recipe.positions
+    defaults = recipe.optim
     st.session_state.update(train_steps=defaults.steps, train_batch=defaults.batch_size, train_lr=defaults.lr)
 
 
@@ -110,9 +90,9 @@ if applied != (st.session_state["train_task"], st.session_state["train_preset"])
 
 with st.container(border=True):
     c1, c2, c3 = st.columns(3)
-    task = c1.radio("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task")
+    task = c1.radio("Task", list(TASKS), format_func=lambda t: TASKS[t].title, key="train_task")
     positions = c2.selectbox("Positional scheme", SCHEMES, key="train_positions")
-    preset = c3.select_slider("Model size", list(SIZES[task]), key="train_preset")
+    preset = c3.select_slider("Model size", list(TASKS[task].sizes), key="train_preset")
     with st.expander("Model shape and optimiser (the device is chosen in the sidebar)"):
         a1, a2, a3 = st.columns(3)
         d_model = a1.number_input("d_model", *LIMITS.d_model, step=16, key="train_d_model")
@@ -152,7 +132,7 @@ def start(
 ) -> None:
     """Submit a run (the form's, or a length-table row's) and show it."""
     stamp = datetime.datetime.now().strftime("%H:%M:%S")
-    name = RUN_NAMES[task]
+    name = TASKS[task].short
     try:
         config = page_config(task, device=str(current_device()), **optim)
         request = RunRequest(config.to_dict(), scheme, size, shape, label=f"my-{name}-{scheme} {stamp}")
@@ -410,7 +390,7 @@ def show_results(info: RunInfo, p: RunProgress) -> None:
         st.code(p.sample, language=None, wrap_lines=True)
     if not queue.has_checkpoint(info.id):
         return
-    page, title = EXPLORER[info.task]
+    page, title = EXPLORERS[TASKS[info.task].arch]
     st.success(
         f"**{info.label}** is saved and is now a choice in the {title}. Its private links "
         "(anyone with a link can open the model, from any browser, until old runs are cleared):"

@@ -15,7 +15,8 @@ from lab import charts as lab_charts
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
-from transformer_core.io.checkpoint import RUNS_ENV, load_checkpoint, save_checkpoint
+from serving.settings import RUNS_DIR_ENV
+from transformer_core.io.checkpoint import load_checkpoint, save_checkpoint
 
 
 def charts(at: AppTest) -> dict[str, dict]:
@@ -114,7 +115,7 @@ def download_files(monkeypatch: pytest.MonkeyPatch, run: Callable[[], AppTest]) 
 def saved_runs(monkeypatch: pytest.MonkeyPatch, runs: Path, shipped: str, *run_ids: str) -> None:
     """Store the shipped checkpoint's model as finished /train runs under these ids (the
     first saved, the others exact copies of its files) in a runs folder of their own."""
-    monkeypatch.setenv(RUNS_ENV, str(runs))
+    monkeypatch.setenv(RUNS_DIR_ENV, str(runs))
     ckpt = load_checkpoint(shipped)
     first = runs / run_ids[0]
     save_checkpoint(

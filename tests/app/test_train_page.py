@@ -1,4 +1,4 @@
-"""/train driven through Streamlit's AppTest: a run to the end in a worker process, stop,
+"""/train driven through Streamlit's AppTest: a run to the end in a run process, stop,
 the box-wide queue, links by run id (after a restart too) and the unknown-id notice."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from serving import ProgressWriter, RunRequest, new_run_id
+from serving.sqlite_store import SQLiteRunStore
 from tests.app.figures import charts as chart_specs
 from tests.app.figures import heatmaps, tables
 from transformer_core.train import TrainConfig, prepare_run
-from transformer_core.train.runs import ProgressWriter, RunQueue, RunRequest, new_run_id
 from transformer_core.train.trainer import SnapshotEvent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,8 +55,8 @@ def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def queue(max_running: int = 2) -> RunQueue:
-    return RunQueue(max_running=max_running)
+def queue(max_running: int = 2) -> SQLiteRunStore:
+    return SQLiteRunStore(max_running=max_running)
 
 
 def status(run_id: str) -> str:
@@ -144,7 +145,7 @@ def test_stop_ends_the_run_within_a_second() -> None:
     set_steps(at, 10_000)
     click(at, "Start")
     run_id = at.session_state["train_current"]
-    from transformer_core.train.runs import RunProgress
+    from serving import RunProgress
 
     progress = RunProgress(queue().folder(run_id))
     wait_until(lambda: (progress.refresh(), progress.step >= 2)[1], timeout=180)
@@ -155,7 +156,7 @@ def test_stop_ends_the_run_within_a_second() -> None:
     assert "stopped" in at.get("progress")[0].proto.text
     assert "paused" not in at.get("progress")[0].proto.text  # the suite's runs never pause
 
-    # a run that gave its CPU to pages (worker.CpuPressure) says so under its progress bar
+    # a run that gave its CPU to pages (serving.priority.CpuPressure) says so under its progress bar
     with open(queue().folder(run_id) / "progress.jsonl", "a", encoding="utf-8") as f:
         f.write('{"kind": "paused", "seconds": 4.2}\n')
     at.run()
@@ -211,7 +212,7 @@ class FakeRun:
     and real attention snapshots of a tiny untrained model, one at a time."""
 
     def __init__(self) -> None:
-        self.queue = RunQueue(max_running=2, spawn=False)
+        self.queue = SQLiteRunStore(max_running=2, spawn=False)
         train = dict(task="reverse", steps=1000, batch_size=4, device="cpu")
         self.id = self.queue.submit(RunRequest(train=train, positions="none", size="tiny", label="held"))
         assert self.queue.mark_running(self.id, os.getpid())

@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Browser, Page, expect
 
+from serving import new_run_id
 from tests.browser.conftest import assert_no_exception, chart, open_page, wait_for_app
-from transformer_core.train.runs import new_run_id
 
 
 def test_start_navigate_away_stop_and_open_by_link(

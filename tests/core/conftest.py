@@ -1,53 +1,11 @@
-"""Shared helpers for the core tests: tiny models that build in milliseconds on a CPU."""
+"""Fixtures of the core tests: the tiny models, and a fixed seed for every test."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from transformer_core.config import ModelConfig
-from transformer_core.models import GPT, Seq2Seq
-
-VOCAB = 16
-
-
-def _tiny_config(arch: str = "gpt", positions: str = "sinusoidal", **overrides) -> ModelConfig:
-    fields = dict(
-        arch=arch,
-        vocab_size=VOCAB,
-        d_model=16,
-        n_heads=2,
-        n_layers=2,
-        d_ff=32,
-        max_len=16,
-        positions=positions,
-    )
-    fields.update(overrides)
-    return ModelConfig(**fields)
-
-
-@pytest.fixture
-def tiny_config():
-    """Factory: ModelConfig(arch, positions, **overrides) with d_model 16, 2 heads, 2 layers."""
-    return _tiny_config
-
-
-@pytest.fixture
-def make_gpt():
-    def build(positions: str = "sinusoidal", seed: int = 0, **overrides) -> GPT:
-        torch.manual_seed(seed)
-        return GPT(_tiny_config("gpt", positions, **overrides)).eval()
-
-    return build
-
-
-@pytest.fixture
-def make_seq2seq():
-    def build(positions: str = "sinusoidal", seed: int = 0, **overrides) -> Seq2Seq:
-        torch.manual_seed(seed)
-        return Seq2Seq(_tiny_config("seq2seq", positions, **overrides)).eval()
-
-    return build
+from tests.support.models import VOCAB, make_gpt, make_seq2seq, tiny_config  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(autouse=True)

@@ -148,34 +148,6 @@ def test_loading_does_not_change_files(saved, tmp_path: Path) -> None:
     assert {p.name: p.read_bytes() for p in copy.iterdir()} == before
 
 
-def test_run_ids_resolve_in_the_runs_folder_only(
-    saved, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from transformer_core.io.checkpoint import CHECKPOINTS_DIR, runs_dir
-
-    folder, model = saved
-    root = tmp_path / "runs"
-    monkeypatch.setenv("ATTENTION_LAB_RUNS_DIR", str(root))
-    run_id = "run-" + "ab" * 16
-    shutil.copytree(folder, root / run_id)
-    ckpt = load_checkpoint(run_id)
-    src, tgt = torch.tensor([[5, 6, 2]]), torch.tensor([[1, 6]])
-    assert torch.equal(ckpt.model(src, tgt), model(src, tgt)) and ckpt.name == run_id
-    for bad, message in [
-        ("run-" + "cd" * 16, "unknown or expired run"),
-        ("run-12", "not a run id"),
-        ("run-" + "AB" * 16, "not a run id"),
-    ]:
-        with pytest.raises(CheckpointError, match=message):
-            load_checkpoint(bad)
-    (root / ("run-" + "ef" * 8)).mkdir()  # a run still training: a folder, no model yet
-    with pytest.raises(CheckpointError, match="no saved model yet"):
-        load_checkpoint("run-" + "ef" * 8)
-    monkeypatch.setenv("ATTENTION_LAB_RUNS_DIR", str(CHECKPOINTS_DIR / "sub"))
-    with pytest.raises(CheckpointError, match="inside the shipped checkpoints"):
-        runs_dir()
-
-
 def test_every_loaded_checkpoint_has_a_weights_checksum_and_a_label(saved) -> None:
     folder, _ = saved
     meta = json.loads((folder / META_FILE).read_text())
@@ -183,23 +155,3 @@ def test_every_loaded_checkpoint_has_a_weights_checksum_and_a_label(saved) -> No
     recorded = meta.pop("weights_sha256")
     (folder / META_FILE).write_text(json.dumps(meta))  # an older checkpoint without one
     assert load_checkpoint(folder).meta["weights_sha256"] == recorded
-
-
-def test_cli_accepts_a_run_id(saved, tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    folder, _ = saved
-    root = tmp_path / "runs"
-    run_id = "run-" + "0f" * 10
-    shutil.copytree(folder, root / run_id)
-    env = {**os.environ, "ATTENTION_LAB_RUNS_DIR": str(root)}
-    cmd = [sys.executable, "-m", "transformer_core", "eval", run_id, "--lengths", "3", "--samples", "4"]
-    out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["checkpoint"] == run_id
-    missing = subprocess.run(
-        [*cmd[:4], "run-" + "0e" * 10], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert missing.returncode == 2 and "unknown or expired run" in missing.stderr

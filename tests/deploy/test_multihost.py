@@ -22,7 +22,7 @@ import websockets
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
-from tests.deploy.test_serve import ROUTE, free_port, in_own_loop
+from tests.support.serve import ROUTE, free_port, in_own_loop
 from transformer_core.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]

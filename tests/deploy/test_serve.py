@@ -5,20 +5,16 @@ Chromium go through nginx; SIGTERM leaves no process behind; missing pieces are 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import gzip
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Coroutine, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 import streamlit
@@ -27,92 +23,22 @@ from playwright.sync_api import Browser
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from tests.browser.conftest import assert_no_exception, wait_for_app
-
-ROOT = Path(__file__).resolve().parents[2]
-SERVE = ROOT / "deploy" / "serve.sh"
-READY = re.compile(r"Attention Lab is ready: (http://\S+)")
-T = TypeVar("T")
-ROUTE = "attention_lab_route"
-BASH = shutil.which("bash") or "/bin/bash"
-
-
-def in_own_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """asyncio.run in a fresh thread: the shared Playwright browser keeps a loop on this one."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def process_tree(pid: int) -> set[int]:
-    """pid and every process below it, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    found, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        found.add(p)
-        todo.extend(children.get(p, []))
-    return found
-
-
-def command_line(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-@dataclass
-class Served:
-    proc: subprocess.Popen[str]
-    url: str
-    run_dir: Path
-    output: list[str]
-
-
-def start_serve(run_dir: Path, env: dict[str, str], workers: int = 2) -> Served:
-    """serve.sh --workers N on a free port with `env`; returns once it printed its URL."""
-    proc = subprocess.Popen(
-        [BASH, str(SERVE), "--workers", str(workers), "--port", str(free_port()), "--run-dir", str(run_dir)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    output: list[str] = []
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 240
-    url = None
-    for line in proc.stdout:  # serve.sh prints the URL once nginx and both workers are healthy
-        output.append(line)
-        if match := READY.search(line):
-            url = match.group(1).rstrip("/")
-            break
-        if time.monotonic() > deadline:
-            break
-    if url is None:
-        proc.kill()
-        raise RuntimeError("serve.sh did not get ready:\n" + "".join(output) + proc.stdout.read())
-    return Served(proc, url, run_dir, output)
-
-
-def stop_serve(served: Served) -> None:
-    if served.proc.poll() is None:
-        served.proc.terminate()
-        served.proc.wait(timeout=30)
+from tests.support.browser import assert_no_exception, wait_for_app
+from tests.support.serve import (
+    BASH,
+    ROOT,
+    ROUTE,
+    SERVE,
+    Served,
+    command_line,
+    free_port,
+    get,
+    in_own_loop,
+    process_tree,
+    start_serve,
+    stop_serve,
+    upstream_of,
+)
 
 
 @pytest.fixture(scope="module")
@@ -125,18 +51,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield served
     finally:
         stop_serve(served)
-
-
-def upstream_of(url: str, cookie: str) -> str:
-    """The app process (127.0.0.1:port) nginx sends a browser with this route cookie to."""
-    return get(url + "/_stcore/health", cookie)[1]["X-Upstream"]
-
-
-def get(url: str, cookie: str | None = None) -> tuple[int, dict[str, str], list[str]]:
-    request = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        response.read()
-        return response.status, dict(response.headers), response.headers.get_all("Set-Cookie") or []
 
 
 async def streamlit_session(url: str, cookie: str, link: str) -> tuple[str | None, list[str], int]:

@@ -24,8 +24,9 @@ import numpy as np
 import torch
 
 from transformer_core.capture import AttentionCapture
-from transformer_core.io.tokenizer import EOS_ID, SOS_ID, CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.models import GPT, Seq2Seq
+from transformer_core.vocab import EOS_ID, SOS_ID
 
 SELF_KINDS = ("self", "encoder_self", "decoder_self")
 TEMPLATE_SCORES = (

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from transformer_core.config import DEFAULT_OPTIONS, HeadGates, InferenceOptions
 from transformer_core.io.data import reversal_batch
-from transformer_core.io.tokenizer import PAD_ID, SOS_ID, CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.losses import mean_token_nll, token_nll
 from transformer_core.models import GPT, Seq2Seq
+from transformer_core.vocab import PAD_ID, SOS_ID
 
 GPT_KINDS = ("self",)
 SEQ2SEQ_KINDS = ("encoder_self", "decoder_self", "cross")
@@ -59,14 +60,14 @@ def reversal_probe_batch(
 
 def per_sequence_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean next-token cross-entropy of each row (nats): logits (B, T, V), targets (B, T) -> (B,)."""
-    nll = F.cross_entropy(logits.float().transpose(1, 2), targets, ignore_index=PAD_ID, reduction="none")
+    nll = token_nll(logits, targets)  # (B, T)
     keep = (targets != PAD_ID).float()
     return (nll * keep).sum(1) / keep.sum(1).clamp_min(1.0)
 
 
 def batch_loss(logits: torch.Tensor, targets: torch.Tensor) -> float:
     """Mean next-token cross-entropy over every predicted token of the batch (nats)."""
-    return float(F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=PAD_ID))
+    return float(mean_token_nll(logits, targets))
 
 
 def exact_match_rows(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

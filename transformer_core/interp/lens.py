@@ -14,8 +14,9 @@ import numpy as np
 import torch
 
 from transformer_core.capture import AttentionCapture
-from transformer_core.io.tokenizer import EOS_ID, CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.models import GPT, Seq2Seq
+from transformer_core.vocab import EOS_ID
 
 
 def attention_rollout(weights: np.ndarray, residual: float = 0.5) -> np.ndarray:

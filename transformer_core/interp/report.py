@@ -24,8 +24,8 @@ from transformer_core.interp.importance import (
 )
 from transformer_core.interp.lens import LogitLens, logit_lens, rollout_of
 from transformer_core.io.checkpoint import Checkpoint
-from transformer_core.io.tokenizer import EOS_ID
 from transformer_core.models import GPT
+from transformer_core.vocab import EOS_ID
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from transformer_core.capture import AttentionCapture
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.generation import greedy_decode
 from transformer_core.io.data import encode_source
-from transformer_core.io.tokenizer import EOS_ID, SOS_ID, CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.models import GPT, Seq2Seq
+from transformer_core.vocab import EOS_ID, SOS_ID
 
 #: attention kind -> (token axis of its queries, token axis of its keys), axes named as in
 #: the trace's `token_axes`: "source" = the input text (+ <eos> for seq2seq), "target" = <sos> + output

@@ -1,17 +1,16 @@
-"""Input and output: character tokenizer, corpora and reversal strings, checkpoints and run ids, exports."""
+"""Input and output: character tokenizer, corpora and reversal strings, checkpoints, exports."""
 
 from transformer_core.io.checkpoint import (
     CHECKPOINTS_DIR,
     META_FILE,
+    SOURCES_GROUP,
     WEIGHTS_FILE,
     Checkpoint,
-    is_run_id,
+    checkpoint_sources,
     list_checkpoints,
     load_checkpoint,
     read_meta,
     resolve_checkpoint,
-    run_checkpoint_path,
-    runs_dir,
     save_checkpoint,
     shipped_checkpoint_path,
 )
@@ -30,22 +29,21 @@ from transformer_core.io.tokenizer import (
 
 __all__ = [
     "CHECKPOINTS_DIR",
+    "SOURCES_GROUP",
     "CharTokenizer",
     "Checkpoint",
     "META_FILE",
     "PAD_ID",
     "WEIGHTS_FILE",
+    "checkpoint_sources",
     "corpus_from_bytes",
     "encode_source",
     "export_transformer_lens",
-    "is_run_id",
     "list_checkpoints",
     "load_checkpoint",
     "load_corpus",
     "read_meta",
     "resolve_checkpoint",
-    "run_checkpoint_path",
-    "runs_dir",
     "save_checkpoint",
     "shipped_checkpoint_path",
 ]

@@ -2,20 +2,21 @@
 (config, vocabulary, training arguments, metrics, versions, weights checksum).
 
 Nothing is ever unpickled. Shipped checkpoints live in <repo>/checkpoints/<name>/, and a
-name is a plain identifier that cannot leave that folder. Trained runs live in
-runs_dir()/<run id>/ (ATTENTION_LAB_RUNS_DIR, default <repo>/runs); a run id is
-`run-` + 16 to 64 lowercase hex characters and is the only handle to a run.
+name is a plain identifier that cannot leave that folder. Other named checkpoints (the
+runs trained on /train, by id) are found by installed checkpoint sources.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
-import os
 import platform
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -39,39 +40,16 @@ SHIPPED_NAMES = (
     "gpt-induction",  # attention-only: a previous-token head feeding an induction head
 )
 MAX_WEIGHTS_BYTES = 200_000_000
-RUN_ID_PATTERN = re.compile(r"^run-[0-9a-f]{16,64}$")
-RUNS_ENV = "ATTENTION_LAB_RUNS_DIR"
+SOURCES_GROUP = "transformer_core.checkpoint_sources"  # entry points: name -> folder | None
 
 
-def runs_dir() -> Path:
-    """Where trained runs are kept: $ATTENTION_LAB_RUNS_DIR, else <repo>/runs. It may not
-    lie inside the shipped checkpoints folder (shipped checkpoints are never written)."""
-    folder = Path(os.environ.get(RUNS_ENV) or CHECKPOINTS_DIR.parent / "runs").resolve()
-    if folder == CHECKPOINTS_DIR or CHECKPOINTS_DIR in folder.parents:
-        raise CheckpointError(f"{RUNS_ENV}: {folder} is inside the shipped checkpoints folder")
-    return folder
-
-
-def is_run_id(text: str) -> bool:
-    return bool(RUN_ID_PATTERN.match(text))
-
-
-def run_checkpoint_path(run_id: str, root: Path | None = None) -> Path:
-    """The folder of a saved run. An id that is malformed, unknown, evicted or whose run has
-    not saved a model (still training, or stopped before it started) is a CheckpointError."""
-    if not is_run_id(run_id):
-        raise CheckpointError(f"{run_id!r} is not a run id (run- followed by 16 or more hex characters)")
-    folder = (root or runs_dir()) / run_id
-    if not folder.is_dir():
-        raise CheckpointError(
-            f"unknown or expired run {run_id}: no such run is stored here (old runs are deleted "
-            "first when the runs folder is full)"
-        )
-    if not (folder / META_FILE).is_file():
-        raise CheckpointError(
-            f"run {run_id} has no saved model yet (still training, or stopped before it began)"
-        )
-    return folder
+@functools.cache
+def checkpoint_sources() -> tuple[Callable[[str], Path | None], ...]:
+    """Installed finders of named checkpoints beyond the shipped ones, e.g. the serving
+    layer's runs (`run-…` ids). Each takes a name and returns its folder, None when the
+    name is not its kind, or raises CheckpointError saying why it cannot be opened. Why
+    entry points: the library finds them without importing the layers built on it."""
+    return tuple(ep.load() for ep in entry_points(group=SOURCES_GROUP))
 
 
 @dataclass
@@ -145,13 +123,15 @@ def shipped_checkpoint_path(name: str, folder: Path = CHECKPOINTS_DIR) -> Path:
 
 
 def resolve_checkpoint(name_or_path: str | Path) -> Path:
-    """A shipped name ('reverse-rope'), a run id ('run-3f9c...') or, on the command line,
-    a path to a folder."""
+    """A shipped name ('reverse-rope'), a name an installed source knows (a run id
+    'run-3f9c...'), or, on the command line, a path to a folder."""
     text = str(name_or_path)
     if NAME_PATTERN.match(text) and (CHECKPOINTS_DIR / text).is_dir():
         return CHECKPOINTS_DIR / text
-    if text.startswith("run-") and "/" not in text and "\\" not in text:
-        return run_checkpoint_path(text)
+    if "/" not in text and "\\" not in text:  # a name, not a path: an installed source may know it
+        for source in checkpoint_sources():
+            if (folder := source(text)) is not None:
+                return folder
     path = Path(text)
     if path.is_dir():
         return path

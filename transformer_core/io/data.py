@@ -10,7 +10,8 @@ from pathlib import Path
 import torch
 
 from transformer_core.errors import InputError
-from transformer_core.io.tokenizer import EOS_ID, PAD_ID, SOS_ID, CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.vocab import EOS_ID, PAD_ID, SOS_ID
 
 REVERSAL_ALPHABET = string.ascii_lowercase
 MAX_CORPUS_BYTES = 20_000_000

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from transformer_core.errors import InputError
+from transformer_core.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS, UNK_ID
 
-SPECIAL_TOKENS = ("<pad>", "<sos>", "<eos>", "<unk>")
-PAD_ID, SOS_ID, EOS_ID, UNK_ID = range(4)
+__all__ = ["CharTokenizer", "Encoded", "EOS_ID", "PAD_ID", "SOS_ID", "SPECIAL_TOKENS", "UNK_ID"]
 
 
 @dataclass(frozen=True)

@@ -1,30 +1,25 @@
-"""Training: presets, tasks, the trainer and its events, LR schedules, evaluation, runs in
-worker processes."""
+"""Training: the task registry and its presets, tasks, the trainer and its events, LR
+schedules, evaluation. Runs on a shared box (queues, run processes) are the serving
+layer's (`serving`), not the library's."""
 
-from transformer_core.train.backends import REDIS_URL_ENV, fetch_run, open_run_queue, redis_url
 from transformer_core.train.evaluation import (
     evaluate_lm,
     evaluate_reversal,
 )
 from transformer_core.train.presets import (
     DEFAULT_SIZE,
-    LIMITS,
-    REPORT_LENGTHS,
-    SIZES,
-    TASK_POSITIONS,
-    TRAIN_LENGTHS,
-    optim_defaults,
-    page_config,
+    model_config,
+    model_shape,
     prepare_run,
     train_config,
 )
-from transformer_core.train.runs import (
-    RunError,
-    RunInfo,
-    RunProgress,
-    RunQueue,
-    RunRequest,
-    default_max_runs,
+from transformer_core.train.registry import (
+    REPORT_LENGTHS,
+    TASKS,
+    TRAIN_LENGTHS,
+    OptimDefaults,
+    TaskRecipe,
+    task_recipe,
 )
 from transformer_core.train.schedules import (
     label_smoothing_target,
@@ -35,46 +30,43 @@ from transformer_core.train.tasks import (
     LanguageModelTask,
     ReversalTask,
     Task,
+    attention_arrays,
 )
 from transformer_core.train.trainer import (
     DoneEvent,
     EvalEvent,
+    SnapshotEvent,
     StepEvent,
     TrainConfig,
     Trainer,
+    TrainEvent,
 )
 
 __all__ = [
     "DEFAULT_SIZE",
     "DoneEvent",
     "EvalEvent",
-    "LIMITS",
     "LanguageModelTask",
+    "OptimDefaults",
     "REPORT_LENGTHS",
     "ReversalTask",
-    "RunError",
-    "RunInfo",
-    "RunProgress",
-    "RunQueue",
-    "REDIS_URL_ENV",
-    "RunRequest",
-    "SIZES",
+    "SnapshotEvent",
     "StepEvent",
-    "TASK_POSITIONS",
+    "TASKS",
     "TRAIN_LENGTHS",
     "Task",
+    "TaskRecipe",
     "TrainConfig",
+    "TrainEvent",
     "Trainer",
-    "default_max_runs",
+    "attention_arrays",
     "evaluate_lm",
-    "fetch_run",
-    "open_run_queue",
-    "redis_url",
     "evaluate_reversal",
     "label_smoothing_target",
-    "optim_defaults",
-    "page_config",
+    "model_config",
+    "model_shape",
     "prepare_run",
+    "task_recipe",
     "train_config",
     "vaswani_lr",
     "warmup_cosine_lr",

@@ -26,9 +26,10 @@ from torch.nn.parallel import DistributedDataParallel
 
 from transformer_core.device import rank_device
 from transformer_core.errors import ConfigError
-from transformer_core.io.tokenizer import PAD_ID, CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.train.tasks import Batch, Task
 from transformer_core.train.trainer import StepEvent, TrainEvent
+from transformer_core.vocab import PAD_ID
 
 BACKENDS = {"cpu": "gloo", "cuda": "nccl"}  # process-group backend per device type
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from transformer_core.generation import greedy_decode
 from transformer_core.io.data import lm_batch, random_strings, reversal_batch
-from transformer_core.io.tokenizer import PAD_ID, CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.losses import mean_token_nll
 from transformer_core.models import GPT, Seq2Seq
+from transformer_core.vocab import PAD_ID
 
 
 @torch.no_grad()
@@ -61,7 +62,7 @@ def evaluate_lm(
     for _ in range(batches):
         x, y = lm_batch(ids, block_size, batch_size, generator)
         logits = model(x.to(device))
-        total += float(F.cross_entropy(logits.flatten(0, 1).float(), y.to(device).flatten()))
+        total += float(mean_token_nll(logits, y.to(device), ignore_index=-100))
     model.train(was_training)
     loss = total / batches
     return {"val_loss": loss, "perplexity": math.exp(loss)}

@@ -21,6 +21,7 @@ from torch import nn
 from transformer_core.interp.heads import default_probe_set, detect_heads
 from transformer_core.interp.trace import trace_gpt
 from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.losses import token_nll
 from transformer_core.train.tasks import Batch, cross_entropy_loss
 
 INDUCTION_PROBE = "qwhzkfjtmbrxqwhzkfjtmbrx"  # a random segment of 12 letters, twice
@@ -83,9 +84,7 @@ class InductionTask:
             rows, starts = self._rows(batch_size, generator)
             rows = rows.to(device)
             logits = model(rows[:, :-1])
-            nll = torch.nn.functional.cross_entropy(
-                logits.float().transpose(1, 2), rows[:, 1:], reduction="none"
-            )  # (B, T): nll[b, t] predicts token t + 1
+            nll = token_nll(logits, rows[:, 1:], ignore_index=-100)  # (B, T): nll[b, t] predicts token t + 1
             for b, s in enumerate(starts.tolist()):
                 first.append(nll[b, : s - 1].mean().item())  # tokens 1 .. s-1 (the first copy)
                 repeat.append(nll[b, s:].mean().item())  # tokens s+1 .. end (the repeats)

@@ -10,13 +10,14 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from transformer_core.interp.trace import trace_gpt, trace_seq2seq
 from transformer_core.io.data import lm_batch, random_positions, random_strings, reversal_batch, split_ids
-from transformer_core.io.tokenizer import PAD_ID, CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.losses import mean_token_nll
 from transformer_core.train.evaluation import evaluate_lm, evaluate_reversal
+from transformer_core.vocab import PAD_ID
 
 REVERSAL_PROBE = "attention"
 LM_PROBE = "The return statement"
@@ -62,13 +63,7 @@ def cross_entropy_loss(
 ) -> tuple[torch.Tensor, int]:
     """Mean next-token cross-entropy of `model` on `batch` (float32 even under autocast)."""
     logits = model(*batch.inputs, **batch.options)  # (B, T, V)
-    loss = F.cross_entropy(
-        logits.flatten(0, 1).float(),
-        batch.targets.flatten(),
-        ignore_index=ignore_index,
-        label_smoothing=label_smoothing,
-    )
-    return loss, batch.tokens
+    return mean_token_nll(logits, batch.targets, ignore_index, label_smoothing), batch.tokens
 
 
 @dataclass(frozen=True)

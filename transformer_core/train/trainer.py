@@ -9,22 +9,28 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import nn
 
 from transformer_core.config import validate_fields
 from transformer_core.errors import ConfigError
+from transformer_core.train.registry import TASKS
 from transformer_core.train.schedules import vaswani_lr, warmup_cosine_lr
 from transformer_core.train.tasks import Task
+
+if TYPE_CHECKING:  # a type checker cannot read a Literal built at runtime
+    TaskName = str
+else:  # the choices are the registry's names: validate_fields reads them with get_args
+    TaskName = Literal[tuple(TASKS)]
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything a run needs besides the model's shape; saved in the checkpoint."""
 
-    task: Literal["reverse", "lm", "induction"] = "reverse"
+    task: TaskName = "reverse"
     steps: int = 3000
     batch_size: int = 64
     lr: float = 2e-3

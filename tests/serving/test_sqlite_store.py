@@ -1,5 +1,6 @@
-"""Training runs out of the web process: worker processes, the cross-process cap and FIFO
-queue (SQLite in the runs folder), stop, persistence by run id, disk budget, failures."""
+"""Training runs out of the web process: run processes, the cross-process cap and FIFO
+queue (the SQLite run store in the runs folder), stop, persistence by run id, disk budget,
+failures, and how run processes give the CPU back."""
 
 from __future__ import annotations
 
@@ -17,20 +18,15 @@ import numpy as np
 import pytest
 import torch
 
+from serving import priority, run_process
+from serving.ids import new_run_id
+from serving.progress import PROGRESS_FILE, RunProgress
+from serving.request import RunRequest
+from serving.settings import gpu_fraction, run_yield, runs_max_bytes
+from serving.sqlite_store import SQLiteRunStore
 from transformer_core.device import limit_process_memory
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io.checkpoint import META_FILE, load_checkpoint
-from transformer_core.train import worker
-from transformer_core.train.runs import (
-    PROGRESS_FILE,
-    RunProgress,
-    RunQueue,
-    RunRequest,
-    gpu_fraction,
-    new_run_id,
-    run_yield,
-    runs_max_bytes,
-)
 from transformer_core.train.tasks import ReversalTask
 
 
@@ -63,13 +59,13 @@ def process_gone(pid: int) -> bool:
         return True
 
 
-def status(queue: RunQueue, run_id: str) -> str:
+def status(queue: SQLiteRunStore, run_id: str) -> str:
     info = queue.info(run_id)
     assert info is not None
     return info.status
 
 
-def stop_all(queue: RunQueue, ids: list[str]) -> None:
+def stop_all(queue: SQLiteRunStore, ids: list[str]) -> None:
     for run_id in ids:
         queue.stop(run_id)
     for run_id in ids:
@@ -77,7 +73,7 @@ def stop_all(queue: RunQueue, ids: list[str]) -> None:
 
 
 def test_a_run_trains_in_a_child_process_and_is_saved_under_its_id(runs_root: Path) -> None:
-    queue = RunQueue(max_running=1)
+    queue = SQLiteRunStore(max_running=1)
     run_id = queue.submit(request(steps=20, snapshot_every=10))
     assert run_id.startswith("run-") and len(run_id) >= 4 + 16
     wait(lambda: status(queue, run_id) == "done", timeout=120)
@@ -97,13 +93,13 @@ def test_a_run_trains_in_a_child_process_and_is_saved_under_its_id(runs_root: Pa
     assert ckpt.name == run_id and ckpt.task == "reverse" and len(ckpt.meta["weights_sha256"]) == 64
     assert ckpt.metrics["steps"] == 20
     # a restart: a new queue object (a new app process) still lists it
-    again = RunQueue(max_running=1)
+    again = SQLiteRunStore(max_running=1)
     assert again.info(run_id).status == "done" and again.has_checkpoint(run_id)
     assert again.counts() == (0, 0)
 
 
 def test_an_induction_run_writes_every_heads_detector_scores_to_its_progress(runs_root: Path) -> None:
-    queue = RunQueue(max_running=1)
+    queue = SQLiteRunStore(max_running=1)
     train = dict(task="induction", steps=8, batch_size=4, device="cpu", eval_every=4, snapshot_every=4)
     run_id = queue.submit(RunRequest(train=train, positions="learned", size="tiny", label="induction run"))
     wait(lambda: status(queue, run_id) == "done", timeout=120)
@@ -125,7 +121,7 @@ def test_an_induction_run_writes_every_heads_detector_scores_to_its_progress(run
 
 
 def test_stop_takes_effect_within_a_second_and_the_model_is_kept(runs_root: Path) -> None:
-    queue = RunQueue(max_running=1)
+    queue = SQLiteRunStore(max_running=1)
     run_id = queue.submit(request())
     progress = RunProgress(queue.folder(run_id))
     wait(lambda: (progress.refresh(), progress.step >= 3)[1], timeout=120)
@@ -139,19 +135,19 @@ def test_stop_takes_effect_within_a_second_and_the_model_is_kept(runs_root: Path
 
 
 def test_two_app_processes_share_the_cap_and_a_third_run_queues(runs_root: Path) -> None:
-    first = RunQueue(max_running=2)
+    first = SQLiteRunStore(max_running=2)
     a = first.submit(request())
     code = (
-        "from transformer_core.train.runs import RunQueue, RunRequest;"
+        "from serving.sqlite_store import SQLiteRunStore; from serving.request import RunRequest;"
         "r = RunRequest(train=dict(task='reverse', steps=20000, batch_size=4, device='cpu', eval_every=0),"
         " positions='none', size='tiny');"
-        "print(RunQueue(max_running=2).submit(r))"
+        "print(SQLiteRunStore(max_running=2).submit(r))"
     )
     other = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     b = other.stdout.strip().splitlines()[-1]  # submitted by another process
-    second = RunQueue(max_running=2)  # a third queue object, as a third app process would have
+    second = SQLiteRunStore(max_running=2)  # a third queue object, as a third app process would have
     c = second.submit(request())
     d = first.submit(request())
     wait(lambda: status(first, a) == "running" and status(first, b) == "running", timeout=120)
@@ -170,7 +166,7 @@ def test_two_app_processes_share_the_cap_and_a_third_run_queues(runs_root: Path)
 
 
 def test_a_dead_worker_fails_its_run_and_frees_the_slot(runs_root: Path) -> None:
-    queue = RunQueue(max_running=1)
+    queue = SQLiteRunStore(max_running=1)
     run_id = queue.submit(request())
     wait(lambda: status(queue, run_id) == "running", timeout=120)
     os.kill(queue.info(run_id).pid, signal.SIGKILL)
@@ -179,7 +175,7 @@ def test_a_dead_worker_fails_its_run_and_frees_the_slot(runs_root: Path) -> None
 
 
 def test_unknown_and_malformed_ids_are_clear_errors(runs_root: Path) -> None:
-    queue = RunQueue(max_running=1)
+    queue = SQLiteRunStore(max_running=1)
     unknown = new_run_id()
     assert queue.info(unknown) is None and queue.info("../etc") is None
     with pytest.raises(CheckpointError, match="unknown or expired run"):
@@ -188,7 +184,7 @@ def test_unknown_and_malformed_ids_are_clear_errors(runs_root: Path) -> None:
         load_checkpoint("run-xyz")
 
 
-def _claimed(queue: RunQueue, req: RunRequest) -> str:
+def _claimed(queue: SQLiteRunStore, req: RunRequest) -> str:
     """A run submitted and claimed, for a worker executed in this process (spawn=False)."""
     run_id = queue.submit(req)
     assert queue.info(run_id).status == "starting"
@@ -198,7 +194,7 @@ def _claimed(queue: RunQueue, req: RunRequest) -> str:
 def test_out_of_memory_fails_only_that_run_with_a_message(
     runs_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    queue = RunQueue(max_running=1, spawn=False)
+    queue = SQLiteRunStore(max_running=1, spawn=False)
 
     def out_of_memory(*args, **kwargs):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
@@ -206,30 +202,30 @@ def test_out_of_memory_fails_only_that_run_with_a_message(
     with monkeypatch.context() as m:
         m.setattr(ReversalTask, "loss", out_of_memory)
         failing = _claimed(queue, request(steps=5))
-        assert worker.execute(queue, failing) == "failed"
+        assert run_process.execute(queue, failing) == "failed"
     info = queue.info(failing)
     assert info.status == "failed" and "ran out of memory" in info.error and queue.counts() == (0, 0)
     ok = _claimed(queue, request(steps=3))  # the next run trains normally
-    assert worker.execute(queue, ok) == "done" and load_checkpoint(ok).metrics["steps"] == 3
+    assert run_process.execute(queue, ok) == "done" and load_checkpoint(ok).metrics["steps"] == 3
 
 
 def test_a_broken_request_fails_with_a_message(runs_root: Path) -> None:
-    queue = RunQueue(max_running=1, spawn=False)
+    queue = SQLiteRunStore(max_running=1, spawn=False)
     run_id = _claimed(queue, request(steps=5))
     (queue.folder(run_id) / "request.json").write_text("{not json")
-    assert worker.execute(queue, run_id) == "failed"
+    assert run_process.execute(queue, run_id) == "failed"
     assert "request.json is unreadable" in queue.info(run_id).error
 
 
 def test_disk_budget_evicts_the_oldest_finished_runs(runs_root: Path) -> None:
-    queue = RunQueue(max_running=1, spawn=False)
+    queue = SQLiteRunStore(max_running=1, spawn=False)
     done = []
     for _ in range(2):
         run_id = _claimed(queue, request(steps=2))
-        assert worker.execute(queue, run_id) == "done"
+        assert run_process.execute(queue, run_id) == "done"
         done.append(run_id)
     one_run = sum(p.stat().st_size for p in queue.folder(done[0]).rglob("*") if p.is_file())
-    tight = RunQueue(max_running=1, spawn=False, max_bytes=int(one_run * 1.5))
+    tight = SQLiteRunStore(max_running=1, spawn=False, max_bytes=int(one_run * 1.5))
     assert tight.enforce_disk_budget() == [done[0]]
     assert tight.info(done[0]).status == "evicted" and "runs folder" in tight.info(done[0]).error
     with pytest.raises(CheckpointError, match="unknown or expired"):
@@ -241,9 +237,9 @@ def test_disk_budget_evicts_the_oldest_finished_runs(runs_root: Path) -> None:
 
 
 def test_corrupt_run_files_are_reported_not_fatal(runs_root: Path) -> None:
-    queue = RunQueue(max_running=1, spawn=False)
+    queue = SQLiteRunStore(max_running=1, spawn=False)
     run_id = _claimed(queue, request(steps=2, snapshot_every=1))
-    worker.execute(queue, run_id)
+    run_process.execute(queue, run_id)
     folder = queue.folder(run_id)
     with open(folder / PROGRESS_FILE, "a") as f:
         f.write("{broken line\n")
@@ -266,7 +262,7 @@ def test_requests_are_bounded(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="d_model"):
         big.validate()
     with pytest.raises(ConfigError, match="max_running"):
-        RunQueue(tmp_path / "runs", max_running=0)
+        SQLiteRunStore(tmp_path / "runs", max_running=0)
     assert not (tmp_path / "runs").exists()
 
 
@@ -294,14 +290,14 @@ def test_a_run_process_lowers_its_own_and_its_sessions_priority() -> None:
     shares the CPU equally with each app process whatever its processes' niceness, so the
     run raises its session's niceness too (measured: a niced run still took pages +33%)."""
     code = (
-        "import os; from pathlib import Path; from transformer_core.train.worker import lower_priority; "
+        "import os; from pathlib import Path; from serving.priority import lower_priority; "
         "print(lower_priority(), os.nice(0)); "
         "g = Path('/proc/self/autogroup'); print(g.read_text().strip() if g.exists() else 'no autogroup')"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "ATTENTION_LAB_RUN_NICE": "7"},
-        start_new_session=True,  # as RunQueue starts a run: a session (an autogroup) of its own
+        start_new_session=True,  # as SQLiteRunStore starts a run: a session (an autogroup) of its own
         capture_output=True,
         text=True,
         timeout=60,
@@ -334,7 +330,7 @@ def test_cpu_pressure_is_the_stalled_share_of_wall_time(tmp_path: Path) -> None:
     time between two looks; a missing or garbled file reads as no pressure."""
     path, clock = tmp_path / "cpu", FakeClock()
     write_pressure(path, 5_000_000)
-    pressure = worker.CpuPressure(0.5, path=path, clock=clock)
+    pressure = priority.CpuPressure(0.5, path=path, clock=clock)
     clock.now += 2.0
     write_pressure(path, 6_500_000)  # 1.5 s stalled in 2 s
     assert pressure.share() == pytest.approx(0.75)
@@ -343,7 +339,7 @@ def test_cpu_pressure_is_the_stalled_share_of_wall_time(tmp_path: Path) -> None:
     path.write_text("garbled")
     clock.now += 1.0
     assert pressure.share() == 0.0
-    absent = worker.CpuPressure(0.5, path=tmp_path / "absent")
+    absent = priority.CpuPressure(0.5, path=tmp_path / "absent")
     assert absent.share() == 0.0 and absent.above == 0.0  # no figures: never looks again
 
 
@@ -366,7 +362,7 @@ def test_a_run_backs_off_while_its_steps_keep_tasks_waiting(tmp_path: Path) -> N
         write_pressure(path, stalled[0])
 
     stop = Napping()
-    pressure = worker.CpuPressure(0.5, shortest=0.02, longest=0.1, path=path, clock=clock)
+    pressure = priority.CpuPressure(0.5, shortest=0.02, longest=0.1, path=path, clock=clock)
     naps = []
     for share in (0.8, 0.9, 0.7, 0.6, 0.9, 0.1, 0.0, 0.2, 0.0):
         step(share)
@@ -386,7 +382,7 @@ def test_a_run_backs_off_while_its_steps_keep_tasks_waiting(tmp_path: Path) -> N
     stop.set()
     assert pressure.pause(stop) == 0.0  # a stop already pressed: no nap at all
 
-    never = worker.CpuPressure(0.0, path=path, clock=clock)
+    never = priority.CpuPressure(0.0, path=path, clock=clock)
     step(0.9)
     assert never.pause(Napping()) == 0.0  # 0: never pauses, however full the box
 
@@ -395,11 +391,11 @@ def test_a_paused_run_records_its_pauses(runs_root: Path, monkeypatch: pytest.Mo
     """execute(): with the box full after every step, the run naps (20, 40, 80 ms), writes
     the running total to its progress for /train, and keeps it in the saved metrics."""
     monkeypatch.setenv("ATTENTION_LAB_RUN_YIELD", "0.5")
-    monkeypatch.setattr(worker.CpuPressure, "_read", lambda self: (time.monotonic(), 0.0))  # any kernel
-    monkeypatch.setattr(worker.CpuPressure, "share", lambda self: 0.9)
-    queue = RunQueue(max_running=1, spawn=False)
+    monkeypatch.setattr(priority.CpuPressure, "_read", lambda self: (time.monotonic(), 0.0))  # any kernel
+    monkeypatch.setattr(priority.CpuPressure, "share", lambda self: 0.9)
+    queue = SQLiteRunStore(max_running=1, spawn=False)
     run_id = _claimed(queue, request(steps=3))
-    assert worker.execute(queue, run_id) == "done"
+    assert run_process.execute(queue, run_id) == "done"
     progress = RunProgress(queue.folder(run_id))
     assert progress.refresh() and progress.paused == pytest.approx(0.14, abs=0.03)
     assert load_checkpoint(run_id).metrics["paused_seconds"] == pytest.approx(0.1, abs=0.05)

@@ -1,7 +1,7 @@
 """Runs on a Redis queue (RQ) for several hosts: app replicas anywhere submit, watch and stop
 runs; `python -m transformer_core worker` processes on any host train them.
 
-Why: one box's on-disk queue (runs.RunQueue) cannot be shared by app replicas on several
+Why: one box's on-disk queue (sqlite_store.SQLiteRunStore) cannot be shared by app replicas on several
 hosts, nor reach GPUs on other boxes. ATTENTION_LAB_REDIS_URL switches the app to this
 queue; the on-disk queue stays the default.
 
@@ -52,26 +52,17 @@ from rq import Queue, Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from serving import settings
+from serving.ids import RunError, is_run_id, new_run_id, run_folder
+from serving.progress import PROGRESS_FILE, SNAPSHOT_DIR
+from serving.request import RunRequest, check_submission
+from serving.store import FINISHED, RunInfo
 from transformer_core.errors import ConfigError
-from transformer_core.io.checkpoint import META_FILE, WEIGHTS_FILE, is_run_id, runs_dir
-from transformer_core.train.backends import REDIS_URL_ENV
-from transformer_core.train.runs import (
-    FINISHED,
-    PROGRESS_FILE,
-    SNAPSHOT_DIR,
-    RunError,
-    RunInfo,
-    RunRequest,
-    check_submission,
-    env_int,
-    new_run_id,
-    run_folder,
-    runs_max_bytes,
-)
+from transformer_core.io import META_FILE, WEIGHTS_FILE
 
 PREFIX = "attention_lab"
 RQ_QUEUE = "attention-lab-runs"
-RUN_JOB = "transformer_core.train.redis_worker.run_job"  # the only job a worker performs
+RUN_JOB = "serving.redis_worker.run_job"  # the only job a worker performs
 ALIVE_SECONDS = 6  # a running run whose worker has not refreshed `alive` this long has failed
 PUBLISH_EVERY = 0.5  # seconds between the worker's progress uploads (and alive refreshes)
 MAX_FILE_BYTES = 64 * 2**20  # one checkpoint or snapshot file; these models are a few MB
@@ -107,8 +98,8 @@ def rq_queue(connection: Redis) -> Queue:
     return Queue(RQ_QUEUE, connection=connection, serializer=JSONSerializer)
 
 
-class RedisRunQueue:
-    """The page's side: the same methods the app calls on the on-disk RunQueue.
+class RedisRunStore:
+    """The page's side (a RunStore), like the on-disk SQLiteRunStore.
 
     root: this replica's local mirror of the runs it shows (default: the runs dir);
     max_bytes: budget of the finished runs kept in Redis (oldest evicted first);
@@ -124,16 +115,14 @@ class RedisRunQueue:
         max_seconds: int | None = None,
     ) -> None:
         self.url, self.redis = url, connect(url)
-        self.root = Path(root) if root is not None else runs_dir()
-        self.max_bytes = max_bytes if max_bytes is not None else runs_max_bytes()
-        self.max_seconds = (
-            max_seconds if max_seconds is not None else env_int("ATTENTION_LAB_RUN_MAX_SECONDS", 3600)
-        )
+        self.root = Path(root) if root is not None else settings.runs_dir()
+        self.max_bytes = max_bytes if max_bytes is not None else settings.runs_max_bytes()
+        self.max_seconds = max_seconds if max_seconds is not None else settings.run_max_seconds()
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             self.redis.ping()
         except RedisError as e:
-            raise ConfigError(f"{REDIS_URL_ENV}: cannot reach Redis at {url} ({e})") from None
+            raise ConfigError(f"{settings.REDIS_URL_ENV}: cannot reach Redis at {url} ({e})") from None
 
     @property
     def max_running(self) -> int:

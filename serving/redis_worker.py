@@ -3,7 +3,7 @@
 An RQ worker takes one run at a time (RQ forks a work horse per job, so a run's memory,
 GPU memory included, goes back when it ends; the worker imports torch and the trainer once,
 so a horse starts in milliseconds). The horse runs `run_job`: the run's request comes from
-Redis into a local work folder, `worker.execute` trains it exactly as on one box, and a
+Redis into a local work folder, `run_process.execute` trains it exactly as on one box, and a
 publisher thread uploads its progress lines and snapshots as they appear, refreshes the
 run's `alive` key and fails other runs whose worker went silent; at the end the checkpoint
 files go to Redis too. A worker performs no job function but `run_job`, and no callbacks.
@@ -33,10 +33,11 @@ from rq import Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from transformer_core.device import resolve_device_before_fork
-from transformer_core.errors import ConfigError
-from transformer_core.io.checkpoint import META_FILE, WEIGHTS_FILE, is_run_id
-from transformer_core.train.redis_queue import (
+from serving import settings
+from serving.ids import RunError, is_run_id
+from serving.priority import pid_alive, prepare_run_process
+from serving.progress import CORPUS_FILE, PROGRESS_FILE, SNAPSHOT_DIR
+from serving.redis_store import (
     ALIVE_SECONDS,
     MAX_FILE_BYTES,
     MAX_REQUEST_BYTES,
@@ -50,25 +51,18 @@ from transformer_core.train.redis_queue import (
     reap_all,
     rq_queue,
 )
-from transformer_core.train.runs import (
-    CORPUS_FILE,
-    MAX_CORPUS_CHARS,
-    PROGRESS_FILE,
-    REQUEST_FILE,
-    SNAPSHOT_DIR,
-    RunError,
-    RunRequest,
-    Status,
-    env_int,
-    pid_alive,
-)
+from serving.request import MAX_CORPUS_CHARS, REQUEST_FILE, RunRequest
+from serving.store import Status
+from transformer_core.device import resolve_device_before_fork
+from transformer_core.errors import ConfigError
+from transformer_core.io import META_FILE, WEIGHTS_FILE
 
 DEVICE_ENV = "ATTENTION_LAB_WORKER_DEVICE"  # the worker's resolved device, for its work horses
 RECONNECT_EVERY = 2.0  # seconds between pings while Redis is away
 
 
 class WorkerSide:
-    """What worker.execute needs from a queue, for one run claimed from Redis: the run
+    """What run_process.execute needs (a RunControl), for one run claimed from Redis: the run
     trains in a local work folder, and a publisher thread uploads its progress lines and
     snapshots every PUBLISH_EVERY seconds (refreshing `alive` as it goes)."""
 
@@ -162,19 +156,17 @@ class WorkerSide:
 
 def run_job(run_id: str) -> str:
     """The RQ job: fetch the run's request (and corpus) from Redis into a work folder, train
-    it on this worker's device with worker.execute, store the result; returns its status."""
-    import torch
+    it on this worker's device with run_process.execute, store the result; returns its status."""
     from rq import get_current_job
 
-    from transformer_core.train.worker import execute, lower_priority
+    from serving.run_process import execute
 
     job = get_current_job()
     if job is None or not is_run_id(run_id):
         raise RunError("run_job runs inside an RQ worker, with a run id")
     redis = job.connection
-    lower_priority()
-    torch.set_num_threads(env_int("ATTENTION_LAB_RUN_THREADS", 1))
-    own_bound = env_int("ATTENTION_LAB_RUN_MAX_SECONDS", 3600)  # the replica's bound holds if shorter
+    prepare_run_process()
+    own_bound = settings.run_max_seconds()  # the replica's bound holds if shorter
     max_seconds = min(own_bound, int(redis.hget(_key(run_id), "max_seconds") or own_bound))
     with tempfile.TemporaryDirectory(prefix=f"{run_id}-", dir=work_root(os.getppid())) as tmp:
         side = WorkerSide(redis, Path(tmp), max_seconds)
@@ -191,7 +183,7 @@ def run_job(run_id: str) -> str:
         (folder / REQUEST_FILE).write_text(request.to_json(), encoding="utf-8")
         if corpus is not None:
             (folder / CORPUS_FILE).write_text(corpus, encoding="utf-8")
-        return execute(side, run_id)  # type: ignore[arg-type]
+        return execute(side, run_id)
 
 
 def _fetch_inputs(redis: Redis, run_id: str) -> tuple[RunRequest, str | None]:
@@ -291,7 +283,7 @@ def serve_worker(url: str, device: str) -> int:
         redis.ping()
     except RedisError as e:
         raise ConfigError(f"cannot reach Redis at {url} ({e})") from None
-    import transformer_core.train.worker  # noqa: F401  (torch and the trainer, once, before any fork)
+    import serving.run_process  # noqa: F401  (torch and the trainer, once, before any fork)
 
     remove_stale_work_roots()
     work_root(os.getpid()).mkdir(parents=True, exist_ok=True)

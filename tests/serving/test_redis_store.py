@@ -1,6 +1,6 @@
-"""The Redis run queue for real: Debian's redis-server on a free loopback port (append-only
+"""The Redis run store for real: Debian's redis-server on a free loopback port (append-only
 persistence in a temp folder), two `python -m transformer_core worker --device cpu`
-processes, and two RedisRunQueue objects with their own local folders standing for two app
+processes, and two RedisRunStore objects with their own local folders standing for two app
 replicas on two hosts; then two real app replicas behind nginx (deploy/serve.sh) driven by
 Chromium. Covers the cap (= workers), queueing and cancelling, stop across replicas,
 progress and snapshots through Redis, killed work horses and workers, a Redis restart,
@@ -31,13 +31,13 @@ from redis import Redis
 from rq import Worker
 from rq.serializers import JSONSerializer
 
-from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
-from tests.deploy.test_serve import ROUTE, free_port, process_tree, start_serve, stop_serve, upstream_of
+from serving import RunProgress, RunRequest, fetch_run
+from serving.redis_store import ALIVE_SECONDS, RedisRunStore, rq_queue
+from serving.redis_worker import work_root
+from tests.support.browser import assert_no_exception, open_page, wait_for_app
+from tests.support.serve import ROUTE, free_port, process_tree, start_serve, stop_serve, upstream_of
 from transformer_core import cli
 from transformer_core.io.checkpoint import load_checkpoint
-from transformer_core.train import RunProgress, RunRequest, fetch_run
-from transformer_core.train.redis_queue import ALIVE_SECONDS, RedisRunQueue, rq_queue
-from transformer_core.train.redis_worker import work_root
 
 REDIS_SERVER = "/usr/bin/redis-server"
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,8 +137,8 @@ class Workers:
 class Cluster:
     server: RedisServer
     workers: Workers
-    a: RedisRunQueue  # replica A's view (its own local runs folder)
-    b: RedisRunQueue  # replica B's view
+    a: RedisRunStore  # replica A's view (its own local runs folder)
+    b: RedisRunStore  # replica B's view
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +153,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield Cluster(
             server,
             workers,
-            RedisRunQueue(server.url, tmp / "replica-a"),
-            RedisRunQueue(server.url, tmp / "replica-b"),
+            RedisRunStore(server.url, tmp / "replica-a"),
+            RedisRunStore(server.url, tmp / "replica-b"),
         )
     finally:
         workers.stop()
@@ -167,13 +167,13 @@ def request(steps: int = 20_000, label: str = "redis run") -> RunRequest:
     return RunRequest(train=train, positions="none", size="tiny", label=label)
 
 
-def status(queue: RedisRunQueue, run_id: str) -> str:
+def status(queue: RedisRunStore, run_id: str) -> str:
     info = queue.info(run_id)
     assert info is not None, run_id
     return info.status
 
 
-def stop_all(queue: RedisRunQueue, ids: list[str]) -> None:
+def stop_all(queue: RedisRunStore, ids: list[str]) -> None:
     for run_id in ids:
         if queue.info(run_id).active:
             queue.stop(run_id)
@@ -302,7 +302,7 @@ def test_a_worker_runs_nothing_but_runs(cluster: Cluster, tmp_path: Path) -> Non
     job = queue.enqueue("os.remove", str(victim))
     wait(lambda: job.get_status(refresh=True) in ("failed", "finished"), timeout=30)
     assert job.get_status() == "failed" and victim.read_text() == "still here"
-    assert "only runs transformer_core.train.redis_worker.run_job" in (job.latest_result().exc_string or "")
+    assert "only runs serving.redis_worker.run_job" in (job.latest_result().exc_string or "")
     assert job.serializer is JSONSerializer
     raw = Redis.from_url(cluster.server.url).hget(job.key, "data")
     assert json.loads(zlib.decompress(raw))[0] == "os.remove"  # the job is (compressed) JSON, not a pickle
@@ -311,11 +311,11 @@ def test_a_worker_runs_nothing_but_runs(cluster: Cluster, tmp_path: Path) -> Non
 def test_the_worker_holds_the_bounds_whatever_a_replica_sent(
     cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bounded = RedisRunQueue(cluster.server.url, tmp_path / "replica", max_seconds=1)
+    bounded = RedisRunStore(cluster.server.url, tmp_path / "replica", max_seconds=1)
     timed = bounded.submit(request(label="one second"))
     # a replica that skipped its own checks: the worker checks again what came through Redis
     monkeypatch.setattr(RunRequest, "validate", lambda self: None)
-    monkeypatch.setattr("transformer_core.train.runs.MAX_CORPUS_CHARS", 10**9)
+    monkeypatch.setattr("serving.request.MAX_CORPUS_CHARS", 10**9)
     too_long = cluster.a.submit(request(steps=10**6, label="too many steps"))
     lm = RunRequest(
         train=dict(task="lm", steps=10, batch_size=2, device="cpu"), positions="none", size="tiny"
@@ -367,7 +367,7 @@ def test_finished_runs_survive_a_redis_restart_and_open_by_id_anywhere(
     server.stop()
     server.start()  # same port, same append-only file
 
-    fresh = RedisRunQueue(server.url, tmp_path / "new-replica")  # a replica that never saw the run
+    fresh = RedisRunStore(server.url, tmp_path / "new-replica")  # a replica that never saw the run
     info = fresh.info(run_id)
     assert info is not None and (info.status, info.label) == ("done", "short")
     lines = (fresh.folder(run_id) / "progress.jsonl").read_text().splitlines()

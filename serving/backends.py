@@ -1,0 +1,41 @@
+"""Which run store serves this process: the on-disk one (one box, the default) or Redis
+(several hosts, ATTENTION_LAB_REDIS_URL). The one place that chooses; Redis and RQ are
+imported only when chosen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from serving import settings
+from serving.ids import is_run_id
+from serving.sqlite_store import SQLiteRunStore
+from serving.store import RunStore
+from transformer_core.errors import ConfigError
+
+
+def open_run_store(root: Path | None = None, max_running: int | None = None) -> RunStore:
+    """The run store this process uses; `root` is the runs folder (for Redis: the local
+    mirror of the runs shown here), `max_running` the on-disk store's cap (with Redis the
+    cap is the number of workers)."""
+    url = settings.redis_url()
+    if url:
+        from serving.redis_store import RedisRunStore
+
+        return RedisRunStore(url, root)
+    return SQLiteRunStore(root, max_running=max_running)
+
+
+def fetch_run(run_id: str, root: Path | None = None) -> None:
+    """With Redis, bring a finished run's checkpoint into the local runs folder so its id
+    opens here (pages, CLI). Without Redis, or for anything but a run id: nothing to do."""
+    url = settings.redis_url()
+    if not url or not is_run_id(run_id):
+        return
+    from redis.exceptions import RedisError
+
+    from serving.redis_store import RedisRunStore
+
+    with contextlib.suppress(RedisError, ConfigError):  # unreachable: the id is then "unknown here"
+        RedisRunStore(url, root).info(run_id)

@@ -1,0 +1,84 @@
+"""Helpers for tests that drive headless Chromium (Playwright) through the app: the
+browser's path and flags, waiting for a script run, failing on any exception shown, and
+reading our canvas charts."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from playwright.sync_api import Locator, Page, expect
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def wait_for_app(page: Page, timeout: float = 90_000) -> None:
+    """Wait until the script run has finished: a title is shown and no run is in progress."""
+    idle = """() => {
+        const main = document.querySelector('[data-testid="stMain"]');
+        if (!main || !main.querySelector('h1')) return false;
+        const s = document.querySelector('[data-testid="stStatusWidget"]');
+        if (!s) return true;
+        const t = s.innerText.toLowerCase();
+        return !t.includes('stop') && !t.includes('running');
+    }"""
+    page.wait_for_function(idle, timeout=timeout)
+    page.wait_for_timeout(700)  # a rerun may start right after (query params, fragments)
+    page.wait_for_function(idle, timeout=timeout)
+
+
+def assert_no_exception(page: Page) -> None:
+    """Fail on any exception element or error box Streamlit shows on the page."""
+    exceptions = page.locator('[data-testid="stException"]')
+    if exceptions.count():
+        raise AssertionError(f"exception on page: {exceptions.first.inner_text()[:2000]}")
+
+
+def open_page(page: Page, url: str, shot: Path | None = None) -> None:
+    page.goto(url)
+    wait_for_app(page)
+    assert_no_exception(page)
+    if shot is not None:
+        page.screenshot(path=str(shot), full_page=True)
+
+
+# ---------------------------------------------------------------- the canvas charts (app/static/charts.js)
+
+
+def chart(page: Page, key: str) -> Locator:
+    """The drawn chart mounted under widget key `key` (Playwright's CSS pierces its shadow root)."""
+    found = page.locator(f".st-key-{key} .lab-chart[data-drawn]")
+    found.wait_for(timeout=30_000)
+    return found
+
+
+def chart_title(page: Page, key: str, has: str) -> None:
+    """Wait (up to 20 s) until the chart's title holds `has`: a chart redraws just after the
+    run that sent it, so the previous title can still be up when the run has finished."""
+    expect(chart(page, key).locator("canvas")).to_have_attribute(
+        "aria-label", re.compile(re.escape(has)), timeout=20_000
+    )
+
+
+def chart_legend(page: Page, key: str, entry: str) -> None:
+    """Wait (up to 20 s) until the chart's legend lists `entry`."""
+    expect(chart(page, key)).to_have_attribute(
+        "data-legend", re.compile(re.escape(json.dumps(entry))), timeout=20_000
+    )
+
+
+def chart_cells(page: Page, key: str) -> list[list[int]]:
+    """[layer, head, x, y, w, h] of every panel, in CSS pixels of the chart's canvas."""
+    return json.loads(chart(page, key).get_attribute("data-cells") or "[]")

@@ -1,0 +1,50 @@
+"""Tiny models that build in milliseconds on a CPU, as pytest fixtures (core and lessons tests)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_core.config import ModelConfig
+from transformer_core.models import GPT, Seq2Seq
+
+VOCAB = 16
+
+
+def _tiny_config(arch: str = "gpt", positions: str = "sinusoidal", **overrides) -> ModelConfig:
+    fields = dict(
+        arch=arch,
+        vocab_size=VOCAB,
+        d_model=16,
+        n_heads=2,
+        n_layers=2,
+        d_ff=32,
+        max_len=16,
+        positions=positions,
+    )
+    fields.update(overrides)
+    return ModelConfig(**fields)
+
+
+@pytest.fixture
+def tiny_config():
+    """Factory: ModelConfig(arch, positions, **overrides) with d_model 16, 2 heads, 2 layers."""
+    return _tiny_config
+
+
+@pytest.fixture
+def make_gpt():
+    def build(positions: str = "sinusoidal", seed: int = 0, **overrides) -> GPT:
+        torch.manual_seed(seed)
+        return GPT(_tiny_config("gpt", positions, **overrides)).eval()
+
+    return build
+
+
+@pytest.fixture
+def make_seq2seq():
+    def build(positions: str = "sinusoidal", seed: int = 0, **overrides) -> Seq2Seq:
+        torch.manual_seed(seed)
+        return Seq2Seq(_tiny_config("seq2seq", positions, **overrides)).eval()
+
+    return build

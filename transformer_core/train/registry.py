@@ -1,0 +1,149 @@
+"""The training tasks, one registry: each task's name, model family, sizes, optimiser
+defaults and how to build it.
+
+Like `POSITION_SCHEMES`, `TASKS` is the one place a task is described: the config's task
+choices, the command line, the presets and the /train page all read it, so a new task is
+one `TaskRecipe` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from transformer_core.errors import ConfigError
+from transformer_core.io.data import corpus_tokenizer, load_corpus, reversal_tokenizer
+from transformer_core.train.induction import InductionTask
+from transformer_core.train.tasks import LanguageModelTask, ReversalTask, Task
+
+REPORT_LENGTHS: tuple[int, ...] = (3, 5, 7, 10, 12, 15)  # reversal: training lengths and beyond
+TRAIN_LENGTHS: tuple[int, int] = (3, 10)  # reversal strings in training: min_len, max_len
+
+
+class TaskSettings(Protocol):
+    """What building a task reads of a run's settings (TrainConfig has it)."""
+
+    @property
+    def min_len(self) -> int: ...
+    @property
+    def max_len(self) -> int: ...
+    @property
+    def block_size(self) -> int: ...
+    @property
+    def corpus(self) -> str | None: ...
+    @property
+    def random_positions(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class OptimDefaults:
+    """Steps, batch size and peak learning rate a task trains with unless told otherwise."""
+
+    steps: int
+    batch_size: int
+    lr: float
+
+
+@dataclass(frozen=True)
+class TaskRecipe:
+    """A task and everything its runs default to.
+
+    shape: the model fields a size does not change; sizes: size name -> d_model, n_layers,
+    n_heads, d_ff ("small" is what ships); positions: the scheme the task needs, if any;
+    watched_evals: evaluations in a run someone watches (/train).
+    """
+
+    name: str
+    title: str  # for people: "String reversal (encoder-decoder)"
+    short: str  # in run labels: "my-<short>-<scheme>"
+    arch: Literal["gpt", "seq2seq"]
+    shape: dict[str, int | bool]
+    sizes: dict[str, dict[str, int]]
+    optim: OptimDefaults
+    build: Callable[[TaskSettings, str | None], Task]
+    positions: str | None = None
+    watched_evals: int = 5
+    config_defaults: dict[str, int] = field(default_factory=dict)  # TrainConfig fields of the task
+
+    @property
+    def model_task(self) -> str:
+        """The task its checkpoints report (Checkpoint.task): an induction run is a GPT ("lm")."""
+        return "reverse" if self.arch == "seq2seq" else "lm"
+
+
+def build_reversal(settings: TaskSettings, text: str | None = None) -> Task:
+    """Reversal of random lowercase strings; reports every REPORT_LENGTHS length (randomized
+    positions are set by `prepare_run`, which knows the model's max_len)."""
+    return ReversalTask(reversal_tokenizer(), settings.min_len, settings.max_len, eval_lengths=REPORT_LENGTHS)
+
+
+def build_language_model(settings: TaskSettings, text: str | None = None) -> Task:
+    """Next-character prediction on `text`, else the configured corpus (default: Python's docs)."""
+    if settings.random_positions:
+        raise ConfigError("random_positions: only the reversal task supports it")
+    text = load_corpus(settings.corpus) if text is None else text
+    return LanguageModelTask.from_text(corpus_tokenizer(text), text, settings.block_size)
+
+
+def build_induction(settings: TaskSettings, text: str | None = None) -> Task:
+    """Random lowercase segments repeated (train.induction)."""
+    if settings.random_positions:
+        raise ConfigError("random_positions: only the reversal task supports it")
+    return InductionTask(reversal_tokenizer())
+
+
+TASKS: dict[str, TaskRecipe] = {
+    "reverse": TaskRecipe(
+        name="reverse",
+        title="String reversal (encoder-decoder)",
+        short="reverse",
+        arch="seq2seq",
+        shape=dict(max_len=32),
+        sizes={
+            "tiny": dict(d_model=32, n_layers=1, n_heads=2, d_ff=128),
+            "small": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256),
+            "medium": dict(d_model=128, n_layers=3, n_heads=4, d_ff=512),
+        },
+        optim=OptimDefaults(steps=3000, batch_size=64, lr=2e-3),
+        build=build_reversal,
+        config_defaults=dict(min_len=TRAIN_LENGTHS[0], max_len=TRAIN_LENGTHS[1]),
+    ),
+    "lm": TaskRecipe(
+        name="lm",
+        title="Character language model (GPT)",
+        short="gpt",
+        arch="gpt",
+        shape=dict(max_len=128),
+        sizes={
+            "tiny": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256),
+            "small": dict(d_model=128, n_layers=4, n_heads=4, d_ff=512),
+            "medium": dict(d_model=192, n_layers=6, n_heads=6, d_ff=768),
+        },
+        optim=OptimDefaults(steps=1000, batch_size=32, lr=3e-3),
+        build=build_language_model,
+    ),
+    # attention-only (Olsson et al. 2022): a previous-token head feeds an induction head
+    "induction": TaskRecipe(
+        name="induction",
+        title="Induction heads: a random segment repeated (attention-only GPT)",
+        short="induction",
+        arch="gpt",
+        shape=dict(max_len=64, mlp=False),
+        sizes={  # d_ff unused (no MLP)
+            "tiny": dict(d_model=32, n_layers=2, n_heads=2, d_ff=128),
+            "small": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256),
+        },
+        optim=OptimDefaults(steps=1500, batch_size=32, lr=3e-3),
+        build=build_induction,
+        positions="learned",  # the shipped recipe: induction heads form by ~1000 steps (rope: not in 1500)
+        watched_evals=20,  # each carries every head's detector scores: the curves show the induction bump
+    ),
+}
+
+
+def task_recipe(name: str) -> TaskRecipe:
+    """The registry's recipe for `name`; anything else is a clear ConfigError."""
+    if name not in TASKS:
+        raise ConfigError(f"task: {name!r} is not one of {tuple(TASKS)}")
+    return TASKS[name]
