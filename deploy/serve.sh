@@ -6,8 +6,8 @@
 # Starts N `streamlit run app/Home.py` processes on free loopback ports and Debian's nginx
 # (unprivileged, from deploy/nginx.conf.template) on A:P in front of them: a route cookie
 # keeps each browser on one process, websockets are upgraded, every process is
-# health-checked before the URL is printed. Ctrl+C or SIGTERM stops every child. A worker
-# that dies is restarted (up to 5 times). See deploy/README.md.
+# health-checked before the URL is printed. Ctrl+C or SIGTERM stops every child. An app
+# process that dies is restarted (up to 5 times). See deploy/README.md.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,7 +36,7 @@ die() {
     exit 2
 }
 
-WORKERS="$(nproc 2>/dev/null || echo 1)"
+APPS="$(nproc 2>/dev/null || echo 1)"
 PORT=8501
 ADDRESS=127.0.0.1
 RUN_DIR=""
@@ -46,7 +46,7 @@ while (($#)); do
     --workers | --port | --address | --run-dir | --timeout)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         case "$1" in
-        --workers) WORKERS="$2" ;;
+        --workers) APPS="$2" ;;
         --port) PORT="$2" ;;
         --address) ADDRESS="$2" ;;
         --run-dir) RUN_DIR="$2" ;;
@@ -64,7 +64,7 @@ while (($#)); do
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
-[[ "$WORKERS" =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive whole number, got '$WORKERS'"
+[[ "$APPS" =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive whole number, got '$APPS'"
 [[ "$PORT" =~ ^[0-9]+$ ]] && ((PORT >= 1 && PORT <= 65535)) || die "--port must be 1-65535, got '$PORT'"
 [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 [[ -n "$ADDRESS" ]] || die "--address must not be empty"
@@ -92,9 +92,9 @@ command -v setsid >/dev/null || die "setsid (util-linux) is missing: apt-get ins
 
 cd "$ROOT" || die "cannot enter $ROOT"
 PREFLIGHT="$("$PYTHON" "$HERE/serve_support.py" preflight --address "$ADDRESS" --port "$PORT" \
-    --workers "$WORKERS")" || exit 2
-eval "$PREFLIGHT" # WORKER_PORTS, MAX_UPLOAD_MB, COOKIE_SECRET
-read -r -a PORTS <<<"$WORKER_PORTS"
+    --workers "$APPS")" || exit 2
+eval "$PREFLIGHT" # APP_PORTS, MAX_UPLOAD_MB, COOKIE_SECRET
+read -r -a PORTS <<<"$APP_PORTS"
 
 KEEP_RUN_DIR=1
 if [[ -z "$RUN_DIR" ]]; then
@@ -107,7 +107,7 @@ RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 # ------------------------------------------------------------------ stopping
 NGINX_PID=""
 STATIC_DIR=""
-declare -a WORKER_PIDS=()
+declare -a APP_PIDS=()
 declare -a RESTARTS=()
 STOPPING=0
 
@@ -118,7 +118,7 @@ stop_all() {
     STOPPING=1
     trap '' INT TERM HUP
     local pid pids=()
-    for pid in "$NGINX_PID" "${WORKER_PIDS[@]}"; do
+    for pid in "$NGINX_PID" "${APP_PIDS[@]}"; do
         # Each child leads its own process group: the signal reaches its children too.
         alive "$pid" && kill -TERM -- "-$pid" 2>/dev/null && pids+=("$pid")
     done
@@ -145,7 +145,7 @@ stop_all() {
 }
 
 on_signal() {
-    echo "serve.sh: $1 received, stopping nginx and ${#WORKER_PIDS[@]} app processes" >&2
+    echo "serve.sh: $1 received, stopping nginx and ${#APP_PIDS[@]} app processes" >&2
     stop_all
     exit 0
 }
@@ -163,7 +163,7 @@ fail() {
 log_tail() { tail -n 25 "$1" 2>/dev/null | sed 's/^/    /' >&2; }
 
 # ------------------------------------------------------------------ app processes
-start_worker() {
+start_app() {
     local i="$1" port="${PORTS[$1]}"
     # setsid: own process group, so stopping it also stops anything it started, and
     # Ctrl+C in the terminal reaches only this script, which then stops everything in order.
@@ -172,8 +172,8 @@ start_worker() {
         setsid "$PYTHON" -m streamlit run app/Home.py \
         --server.port "$port" --server.address 127.0.0.1 --server.headless true \
         --server.fileWatcherType none --server.runOnSave false --browser.gatherUsageStats false \
-        >>"$RUN_DIR/logs/worker-$((i + 1)).log" 2>&1 &
-    WORKER_PIDS[i]=$!
+        >>"$RUN_DIR/logs/app-$((i + 1)).log" 2>&1 &
+    APP_PIDS[i]=$!
 }
 
 # Wait in the background so that a signal is handled at once, not after the wait.
@@ -182,20 +182,20 @@ wait_healthy() {
     wait $!
 }
 
-echo "serve.sh: starting $WORKERS app processes on 127.0.0.1 ports ${PORTS[*]} (logs: $RUN_DIR/logs)" >&2
+echo "serve.sh: starting $APPS app processes on 127.0.0.1 ports ${PORTS[*]} (logs: $RUN_DIR/logs)" >&2
 for i in "${!PORTS[@]}"; do
     RESTARTS[i]=0
-    start_worker "$i"
+    start_app "$i"
 done
 
 args=()
 for i in "${!PORTS[@]}"; do
-    args+=(--pid "${WORKER_PIDS[i]}" --url "http://127.0.0.1:${PORTS[i]}/_stcore/health")
+    args+=(--pid "${APP_PIDS[i]}" --url "http://127.0.0.1:${PORTS[i]}/_stcore/health")
 done
 if ! wait_healthy "${args[@]}"; then
     for i in "${!PORTS[@]}"; do
-        echo "  worker $((i + 1)) (127.0.0.1:${PORTS[i]}), last lines of its log:" >&2
-        log_tail "$RUN_DIR/logs/worker-$((i + 1)).log"
+        echo "  app process $((i + 1)) (127.0.0.1:${PORTS[i]}), last lines of its log:" >&2
+        log_tail "$RUN_DIR/logs/app-$((i + 1)).log"
     done
     fail "the app processes did not become healthy"
 fi
@@ -251,22 +251,22 @@ if [[ "$ADDRESS" == 0.0.0.0 ]]; then
     SHOWN_HOST="$(hostname -I 2>/dev/null | awk '{print $1}')"
     [[ -n "$SHOWN_HOST" ]] || SHOWN_HOST="$(hostname)"
 fi
-echo "serve.sh: nginx pid $NGINX_PID, app pids ${WORKER_PIDS[*]}" >&2
-echo "Attention Lab is ready: http://$SHOWN_HOST:$PORT/  ($WORKERS app processes behind nginx; Ctrl+C stops all)"
+echo "serve.sh: nginx pid $NGINX_PID, app pids ${APP_PIDS[*]}" >&2
+echo "Attention Lab is ready: http://$SHOWN_HOST:$PORT/  ($APPS app processes behind nginx; Ctrl+C stops all)"
 
 # ------------------------------------------------------------------ supervise
 while true; do
     died=""
-    wait -n -p died "$NGINX_PID" "${WORKER_PIDS[@]}"
+    wait -n -p died "$NGINX_PID" "${APP_PIDS[@]}"
     status=$?
     [[ -n "$died" ]] || continue
     if [[ "$died" == "$NGINX_PID" ]]; then
         log_tail "$RUN_DIR/logs/error.log"
         fail "nginx exited with status $status (see above)"
     fi
-    for i in "${!WORKER_PIDS[@]}"; do
-        [[ "${WORKER_PIDS[i]}" == "$died" ]] || continue
-        log="$RUN_DIR/logs/worker-$((i + 1)).log"
+    for i in "${!APP_PIDS[@]}"; do
+        [[ "${APP_PIDS[i]}" == "$died" ]] || continue
+        log="$RUN_DIR/logs/app-$((i + 1)).log"
         if ((RESTARTS[i] >= MAX_RESTARTS)); then
             log_tail "$log"
             fail "app process $((i + 1)) exited with status $status for the $((MAX_RESTARTS + 1))th time (see above)"
@@ -275,6 +275,6 @@ while true; do
         echo "serve.sh: app process $((i + 1)) (pid $died) exited with status $status;" \
             "restarting it (${RESTARTS[i]}/$MAX_RESTARTS, log: $log)" >&2
         kill -TERM -- "-$died" 2>/dev/null # anything it left behind in its group
-        start_worker "$i"
+        start_app "$i"
     done
 done

@@ -2,7 +2,7 @@
 
 Run by serve.sh, not imported by the app:
     python deploy/serve_support.py preflight --address 127.0.0.1 --port 8080 --workers 2
-        prints shell assignments (WORKER_PORTS, MAX_UPLOAD_MB, COOKIE_SECRET) or, on a
+        prints shell assignments (APP_PORTS, MAX_UPLOAD_MB, COOKIE_SECRET) or, on a
         problem, one clear line on stderr and exits with status 2.
     python deploy/serve_support.py wait --timeout 180 --pid 123 --url URL [--url URL ...]
         waits until every URL answers HTTP 200 (exit 0); exits 1 with a message when a
@@ -61,6 +61,17 @@ def preflight(args: argparse.Namespace) -> int:
             f"{sys.executable} cannot import streamlit ({exc}). "
             "Install the app first: pip install -r requirements.txt"
         )
+    try:  # a bad ATTENTION_LAB_* setting stops the start with its name, not every page later
+        from serving import settings
+        from transformer_core.errors import ConfigError
+    except ImportError as exc:
+        return _fail(
+            f"{sys.executable} cannot import the app ({exc}). Install it: pip install -r requirements.txt"
+        )
+    try:
+        settings.check_all()
+    except ConfigError as exc:
+        return _fail(str(exc))
     reason = _port_is_free(args.address, args.port)
     if reason is not None:
         return _fail(
@@ -70,7 +81,7 @@ def preflight(args: argparse.Namespace) -> int:
     max_upload_mb = int(config.get_option("server.maxUploadSize"))
     cookie_secret = os.environ.get("STREAMLIT_SERVER_COOKIE_SECRET") or secrets.token_hex(32)
     ports = " ".join(str(p) for p in _free_loopback_ports(args.workers))
-    print(f"WORKER_PORTS={shlex.quote(ports)}")
+    print(f"APP_PORTS={shlex.quote(ports)}")
     print(f"MAX_UPLOAD_MB={max_upload_mb}")
     print(f"COOKIE_SECRET={shlex.quote(cookie_secret)}")
     return 0

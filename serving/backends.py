@@ -8,8 +8,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from serving import settings
-from serving.ids import is_run_id
+import serving.settings as settings
+from serving.ids import is_run_id, run_checkpoint_path
 from serving.sqlite_store import SQLiteRunStore
 from serving.store import RunStore
 from transformer_core.errors import ConfigError
@@ -39,3 +39,13 @@ def fetch_run(run_id: str, root: Path | None = None) -> None:
 
     with contextlib.suppress(RedisError, ConfigError):  # unreachable: the id is then "unknown here"
         RedisRunStore(url, root).info(run_id)
+
+
+def run_checkpoint_source(name: str) -> Path | None:
+    """The model library's hook (a `transformer_core.checkpoint_sources` entry point): the
+    folder of run `name`, fetched from Redis first when the runs live there; None for a
+    name that is no run id, a CheckpointError for a run that cannot be opened."""
+    if not name.startswith("run-"):
+        return None
+    fetch_run(name)
+    return run_checkpoint_path(name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from serving import settings
+import serving.settings as settings
 from transformer_core.cli import Command
 from transformer_core.device import DEVICE_CHOICES
 from transformer_core.errors import ConfigError

@@ -2,9 +2,9 @@
 
 A run id is `run-` + hex (128 random bits when made here): unguessable, so it is the only
 handle to a run, valid as `checkpoint=` in page URLs and as CKPT on the command line.
-`run_checkpoint_source` is how the model library finds a run's checkpoint by its id
-(registered as a `transformer_core.checkpoint_sources` entry point), so the library never
-needs to know about runs.
+`backends.run_checkpoint_source` is how the model library finds a run's checkpoint by its
+id (a `transformer_core.checkpoint_sources` entry point), so the library never needs to
+know about runs.
 """
 
 from __future__ import annotations
@@ -56,15 +56,3 @@ def run_checkpoint_path(run_id: str, root: Path | None = None) -> Path:
             f"run {run_id} has no saved model yet (still training, or stopped before it began)"
         )
     return folder
-
-
-def run_checkpoint_source(name: str) -> Path | None:
-    """The model library's hook: the folder of run `name` (fetched from Redis first when the
-    runs live there), None for a name that is no run id, a CheckpointError for a run that
-    cannot be opened."""
-    if not name.startswith("run-"):
-        return None
-    from serving.backends import fetch_run  # Redis only when configured
-
-    fetch_run(name)
-    return run_checkpoint_path(name)

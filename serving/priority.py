@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from serving import settings
+import serving.settings as settings
 
 
 def pid_alive(pid: int) -> bool:

@@ -52,7 +52,7 @@ from rq import Queue, Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from serving import settings
+import serving.settings as settings
 from serving.ids import RunError, is_run_id, new_run_id, run_folder
 from serving.progress import PROGRESS_FILE, SNAPSHOT_DIR
 from serving.request import RunRequest, check_submission

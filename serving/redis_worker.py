@@ -33,7 +33,7 @@ from rq import Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from serving import settings
+import serving.settings as settings
 from serving.ids import RunError, is_run_id
 from serving.priority import pid_alive, prepare_run_process
 from serving.progress import CORPUS_FILE, PROGRESS_FILE, SNAPSHOT_DIR

@@ -18,7 +18,7 @@ import traceback
 
 import torch
 
-from serving import settings
+import serving.settings as settings
 from serving.ids import RunError
 from serving.priority import CpuPressure, prepare_run_process
 from serving.progress import CORPUS_FILE, ProgressWriter

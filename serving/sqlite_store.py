@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from serving import settings
+import serving.settings as settings
 from serving.ids import RunError, is_run_id, new_run_id, run_folder
 from serving.priority import pid_alive
 from serving.progress import CORPUS_FILE, LOG_FILE, STOP_FILE, folder_bytes

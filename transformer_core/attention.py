@@ -118,18 +118,13 @@ class MultiHeadAttention(nn.Module):
         memory: torch.Tensor | None = None,
         cache: LayerCache | None = None,
     ) -> torch.Tensor:
-        """x (B, Tq, d_model), memory (B, Tk, d_model) for cross-attention -> (B, Tq, d_model)."""
+        """x (B, Tq, d_model), memory (B, Tk, d_model) for cross-attention -> (B, Tq, d_model).
+
+        Project, place (RoPE, cache), attend — fused, or explicit when the call captures —,
+        weight the heads (ablation, gates), merge them."""
         B, Tq, _ = x.shape
-        if memory is None:
-            qkv = self.in_proj(x).view(B, Tq, 3, self.n_heads, self.d_head)
-            q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, Tq, d_head)
-        else:
-            d = self.d_model
-            w, b = self.in_proj.weight, self.in_proj.bias
-            q = F.linear(x, w[:d], b[:d]).view(B, Tq, self.n_heads, self.d_head).transpose(1, 2)
-            kv = F.linear(memory, w[d:], b[d:]).view(B, -1, 2, self.n_heads, self.d_head)
-            k, v = kv.permute(2, 0, 3, 1, 4)  # each (B, H, Tk, d_head)
-        q_raw, k_raw = q, k
+        q_raw, k_raw, v = self._project(x, memory)  # each (B, H, T, d_head)
+        q, k = q_raw, k_raw
         if site.rope is not None:
             q, k = apply_rope(q, *site.rope), apply_rope(k, *site.rope)
         if cache is not None:
@@ -139,25 +134,63 @@ class MultiHeadAttention(nn.Module):
         if site.capture is None:
             out = self._fused(q, k, v, site, scale)
         else:
-            scores = attention_scores(q, k, scale=scale, bias=site.bias)  # (B, H, Tq, Tk)
-            weights = masked_softmax(scores, site.mask)
-            out = weights @ v
-            site.capture.add(
-                AttentionRecord(
-                    kind=site.kind,
-                    layer=site.layer,
-                    q_raw=q_raw.detach(),
-                    k_raw=k_raw.detach(),
-                    q=q.detach(),
-                    k=k.detach(),
-                    v=v.detach(),
-                    scores=scores.detach(),
-                    mask=None if site.mask is None else site.mask.detach(),
-                    position_bias=None if site.bias is None else site.bias.detach(),
-                    weights=weights.detach(),
-                    scale=scale,
-                )
+            out = self._explicit(q_raw, k_raw, q, k, v, site, scale)
+        out = self._weigh_heads(out, site)  # (B, H, Tq, d_head)
+        out = out.transpose(1, 2).reshape(B, Tq, self.d_model)  # (B, Tq, H*d_head)
+        return self.out_proj(out)
+
+    def _project(
+        self, x: torch.Tensor, memory: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q from x; k and v from x (self-attention, one fused matmul) or from memory (cross)."""
+        B, Tq, _ = x.shape
+        if memory is None:
+            qkv = self.in_proj(x).view(B, Tq, 3, self.n_heads, self.d_head)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, Tq, d_head)
+            return q, k, v
+        d = self.d_model
+        w, b = self.in_proj.weight, self.in_proj.bias
+        q = (
+            F.linear(x, w[:d], b[:d]).view(B, Tq, self.n_heads, self.d_head).transpose(1, 2)
+        )  # (B, H, Tq, d_head)
+        kv = F.linear(memory, w[d:], b[d:]).view(B, -1, 2, self.n_heads, self.d_head)
+        k, v = kv.permute(2, 0, 3, 1, 4)  # each (B, H, Tk, d_head)
+        return q, k, v
+
+    def _explicit(
+        self,
+        q_raw: torch.Tensor,
+        k_raw: torch.Tensor,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        site: AttentionSite,
+        scale: float,
+    ) -> torch.Tensor:
+        """The maths written out, every intermediate handed to the call's capture."""
+        scores = attention_scores(q, k, scale=scale, bias=site.bias)  # (B, H, Tq, Tk)
+        weights = masked_softmax(scores, site.mask)
+        assert site.capture is not None
+        site.capture.add(
+            AttentionRecord(
+                kind=site.kind,
+                layer=site.layer,
+                q_raw=q_raw.detach(),
+                k_raw=k_raw.detach(),
+                q=q.detach(),
+                k=k.detach(),
+                v=v.detach(),
+                scores=scores.detach(),
+                mask=None if site.mask is None else site.mask.detach(),
+                position_bias=None if site.bias is None else site.bias.detach(),
+                weights=weights.detach(),
+                scale=scale,
             )
+        )
+        return weights @ v  # (B, H, Tq, d_head)
+
+    def _weigh_heads(self, out: torch.Tensor, site: AttentionSite) -> torch.Tensor:
+        """Per-call head weights, never weight edits: ablated heads give 0, gates scale."""
         if site.ablated_heads:
             keep = torch.ones(self.n_heads, device=out.device, dtype=out.dtype)
             keep[list(site.ablated_heads)] = 0.0
@@ -165,8 +198,7 @@ class MultiHeadAttention(nn.Module):
         if site.gate is not None:  # (H,) or (B, H) -> broadcast over (B, H, Tq, d_head)
             gate = site.gate.to(out.dtype)
             out = out * (gate[None] if gate.dim() == 1 else gate)[:, :, None, None]
-        out = out.transpose(1, 2).reshape(B, Tq, self.d_model)  # (B, Tq, H*d_head)
-        return self.out_proj(out)
+        return out
 
     def _fused(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, site: AttentionSite, scale: float

@@ -16,7 +16,7 @@ import torch
 
 from lab import state
 from serving import is_run_id, settings
-from transformer_core import CheckpointError, describe_device, resolve_device
+from transformer_core import CheckpointError, ConfigError, describe_device, resolve_device
 from transformer_core.io import (
     META_FILE,
     Checkpoint,
@@ -36,8 +36,15 @@ def configure_torch() -> None:
     """CPU threads per torch op: ATTENTION_LAB_TORCH_THREADS, default half the cores.
 
     Many users' reruns and trainings share the CPU; one op grabbing every core makes the
-    others wait on busy-spinning threads (seen: a 0.1 s sample taking 4-9 s)."""
-    threads = settings.torch_threads()
+    others wait on busy-spinning threads (seen: a 0.1 s sample taking 4-9 s). Every other
+    ATTENTION_LAB_* setting is checked here too: a bad value is named on the page (the admin
+    sees which variable to fix), never a traceback."""
+    try:
+        settings.check_all()
+        threads = settings.torch_threads()
+    except ConfigError as e:
+        st.error(f"This server's settings need fixing: {e}", icon=":material/settings_alert:")
+        st.stop()
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
 

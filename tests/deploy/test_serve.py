@@ -219,6 +219,9 @@ def test_bad_arguments_and_a_busy_port_are_named() -> None:
     assert result.returncode == 2, result.stderr
     assert "cannot listen on 127.0.0.1:" in result.stderr and "--port" in result.stderr, result.stderr
     assert "starting" not in result.stderr, "nothing may start when the port is taken"
+    result = run_serve("--workers", "1", env={**os.environ, "ATTENTION_LAB_RUN_NICE": "high"})
+    assert result.returncode == 2 and "ATTENTION_LAB_RUN_NICE: 'high' is not a whole number" in result.stderr
+    assert "starting" not in result.stderr, "nothing may start with a bad setting"
 
 
 def test_help() -> None:

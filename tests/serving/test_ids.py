@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from serving.ids import new_run_id, run_checkpoint_source
+from serving.backends import run_checkpoint_source
+from serving.ids import new_run_id
 from serving.settings import runs_dir
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io import CHECKPOINTS_DIR, checkpoint_sources, load_checkpoint, save_checkpoint
