@@ -87,21 +87,6 @@ def preflight(args: argparse.Namespace) -> int:
     return 0
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped by serve.sh) counts as dead.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def _healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
@@ -111,11 +96,13 @@ def _healthy(url: str) -> bool:
 
 
 def wait(args: argparse.Namespace) -> int:
+    from serving.priority import pid_alive
+
     start = time.monotonic()
     pending = list(args.urls)
     while pending:
         for pid in args.pid:
-            if not _alive(pid):
+            if not pid_alive(pid):
                 print(f"serve.sh: error: process {pid} exited while starting", file=sys.stderr)
                 return 1
         pending = [url for url in pending if not _healthy(url)]

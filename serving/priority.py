@@ -18,14 +18,18 @@ import serving.settings as settings
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process of this host with this pid exists."""
+    """Whether a process of this host with this pid is running; a zombie (exited, not yet
+    reaped by its parent) counts as dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 class CpuPressure:

@@ -417,3 +417,16 @@ def test_the_page_reads_how_long_a_run_paused(tmp_path: Path) -> None:
     (tmp_path / PROGRESS_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines))
     progress = RunProgress(tmp_path)
     assert progress.refresh() and progress.paused == 3.5 and progress.total == 10
+
+
+def test_pid_alive_counts_a_zombie_as_dead() -> None:
+    """A crashed run process not yet reaped (a zombie) has ended: its run must fail."""
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert priority.pid_alive(child.pid)
+        child.kill()
+        wait(lambda: Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z")
+        assert not priority.pid_alive(child.pid)  # exited, not yet reaped
+    finally:
+        child.wait()
+    assert not priority.pid_alive(child.pid)
