@@ -236,9 +236,19 @@ class RunJob(Job):
 
 class RunWorker(Worker):
     """RQ's worker; on SIGTERM/SIGINT it also asks its current run to stop, so the run is
-    saved as "stopped" within a step and the worker exits (RQ's warm shutdown waits for it)."""
+    saved as "stopped" within a step and the worker exits (RQ's warm shutdown waits for it).
+
+    While Redis is away RQ's own loop retries the dequeue, by default after 1, 2, 4, ... up
+    to 60 s: a worker that lost Redis for 10 s then slept another 16-32 s after it came
+    back, and runs queued meanwhile waited (the flaky "Redis restart" test). Here it asks
+    again every RECONNECT_EVERY seconds, so it serves again within 2 s of Redis's return."""
+
+    exponential_backoff_factor = 1.0
+    max_connection_wait_time = RECONNECT_EVERY
+    stop_signalled = False  # set by SIGTERM/SIGINT: work() then returns for good
 
     def request_stop(self, signum, frame) -> None:  # noqa: ANN001 (a signal handler)
+        self.stop_signalled = True
         job_id = self.get_current_job_id()
         if job_id and is_run_id(job_id):
             with contextlib.suppress(RedisError):
@@ -299,18 +309,23 @@ def serve_worker(url: str, device: str) -> int:
         )
         try:
             worker.work(logging_level="INFO")
-            return 0  # a warm shutdown: SIGINT/SIGTERM
         except (RedisConnectionError, RedisTimeoutError) as e:
-            _wait_for_redis(redis, url, e)
+            _wait_for_redis(redis, url, f"lost Redis: {e}")
+            continue
+        if worker.stop_signalled:
+            return 0  # a warm shutdown: SIGINT/SIGTERM
+        # RQ's loop also ends by itself (a Redis timeout mid-job, an error it does not handle):
+        # this process must not then exit as if stopped, leaving the queue without a worker.
+        _wait_for_redis(redis, url, "RQ's worker loop ended by itself")
     return 0
 
 
-def _wait_for_redis(redis: Redis, url: str, error: Exception) -> None:
+def _wait_for_redis(redis: Redis, url: str, error: Exception | str) -> None:
     """Ping every RECONNECT_EVERY seconds until Redis answers; no run is in progress, so a
     signal meanwhile simply ends the process."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    print(f"worker: lost Redis at {url} ({error}); reconnecting every {RECONNECT_EVERY:g} s", file=sys.stderr)
+    print(f"worker: {error} (Redis at {url}); serving again once it answers", file=sys.stderr, flush=True)
     while True:
         time.sleep(RECONNECT_EVERY)
         with contextlib.suppress(RedisError):

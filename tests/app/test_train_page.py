@@ -92,9 +92,9 @@ def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     assert at.get("download_button")
     assert "snap_fig" in chart_specs(at)  # the snapshot scrubber's heatmap
 
-    from lab.runs import _queue  # a restart of the app: no cached queue, a new session
+    from lab.runs import _store  # a restart of the app: no cached queue, a new session
 
-    _queue.clear()
+    _store.clear()
     later = open_train({"run": run_id})
     assert "step 20 / 20" in later.get("progress")[0].proto.text
     assert run_id in later.session_state["my_models"]

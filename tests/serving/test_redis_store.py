@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,9 +32,9 @@ from redis import Redis
 from rq import Worker
 from rq.serializers import JSONSerializer
 
-from serving import RunProgress, RunRequest, fetch_run
+from serving import RunProgress, RunRequest, fetch_run, redis_worker
 from serving.redis_store import ALIVE_SECONDS, RedisRunStore, rq_queue
-from serving.redis_worker import work_root
+from serving.redis_worker import RunWorker, work_root
 from tests.support.browser import assert_no_exception, open_page, wait_for_app
 from tests.support.serve import ROUTE, free_port, process_tree, start_serve, stop_serve, upstream_of
 from transformer_core import cli
@@ -385,6 +386,33 @@ def test_finished_runs_survive_a_redis_restart_and_open_by_id_anywhere(
 
     again = a.submit(request(steps=20, label="after the restart"))  # the worker reconnected
     wait(lambda: status(a, again) == "done", timeout=60)
+
+
+def test_a_worker_whose_rq_loop_ends_by_itself_serves_again(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RQ's loop also returns without a stop signal (a Redis timeout mid-job, an error it does
+    not handle); the worker process then serves again as a fresh RQ worker instead of
+    exiting as if stopped, which left the queue without a worker (issue 27's flaky restart)."""
+    lives: list[str] = []
+
+    def work(self: RunWorker, **kwargs: object) -> bool:
+        lives.append(self.name)
+        if len(lives) == 2:
+            self.stop_signalled = True  # the second life ends with a SIGTERM
+        return True
+
+    monkeypatch.setattr(RunWorker, "work", work)
+    monkeypatch.setattr(redis_worker, "RECONNECT_EVERY", 0.01)
+    monkeypatch.setenv(redis_worker.DEVICE_ENV, "cpu")
+    handlers = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    try:
+        assert redis_worker.serve_worker(cluster.server.url, "cpu") == 0
+    finally:
+        signal.signal(signal.SIGTERM, handlers[0])
+        signal.signal(signal.SIGINT, handlers[1])
+        shutil.rmtree(work_root(os.getpid()), ignore_errors=True)
+    assert len(lives) == 2 and lives[0] != lives[1]  # two RQ workers, one after the other
 
 
 def test_the_worker_command_names_a_missing_or_unreachable_redis(

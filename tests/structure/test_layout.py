@@ -6,6 +6,8 @@ import inside a function counts as much as one at the top."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,16 @@ def test_test_modules_import_no_other_test_module() -> None:
                 if leaf.startswith("test_") or leaf == "conftest":
                     wrong.append(f"{path.relative_to(ROOT)} imports {node.module}")
     assert wrong == []
+
+
+def test_importing_the_library_loads_no_job_system() -> None:
+    """What the issue found: `from transformer_core.train import Trainer` loaded sqlite3.
+    (subprocess and signal come with torch itself, so only the static check above covers them.)"""
+    code = (
+        "import sys, transformer_core, transformer_core.train, transformer_core.interp, transformer_core.io, "
+        "transformer_core.cli; print(sorted(m for m in ('sqlite3', 'redis', 'rq', 'streamlit', 'serving') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
