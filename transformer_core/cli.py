@@ -13,7 +13,6 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 import torch
@@ -41,6 +40,7 @@ from transformer_core.io import (
     resolve_checkpoint,
     save_checkpoint,
 )
+from transformer_core.plugins import COMMANDS_GROUP, load_plugins
 from transformer_core.train import (
     REPORT_LENGTHS,
     TASKS,
@@ -418,13 +418,12 @@ COMMANDS: dict[str, Command] = {
                 export_arguments, cmd_export),
     )
 }  # fmt: skip
-COMMANDS_GROUP = "transformer_core.commands"  # entry points: more Commands (the serving layer's `worker`)
 
 
 def installed_commands() -> dict[str, Command]:
     """The built-in commands and those of installed layers above the library (entry
     points), so `python -m transformer_core worker` works without the library importing them."""
-    plugins = (ep.load() for ep in entry_points(group=COMMANDS_GROUP))
+    plugins = load_plugins(COMMANDS_GROUP)
     return {**COMMANDS, **{c.name: c for c in plugins if c.name not in COMMANDS}}
 
 

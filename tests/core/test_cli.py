@@ -188,3 +188,18 @@ def test_repeated_ablate_flags_accumulate() -> None:
     together = build_parser().parse_args(["trace", "gpt-rope", "x", "--ablate", "0.0", "1.1"])
     assert repeated.ablate == together.ablate == ["0.0", "1.1"]
     assert parse_ablation(repeated.ablate, "gpt") == frozenset({("self", 0, 0), ("self", 1, 1)})
+
+
+def test_a_plugin_that_cannot_load_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stale install's entry point must not break the whole command line."""
+    from importlib.metadata import EntryPoint
+
+    from transformer_core import plugins
+
+    group = plugins.COMMANDS_GROUP
+    broken = EntryPoint(name="gone", value="no_such_module_here:COMMAND", group=group)
+    working = EntryPoint(name="json", value="json:dumps", group=group)
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [broken, working])
+    with pytest.warns(UserWarning, match="gone = no_such_module_here:COMMAND could not be loaded"):
+        loaded = plugins.load_plugins(group)
+    assert loaded == [json.dumps]

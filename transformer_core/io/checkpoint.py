@@ -16,7 +16,6 @@ import platform
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from transformer_core.config import ModelConfig
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.models import GPT, Seq2Seq, build_model
+from transformer_core.plugins import SOURCES_GROUP, load_plugins
 from transformer_core.positional import POSITION_SCHEMES
 
 CHECKPOINTS_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
@@ -40,7 +40,6 @@ SHIPPED_NAMES = (
     "gpt-induction",  # attention-only: a previous-token head feeding an induction head
 )
 MAX_WEIGHTS_BYTES = 200_000_000
-SOURCES_GROUP = "transformer_core.checkpoint_sources"  # entry points: name -> folder | None
 
 
 @functools.cache
@@ -49,7 +48,7 @@ def checkpoint_sources() -> tuple[Callable[[str], Path | None], ...]:
     layer's runs (`run-…` ids). Each takes a name and returns its folder, None when the
     name is not its kind, or raises CheckpointError saying why it cannot be opened. Why
     entry points: the library finds them without importing the layers built on it."""
-    return tuple(ep.load() for ep in entry_points(group=SOURCES_GROUP))
+    return tuple(load_plugins(SOURCES_GROUP))
 
 
 @dataclass
