@@ -107,6 +107,20 @@ def init_state(
         )
 
 
+def clamp_state(key: str, options: list[Any], default: Any) -> None:
+    """Keep a selector's state inside its options (a link or a checkpoint switch can ask for
+    more than there is), saying so when a value had to go."""
+    value = st.session_state.get(key)
+    if value not in options:
+        if value not in (None, ""):  # "": nothing chosen yet (a page's default), nothing to say
+            name = key.split("_", 1)[-1]
+            st.info(
+                f"`{name}={shown(str(value))}` is not available for this model; showing {default}.",
+                icon=":material/info:",
+            )
+        st.session_state[key] = default
+
+
 def enter_page(page: str) -> None:
     """The router calls this on every run, before the page: note whether the run opens a
     page or reruns the one shown, and keep every page's view state.
