@@ -481,5 +481,29 @@ def smoothing_chart(distribution: np.ndarray, target: int) -> Spec:
     )
 
 
-#: a grid of heads (L, H, Tq, Tk) on a lesson page: lab.charts' grid, not clickable
-attention_grid = spec_cache(charts.grid_spec, max_entries=16)
+def _lesson_grid(
+    attention: np.ndarray,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    *,
+    title: str,
+    cell_px: int = 150,
+    cell_titles: list[list[str]] | None = None,
+    file: str = "attention_grid",
+) -> Spec:
+    """A grid of heads (L, H, Tq, Tk) on a lesson page: lab.charts' grid with its colour bar
+    (a lesson grid stands alone, no large head beside it to read values from), not clickable."""
+    return charts.grid_spec(
+        attention,
+        list(query_tokens),
+        list(key_tokens),
+        title=title,
+        cell_titles=cell_titles,
+        cell_px=cell_px,
+        colorbar=True,
+        clickable=False,
+        file=file,
+    )
+
+
+attention_grid = spec_cache(_lesson_grid, max_entries=16)

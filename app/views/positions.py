@@ -7,19 +7,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 import torch
-from lab import charts, tables
 from lab import lesson_charts as lc
+from lab import tables
+from lab.lesson_page import chart_writer, in_range
 from lab.resources import load_model, model_choices, shipped_checkpoints
 from lab.state import init_state, write_state
 
 from lessons import positions as lesson
 from lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
 from transformer_core import CheckpointError, sinusoidal_positional_encoding
-
-
-def _in(lo: float, hi: float):
-    return lambda v: lo <= v <= hi
-
 
 P = "positions_"  # session_state prefix; the URL keeps the short names
 DEFAULTS = {
@@ -39,23 +35,20 @@ DEFAULTS = {
     "learned_model": "",
 }
 VALID = {
-    "length": _in(2, 256),
+    "length": in_range(2, 256),
     "d_model": lambda v: 2 <= v <= 256 and v % 2 == 0,
-    "offset": _in(-25, 25),
-    "rope_pair": _in(0, ROPE_D_HEAD // 2 - 1),
-    "rope_n": _in(1, 24),
-    "rope_x": _in(-2.0, 2.0),
-    "rope_y": _in(-2.0, 2.0),
-    "rope_offset": _in(-20, 20),
-    "alibi_heads": _in(1, 16),
-    "alibi_len": _in(2, 24),
-    "alibi_head": _in(0, 15),
+    "offset": in_range(-25, 25),
+    "rope_pair": in_range(0, ROPE_D_HEAD // 2 - 1),
+    "rope_n": in_range(1, 24),
+    "rope_x": in_range(-2.0, 2.0),
+    "rope_y": in_range(-2.0, 2.0),
+    "rope_offset": in_range(-20, 20),
+    "alibi_heads": in_range(1, 16),
+    "alibi_len": in_range(2, 24),
+    "alibi_head": in_range(0, 15),
 }
 init_state(DEFAULTS, VALID, prefix=P)
-
-
-def chart(spec: dict, key: str) -> None:
-    charts.show(spec, key=P + key)
+chart = chart_writer(P)
 
 
 def sinusoids(length: int, d_model: int) -> dict[str, np.ndarray]:
@@ -187,9 +180,9 @@ with c1:
     n_show = min(d_model, 6)
     shift_frame = pd.DataFrame(
         {
-            f"PE({p})": np.round(pair[0, :n_show], 4),
-            f"M·PE({p})": np.round((check.rotation @ pair[0])[:n_show], 4),
-            f"PE({p + offset})": np.round(pair[1, :n_show], 4),
+            f"PE({p})": pair[0, :n_show],
+            f"M·PE({p})": (check.rotation @ pair[0])[:n_show],
+            f"PE({p + offset})": pair[1, :n_show],
         },
         index=[f"dim {i}" for i in range(n_show)],
     )
@@ -334,8 +327,6 @@ chart(
         title="weights = softmax(scores + bias), causal mask",
         cell_titles=titles,
         cell_px=150,
-        colorbar=True,
-        clickable=False,
         file="alibi_weights",
     ),
     "alibi_grid",
