@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 import torch
 from lab import lesson_charts as lc
+from lab import position_charts as pc
 from lab import tables
 from lab.lesson_page import chart_writer, in_range
 from lab.resources import load_model, model_choices, shipped_checkpoints
@@ -118,17 +119,17 @@ c1.slider("number of positions", 2, 256, key=P + "length")
 c2.slider("d_model", 2, 256, step=2, key=P + "d_model")
 length, d_model = int(st.session_state[P + "length"]), int(st.session_state[P + "d_model"])
 sin = sinusoids(length, d_model)
-chart(lc.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
+chart(pc.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
 
 dim_options = [str(i) for i in range(d_model)]
 chosen = [d for d in st.session_state.get(P + "dims", []) if d in dim_options][:6] or ["0"]
 st.session_state[P + "dims"] = chosen
 st.multiselect("dimensions to draw as waves", dim_options, key=P + "dims", max_selections=6)
-chart(lc.waves_chart(sin["table"], [int(d) for d in st.session_state[P + "dims"]]), "pe_waves")
+chart(pc.waves_chart(sin["table"], [int(d) for d in st.session_state[P + "dims"]]), "pe_waves")
 
 c1, c2 = st.columns(2)
 with c1:
-    chart(lc.similarity_heatmap(sin["cos"], "cosine similarity of every pair of positions"), "pe_cos")
+    chart(pc.similarity_heatmap(sin["cos"], "cosine similarity of every pair of positions"), "pe_cos")
 with c2:
     adjacent = {f"sinusoidal, d_model = {d_model}": sin["adjacent"]}
     learned_tables: dict[str, tuple[np.ndarray, dict]] = {}
@@ -142,7 +143,7 @@ with c2:
         learned_tables[name] = (table, ckpt.meta)
         adjacent[f"{name} (learned, d_model = {table.shape[1]})"] = lesson.adjacent_similarity(table[:length])
     chart(
-        lc.lines_chart(
+        pc.lines_chart(
             adjacent,
             "adjacent positions: cos(PE(p), PE(p+1))",
             y_title="cosine similarity",
@@ -230,7 +231,7 @@ with c2:
     else:
         path = lesson.rope_pair_path([vx, vy], np.arange(n_pos + 1), ROPE_D_HEAD, pair_idx)
         chart(
-            lc.rope_path_chart(path, list(range(n_pos + 1)), lesson.rope_frequency(ROPE_D_HEAD, pair_idx)),
+            pc.rope_path_chart(path, list(range(n_pos + 1)), lesson.rope_frequency(ROPE_D_HEAD, pair_idx)),
             "rope_fig",
         )
 st.markdown(
@@ -274,7 +275,7 @@ demo = lesson.alibi_demo(n_heads, a_len, content=1.0 if st.session_state[P + "al
 head = int(st.session_state[P + "alibi_head"])
 c1, c2, c3 = st.columns([2, 3, 3])
 with c1:
-    chart(lc.slopes_chart(demo.slopes), "alibi_slopes")
+    chart(pc.slopes_chart(demo.slopes), "alibi_slopes")
 labels = [str(i) for i in range(a_len)]
 small = a_len <= 6
 with c2:
@@ -359,7 +360,7 @@ else:
     c2.metric("positions seen in training", seen if seen is not None else "unknown")
     c3.metric("positions with no row", f"{max_len} and up")
     chart(
-        lc.pe_heatmap(
+        pc.pe_heatmap(
             table,
             f"{st.session_state[P + 'learned_model']}: the trained position table",
             seen=seen,
@@ -371,7 +372,7 @@ else:
     c1, c2 = st.columns(2)
     with c1:
         chart(
-            lc.lines_chart(
+            pc.lines_chart(
                 {"row norm": norms},
                 "size of each row",
                 y_title="‖row‖",
@@ -382,7 +383,7 @@ else:
         )
     with c2:
         chart(
-            lc.lines_chart(
+            pc.lines_chart(
                 {
                     "sinusoidal": sinusoids(max_len, table.shape[1])["adjacent"],
                     "learned": lesson.adjacent_similarity(table),
