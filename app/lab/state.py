@@ -13,6 +13,18 @@ every run, `enter_page`), so a page's setup survives a prompt that stops the pag
 widgets are drawn and a visit to another page. When a page is entered (sidebar, link, the
 browser's Back) the parameters in its URL win; on reruns of the page shown, the widgets do.
 A value from a link that cannot be used is named in a notice, never dropped silently.
+
+Why not Streamlit's own `bind="query-params"` (1.67): it uses the widget key as the URL
+name, so /gpt and /reversal would share one session key `text` (and `checkpoint`, `layer`,
+`head`) across pages while links must keep the short names; it drops a parameter equal to
+its default (a link must keep `layer=0&temperature=0.8` once a page wrote them), clears an
+invalid value without a word (a link's unusable values are named in a notice here), and
+writes a committed value to the URL before the page has accepted it (a rejected
+10,000-character prompt must not reach the URL); bound parameters also cannot be written
+through st.query_params, which `present=1` and the sidebar's per-page links need.
+`persist_state="session"` keeps values across page switches and early stops in AppTest,
+but is not adopted yet: every keyed widget on every page would need it at once before
+`keep_form_state` could go, and that change has not been verified in the browser tests.
 """
 
 from __future__ import annotations
@@ -105,6 +117,20 @@ def init_state(
             + ". Those values are not valid here.",
             icon=":material/link_off:",
         )
+
+
+def clamp_state(key: str, options: list[Any], default: Any) -> None:
+    """Keep a selector's state inside its options (a link or a checkpoint switch can ask for
+    more than there is), saying so when a value had to go."""
+    value = st.session_state.get(key)
+    if value not in options:
+        if value not in (None, ""):  # "": nothing chosen yet (a page's default), nothing to say
+            name = key.split("_", 1)[-1]
+            st.info(
+                f"`{name}={shown(str(value))}` is not available for this model; showing {default}.",
+                icon=":material/info:",
+            )
+        st.session_state[key] = default
 
 
 def enter_page(page: str) -> None:

@@ -8,7 +8,8 @@ in tabular figures, a dash where a value does not apply, optional in-cell bars (
 such as a probability), and long tables scroll inside a bounded height.
 
 `show(frame, key=...)` writes the table inside `<div class="lab-table" data-key=key>`: the
-key names it for tests and CSS, as a widget key would.
+key names it for tests and CSS, as a widget key would. The tables' style is sent once per
+run by the router (`style()`, app/Home.py), not with every table (13 of them on /basics).
 """
 
 from __future__ import annotations
@@ -100,7 +101,12 @@ def to_html(
     )
 
 
+def style() -> None:
+    """Send the tables' CSS for this run (a style-only st.html takes no space on the page)."""
+    st.html(CSS)
+
+
 def show(frame: pd.DataFrame, *, key: str, where: Any = None, **options: Any) -> None:
     """Write `frame` as an HTML table (options: see `to_html`) in `where` (a column or
-    container), else the page."""
-    (where or st).html(CSS + to_html(frame, key=key, **options))
+    container), else the page; its look comes from `style()`, sent once per run."""
+    (where or st).html(to_html(frame, key=key, **options))

@@ -12,8 +12,9 @@ import random
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import charts, tables
 from lab import lesson_charts as lc
+from lab import tables
+from lab.lesson_page import chart_writer, in_range, matrix_frame
 from lab.state import init_state, write_state
 
 from lessons import basics as lesson
@@ -23,10 +24,6 @@ PERMUTATIONS = [",".join(map(str, p)) for p in itertools.permutations(range(len(
 HEAD_CHOICES = (1, 2, 4)
 SCORE_KEYS = [f"s{r + 1}{j}" for r in range(2) for j in range(4)]  # s10 = row 1, key 0
 SCORE_RANGE = (-20.0, 20.0)
-
-
-def _in(lo: float, hi: float):
-    return lambda v: lo <= v <= hi
 
 
 P = "basics_"  # session_state prefix; the URL keeps the short names
@@ -48,18 +45,19 @@ DEFAULTS = {
     **{name: float(lesson.PADDED_SCORES[int(name[1]) - 1][int(name[2])]) for name in SCORE_KEYS},
 }
 VALID = {
-    **{k: _in(-5.0, 5.0) for k in ("q", "k1", "k2", "k3", "k4")},
-    "len1": _in(1, 4),
-    "len2": _in(1, 4),
-    "house": _in(0.0, 12.0),
-    "sigma": _in(0.1, 5.0),
-    "width": _in(0.25, 5.0),
-    "batch": _in(1, 2),
+    **{k: in_range(-5.0, 5.0) for k in ("q", "k1", "k2", "k3", "k4")},
+    "len1": in_range(1, 4),
+    "len2": in_range(1, 4),
+    "house": in_range(0.0, 12.0),
+    "sigma": in_range(0.1, 5.0),
+    "width": in_range(0.25, 5.0),
+    "batch": in_range(1, 2),
     "heads": lambda v: v in HEAD_CHOICES,
     "perm": lambda v: v in PERMUTATIONS,
-    **{name: _in(*SCORE_RANGE) for name in SCORE_KEYS},
+    **{name: in_range(*SCORE_RANGE) for name in SCORE_KEYS},
 }
 init_state(DEFAULTS, VALID, prefix=P)
+chart = chart_writer(P)
 
 
 # Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V in plain HTML: st.latex would load KaTeX
@@ -81,10 +79,6 @@ class="root"><i>d</i><sub><i>k</i></sub></span></span></span><span
 class="paren">)</span>&thinsp;<i>V</i></div>"""
 
 
-def chart(spec: dict, key: str) -> None:
-    charts.show(spec, key=P + key)
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def kernels(house: float, sigma: float, width: float) -> dict:
     grid = np.linspace(0.0, 11.0, 221)
@@ -100,10 +94,6 @@ def kernels(house: float, sigma: float, width: float) -> dict:
             for k, w in widths.items()
         },
     }
-
-
-def frame(matrix: np.ndarray, rows: list[str], cols: list[str], digits: int = 4) -> pd.DataFrame:
-    return pd.DataFrame(np.round(np.asarray(matrix, dtype=float), digits), index=rows, columns=cols)
 
 
 st.title("Attention basics")
@@ -134,8 +124,8 @@ with left:
                 "token": lesson.QKV_TOKENS,
                 "key": keys,
                 "value": [str(v) for v in lesson.QKV_VALUES],
-                "score q·k": np.round(res.scores, 4),
-                "weight": np.round(res.weights, 4),
+                "score q·k": res.scores,
+                "weight": res.weights,
             }
         ),
         key=P + "qkv_table",
@@ -195,7 +185,7 @@ with c2:
     )
 c1, _ = st.columns([3, 2])
 c1.markdown("**Masked softmax weights**")
-tables.show(frame(masked_w, row_labels, key_labels), key=P + "masked_table", digits=4, where=c1)
+tables.show(matrix_frame(masked_w, row_labels, key_labels), key=P + "masked_table", digits=4, where=c1)
 
 # ---------------------------------------------------------------------------------------
 st.header("3 · Attention without learning: kernel regression")
@@ -238,8 +228,8 @@ tables.show(
         {
             "location": lesson.HOUSE_LOCATIONS,
             "price": lesson.HOUSE_PRICES,
-            "Gaussian weight": np.round(fits["gaussian"].weights, 4),
-            "boxcar weight": np.round(np.nan_to_num(fits["boxcar"].weights), 4),
+            "Gaussian weight": fits["gaussian"].weights,
+            "boxcar weight": np.nan_to_num(fits["boxcar"].weights),
         }
     ),
     key=P + "kernel_table",
@@ -267,12 +257,12 @@ mat = lesson.matrix_attention(lesson.BATCH_Q, lesson.BATCH_K, lesson.BATCH_V)
 c1, c2, c3 = st.columns([1, 2, 1])
 with c1:
     st.markdown("**Q**")
-    tables.show(frame(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"], 2), key=P + "mat_q", digits=2)
+    tables.show(matrix_frame(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_q", digits=2)
     keys = [f"k{j}" for j in range(4)]
     st.markdown("**K**")  # K and V as two narrow tables, like Q: no column hidden at 1280x720
-    tables.show(frame(lesson.BATCH_K[b], keys, ["x", "y"], 2), key=P + "mat_k", digits=2)
+    tables.show(matrix_frame(lesson.BATCH_K[b], keys, ["x", "y"]), key=P + "mat_k", digits=2)
     st.markdown("**V** (row j belongs to key k_j)")
-    tables.show(frame(lesson.BATCH_V[b], keys, ["x", "y"], 2), key=P + "mat_v", digits=2)
+    tables.show(matrix_frame(lesson.BATCH_V[b], keys, ["x", "y"]), key=P + "mat_v", digits=2)
 with c2:
     chart(
         lc.value_heatmap(
@@ -286,7 +276,7 @@ with c2:
     )
 with c3:
     st.markdown("**outputs** = weights · V")
-    tables.show(frame(mat.outputs[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_out", digits=4)
+    tables.show(matrix_frame(mat.outputs[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_out", digits=4)
 if b == 1:
     st.caption("Key 3 = (5, 5) is far longer than the others: it dominates both queries of this sequence.")
 
@@ -302,7 +292,7 @@ c1, c2 = st.columns([1.4, 3])  # X's four columns fit
 with c1:
     st.markdown("**X** (4 tokens, d = 4)")
     tables.show(
-        frame(lesson.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)], 1),
+        matrix_frame(lesson.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)]),
         key=P + "split_x",
         digits=1,
     )
@@ -327,7 +317,7 @@ with c2:
 st.markdown("**Concatenated output** (each head's output side by side)")
 c1, _ = st.columns([3, 2])
 tables.show(
-    frame(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]),
+    matrix_frame(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]),
     key=P + "split_out",
     digits=4,
     where=c1,
@@ -363,11 +353,13 @@ dims = [f"d{j}" for j in range(4)]
 c1, c2 = st.columns(2)
 with c1:
     st.markdown("**Output on the original order**")
-    tables.show(frame(check.output, list(PERM_TOKENS), dims), key=P + "perm_out", digits=4)
+    tables.show(matrix_frame(check.output, list(PERM_TOKENS), dims), key=P + "perm_out", digits=4)
 with c2:
     st.markdown(f"**Output on the shuffled input** ({_order(perm)})")
     tables.show(
-        frame(check.shuffled_output, [PERM_TOKENS[i] for i in order], dims), key=P + "perm_shuffled", digits=4
+        matrix_frame(check.shuffled_output, [PERM_TOKENS[i] for i in order], dims),
+        key=P + "perm_shuffled",
+        digits=4,
     )
 equivariant = check.max_abs_diff < 1e-9
 st.metric(
@@ -378,6 +370,6 @@ if equivariant:
 else:
     st.info("With positions added, the same token gets a different output in a different slot.")
 with st.expander("the token vectors"):
-    tables.show(frame(lesson.PERM_X, list(PERM_TOKENS), dims, 2), key=P + "perm_x", digits=2)
+    tables.show(matrix_frame(lesson.PERM_X, list(PERM_TOKENS), dims), key=P + "perm_x", digits=2)
 
 write_state(list(DEFAULTS), prefix=P)

@@ -11,23 +11,29 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 from lab import charts, export, state, tables
-from lab import explorer as ex
 from lab.compute import run_cached
+from lab.explorer_compute import gpt_view, reversal_view, top_tokens
+from lab.head_view import KIND_LABELS, grid_figure, head_figure, head_selectors, pick_head
+from lab.inference_switches import Switch, Switched, switch_toggles
+from lab.model_input import check_input, checkpoint_note, md_code, show_input_notes
 from lab.resources import load_model, model_choices
+from lab.state import visible
 
 from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
-from transformer_core.interp import JSON_DECIMALS
+from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
 from transformer_core.io import Checkpoint
 
 P = "cmp_"  # session_state prefix; the URL uses the bare names
 MAX_CHARS = 30
 SIDES = ("a", "b")
-SWITCHES = {  # URL suffix -> (label, help)
-    "nopos": ("No positions", "Same weights, no position signal (no added codes, no RoPE, no ALiBi)."),
-    "nocausal": ("No causal mask", "GPT: every character sees the ones after it. Reversal: the decoder's."),
-    "noscale": ("No scaling", "No division by √d_k: the softmax of q·k itself, not of q·k / √d_k."),
-}
-URL_KEYS = ["a", "b", "text", "kind", "layer", "head"] + [f"{s}_{w}" for s in SIDES for w in SWITCHES]
+SWITCHES = (  # each side's switches, in the URL as a_nopos, b_noscale, ...
+    Switch("nopos", "No positions", "Same weights, no position signal (no added codes, no RoPE, no ALiBi)."),
+    Switch(
+        "nocausal", "No causal mask", "GPT: every character sees the ones after it. Reversal: the decoder's."
+    ),
+    Switch("noscale", "No scaling", "No division by √d_k: the softmax of q·k itself, not of q·k / √d_k."),
+)
+URL_KEYS = ["a", "b", "text", "kind", "layer", "head"] + [f"{s}_{w.name}" for s in SIDES for w in SWITCHES]
 KINDS = {"gpt": ["self"], "seq2seq": ["cross", "encoder_self", "decoder_self"]}
 st.title("Side by side")
 st.caption(
@@ -57,13 +63,13 @@ state.init_state(
         "kind": "",
         "layer": 0,
         "head": 0,
-        **{f"{s}_{w}": False for s in SIDES for w in SWITCHES},
+        **{f"{s}_{w.name}": False for s in SIDES for w in SWITCHES},
     },
     valid={"b": lambda v: v in choices, "layer": lambda v: v >= 0, "head": lambda v: v >= 0},
     prefix=P,
 )
-ex.clamp_state(P + "a", choices, default_a)
-ex.clamp_state(P + "b", choices, default_b)
+state.clamp_state(P + "a", choices, default_a)
+state.clamp_state(P + "b", choices, default_b)
 
 # ---------------------------------------------------------------- the two sides and the input
 c_a, c_b, c_text = st.columns([1, 1, 1.3])
@@ -74,10 +80,7 @@ names = {
 raw = c_text.text_input(f"Input (at most {MAX_CHARS} characters for reversal)", key=P + "text")
 options: dict[str, InferenceOptions] = {}
 for side, col in zip(SIDES, (c_a, c_b), strict=True):  # each side's switches under its model
-    off = {w: col.toggle(label, key=f"{P}{side}_{w}", help=h) for w, (label, h) in SWITCHES.items()}
-    options[side] = InferenceOptions(
-        positions=not off["nopos"], causal=not off["nocausal"], scale_scores=not off["noscale"]
-    )
+    options[side] = Switched(switch_toggles(col, f"{P}{side}_", SWITCHES)).options()
 state.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
 
 
@@ -104,24 +107,24 @@ if shape_a != shape_b:
     st.stop()
 arch, n_layers, n_heads = shape_a
 for side in SIDES:
-    st.caption(f"**{side.upper()}** · {names[side]} · " + ex.checkpoint_note(ckpts[side]))
+    st.caption(f"**{side.upper()}** · {names[side]} · " + checkpoint_note(ckpts[side]))
 
 reversal = arch == "seq2seq"
 limit = min((min(MAX_CHARS, c.config.max_len - 2) if reversal else c.config.max_len) for c in ckpts.values())
-checked = {side: ex.check_input(raw, ckpts[side].tokenizer, limit, lowercase=reversal) for side in SIDES}
+checked = {side: check_input(raw, ckpts[side].tokenizer, limit, lowercase=reversal) for side in SIDES}
 if checked["a"].problem:
     (st.warning if not raw else st.error)(checked["a"].problem, icon=":material/error:")
     st.stop()
-ex.show_input_notes(checked["a"])
+show_input_notes(checked["a"])
 if checked["b"].unknown != checked["a"].unknown:
-    ex.show_input_notes(checked["b"], what="model B")
+    show_input_notes(checked["b"], what="model B")
 text = checked["a"].text
 
 
-def trace_of(side: str) -> ex.GPTTrace | ex.Seq2SeqTrace:
+def trace_of(side: str) -> GPTTrace | Seq2SeqTrace:
     if reversal:
-        return run_cached(ex.reversal_view, names[side], text, options[side])
-    return run_cached(ex.gpt_view, names[side], text, options[side]).trace
+        return run_cached(reversal_view, names[side], text, options[side])
+    return run_cached(gpt_view, names[side], text, options[side]).trace
 
 
 try:
@@ -138,27 +141,27 @@ def answer(side: str) -> str:
         expected = text[::-1]
         verdict = "the input reversed" if tr.output == expected else f"not the reverse ({expected})"
         return (
-            f"**{side.upper()}** writes {ex.md_code(ex.visible(tr.output)) if tr.output else '(nothing)'}"
+            f"**{side.upper()}** writes {md_code(visible(tr.output)) if tr.output else '(nothing)'}"
             f" — {verdict}"
         )
-    top = ex.top_tokens(tr.next_token_probs, ckpts[side].tokenizer, k=5)
+    top = top_tokens(tr.next_token_probs, ckpts[side].tokenizer, k=5)
     return f"**{side.upper()}**'s likeliest next characters: " + " · ".join(
-        f"{ex.md_code(label)} {p:.2f}" for _, label, p in top
+        f"{md_code(label)} {p:.2f}" for _, label, p in top
     )
 
 
 # ---------------------------------------------------------------- 2 every head, one colour scale
 st.subheader("1 · What each side answers, and every head")
 kinds = KINDS[arch]
-ex.clamp_state(P + "kind", kinds, kinds[0])
-kind = c_text.selectbox("Attention", kinds, key=P + "kind", format_func=ex.KIND_LABELS.get)
+state.clamp_state(P + "kind", kinds, kinds[0])
+kind = c_text.selectbox("Attention", kinds, key=P + "kind", format_func=KIND_LABELS.get)
 l_col, h_col = c_text.columns(2)  # under the input, beside the switches
-layer, head = ex.head_selectors(P, n_layers, n_heads, [l_col, h_col])
+layer, head = head_selectors(P, n_layers, n_heads, [l_col, h_col])
 state.write_state(URL_KEYS, prefix=P)  # kind, layer and head settled
 
 
 def common_difference(
-    a: ex.GPTTrace | ex.Seq2SeqTrace, b: ex.GPTTrace | ex.Seq2SeqTrace, kind: str
+    a: GPTTrace | Seq2SeqTrace, b: GPTTrace | Seq2SeqTrace, kind: str
 ) -> tuple[np.ndarray, list[str], list[str]]:
     """B − A over the shape both sides share, (L, H, Tq, Tk), with its query and key labels
     (a position whose tokens differ is labelled 'a|b')."""
@@ -182,7 +185,7 @@ for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
     col.markdown(answer(side))
     charts.show(
         run_cached(
-            ex.grid_figure,
+            grid_figure,
             names[side],
             text,
             options[side],
@@ -193,7 +196,7 @@ for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
             export.file_stem("compare", names[side], side, kind, "all_heads"),
         ),
         key=f"{P}{side}_grid",
-        on_head=functools.partial(ex.pick_head, P),
+        on_head=functools.partial(pick_head, P),
         where=col,
     )
 st.caption(
@@ -228,7 +231,7 @@ col_a, col_b, col_d = st.columns(3, gap="small")
 for side, col in (("a", col_a), ("b", col_b)):
     charts.show(
         run_cached(
-            ex.head_figure,
+            head_figure,
             names[side],
             text,
             options[side],

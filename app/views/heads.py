@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 from lab import charts, state, tables
-from lab import explorer as ex
 from lab import head_plots as hp
 from lab.compute import run_cached
+from lab.model_input import checkpoint_note
 from lab.resources import load_model, model_choices
 
 from transformer_core import CheckpointError, ConfigError, InputError
@@ -51,7 +51,7 @@ state.init_state(
     },
     prefix=P,
 )
-ex.clamp_state(P + "checkpoint", choices, default_ckpt)
+state.clamp_state(P + "checkpoint", choices, default_ckpt)
 
 c1, c2 = st.columns([1, 2])
 name = c1.selectbox(
@@ -77,7 +77,7 @@ except (CheckpointError, ConfigError, OSError) as e:
 cfg = ckpt.config
 is_gpt = cfg.arch == "gpt"
 texts = (probe,) if probe.strip() else None
-st.caption(ex.checkpoint_note(ckpt) + (" · attention only (no MLP)" if not cfg.mlp else ""))
+st.caption(checkpoint_note(ckpt) + (" · attention only (no MLP)" if not cfg.mlp else ""))
 
 # ---------------------------------------------------------------- compute (cached per weights)
 progress = st.progress(0.0, text="Scoring every head against the detector templates ...")
@@ -134,7 +134,7 @@ for kind in kinds:
             row["|∂loss/∂gate|"] = float(importance.gradient[kind][layer, head])
             rows.append(row)
 numeric = [c for c in pd.DataFrame(rows).columns if isinstance(rows[0][c], float)]
-ex.clamp_state(P + "sort", numeric, BEST)
+state.clamp_state(P + "sort", numeric, BEST)
 sort_by = st.selectbox(
     "Sort by", numeric, key=P + "sort", help="Largest first; a dash (does not apply) last."
 )

@@ -7,19 +7,16 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 import torch
-from lab import charts, tables
 from lab import lesson_charts as lc
+from lab import position_charts as pc
+from lab import tables
+from lab.lesson_page import chart_writer, in_range
 from lab.resources import load_model, model_choices, shipped_checkpoints
 from lab.state import init_state, write_state
 
 from lessons import positions as lesson
 from lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
 from transformer_core import CheckpointError, sinusoidal_positional_encoding
-
-
-def _in(lo: float, hi: float):
-    return lambda v: lo <= v <= hi
-
 
 P = "positions_"  # session_state prefix; the URL keeps the short names
 DEFAULTS = {
@@ -39,23 +36,20 @@ DEFAULTS = {
     "learned_model": "",
 }
 VALID = {
-    "length": _in(2, 256),
+    "length": in_range(2, 256),
     "d_model": lambda v: 2 <= v <= 256 and v % 2 == 0,
-    "offset": _in(-25, 25),
-    "rope_pair": _in(0, ROPE_D_HEAD // 2 - 1),
-    "rope_n": _in(1, 24),
-    "rope_x": _in(-2.0, 2.0),
-    "rope_y": _in(-2.0, 2.0),
-    "rope_offset": _in(-20, 20),
-    "alibi_heads": _in(1, 16),
-    "alibi_len": _in(2, 24),
-    "alibi_head": _in(0, 15),
+    "offset": in_range(-25, 25),
+    "rope_pair": in_range(0, ROPE_D_HEAD // 2 - 1),
+    "rope_n": in_range(1, 24),
+    "rope_x": in_range(-2.0, 2.0),
+    "rope_y": in_range(-2.0, 2.0),
+    "rope_offset": in_range(-20, 20),
+    "alibi_heads": in_range(1, 16),
+    "alibi_len": in_range(2, 24),
+    "alibi_head": in_range(0, 15),
 }
 init_state(DEFAULTS, VALID, prefix=P)
-
-
-def chart(spec: dict, key: str) -> None:
-    charts.show(spec, key=P + key)
+chart = chart_writer(P)
 
 
 def sinusoids(length: int, d_model: int) -> dict[str, np.ndarray]:
@@ -125,17 +119,17 @@ c1.slider("number of positions", 2, 256, key=P + "length")
 c2.slider("d_model", 2, 256, step=2, key=P + "d_model")
 length, d_model = int(st.session_state[P + "length"]), int(st.session_state[P + "d_model"])
 sin = sinusoids(length, d_model)
-chart(lc.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
+chart(pc.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
 
 dim_options = [str(i) for i in range(d_model)]
 chosen = [d for d in st.session_state.get(P + "dims", []) if d in dim_options][:6] or ["0"]
 st.session_state[P + "dims"] = chosen
 st.multiselect("dimensions to draw as waves", dim_options, key=P + "dims", max_selections=6)
-chart(lc.waves_chart(sin["table"], [int(d) for d in st.session_state[P + "dims"]]), "pe_waves")
+chart(pc.waves_chart(sin["table"], [int(d) for d in st.session_state[P + "dims"]]), "pe_waves")
 
 c1, c2 = st.columns(2)
 with c1:
-    chart(lc.similarity_heatmap(sin["cos"], "cosine similarity of every pair of positions"), "pe_cos")
+    chart(pc.similarity_heatmap(sin["cos"], "cosine similarity of every pair of positions"), "pe_cos")
 with c2:
     adjacent = {f"sinusoidal, d_model = {d_model}": sin["adjacent"]}
     learned_tables: dict[str, tuple[np.ndarray, dict]] = {}
@@ -149,7 +143,7 @@ with c2:
         learned_tables[name] = (table, ckpt.meta)
         adjacent[f"{name} (learned, d_model = {table.shape[1]})"] = lesson.adjacent_similarity(table[:length])
     chart(
-        lc.lines_chart(
+        pc.lines_chart(
             adjacent,
             "adjacent positions: cos(PE(p), PE(p+1))",
             y_title="cosine similarity",
@@ -187,9 +181,9 @@ with c1:
     n_show = min(d_model, 6)
     shift_frame = pd.DataFrame(
         {
-            f"PE({p})": np.round(pair[0, :n_show], 4),
-            f"M·PE({p})": np.round((check.rotation @ pair[0])[:n_show], 4),
-            f"PE({p + offset})": np.round(pair[1, :n_show], 4),
+            f"PE({p})": pair[0, :n_show],
+            f"M·PE({p})": (check.rotation @ pair[0])[:n_show],
+            f"PE({p + offset})": pair[1, :n_show],
         },
         index=[f"dim {i}" for i in range(n_show)],
     )
@@ -237,7 +231,7 @@ with c2:
     else:
         path = lesson.rope_pair_path([vx, vy], np.arange(n_pos + 1), ROPE_D_HEAD, pair_idx)
         chart(
-            lc.rope_path_chart(path, list(range(n_pos + 1)), lesson.rope_frequency(ROPE_D_HEAD, pair_idx)),
+            pc.rope_path_chart(path, list(range(n_pos + 1)), lesson.rope_frequency(ROPE_D_HEAD, pair_idx)),
             "rope_fig",
         )
 st.markdown(
@@ -281,7 +275,7 @@ demo = lesson.alibi_demo(n_heads, a_len, content=1.0 if st.session_state[P + "al
 head = int(st.session_state[P + "alibi_head"])
 c1, c2, c3 = st.columns([2, 3, 3])
 with c1:
-    chart(lc.slopes_chart(demo.slopes), "alibi_slopes")
+    chart(pc.slopes_chart(demo.slopes), "alibi_slopes")
 labels = [str(i) for i in range(a_len)]
 small = a_len <= 6
 with c2:
@@ -334,8 +328,6 @@ chart(
         title="weights = softmax(scores + bias), causal mask",
         cell_titles=titles,
         cell_px=150,
-        colorbar=True,
-        clickable=False,
         file="alibi_weights",
     ),
     "alibi_grid",
@@ -368,7 +360,7 @@ else:
     c2.metric("positions seen in training", seen if seen is not None else "unknown")
     c3.metric("positions with no row", f"{max_len} and up")
     chart(
-        lc.pe_heatmap(
+        pc.pe_heatmap(
             table,
             f"{st.session_state[P + 'learned_model']}: the trained position table",
             seen=seen,
@@ -380,7 +372,7 @@ else:
     c1, c2 = st.columns(2)
     with c1:
         chart(
-            lc.lines_chart(
+            pc.lines_chart(
                 {"row norm": norms},
                 "size of each row",
                 y_title="‖row‖",
@@ -391,7 +383,7 @@ else:
         )
     with c2:
         chart(
-            lc.lines_chart(
+            pc.lines_chart(
                 {
                     "sinusoidal": sinusoids(max_len, table.shape[1])["adjacent"],
                     "learned": lesson.adjacent_similarity(table),

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import charts, tables
 from lab import lesson_charts as lc
+from lab import tables
 from lab.compute import run_cached
-from lab.explorer import char_name
+from lab.lesson_page import chart_writer, in_range
+from lab.model_input import char_name
 from lab.resources import load_model, model_choices
 from lab.state import init_state, write_state
 
@@ -32,10 +33,6 @@ SHORT_KIND = {
 }
 
 
-def _in(lo: float, hi: float):
-    return lambda v: lo <= v <= hi
-
-
 P = "variance_"  # session_state prefix; the URL keeps the short names
 DEFAULTS = {
     "d_k": 16,
@@ -52,21 +49,18 @@ DEFAULTS = {
     "eps": 0.1,
 }
 VALID = {
-    "d_k": _in(1, 512),
-    "samples": _in(500, 10000),
-    "keys": _in(2, 64),
+    "d_k": in_range(1, 512),
+    "samples": in_range(500, 10000),
+    "keys": in_range(2, 64),
     "scale_text": lambda v: len(v) <= 200,
-    "lr_d_model": _in(16, 1024),
-    "warmup": _in(100, 8000),
-    "total": _in(2000, 50000),
-    "classes": _in(2, 30),
-    "eps": _in(0.0, 0.5),
+    "lr_d_model": in_range(16, 1024),
+    "warmup": in_range(100, 8000),
+    "total": in_range(2000, 50000),
+    "classes": in_range(2, 30),
+    "eps": in_range(0.0, 0.5),
 }
 init_state(DEFAULTS, VALID, prefix=P)
-
-
-def chart(spec: dict, key: str) -> None:
-    charts.show(spec, key=P + key)
+chart = chart_writer(P)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -117,8 +111,8 @@ tables.show(
     pd.DataFrame(
         {
             "d_k": vt.dims,
-            "variance of q·k": np.round(vt.raw, 3),
-            "variance of q·k / √d_k": np.round(vt.scaled, 3),
+            "variance of q·k": vt.raw,
+            "variance of q·k / √d_k": vt.scaled,
         }
     ),
     key=P + "var_table",
@@ -253,8 +247,6 @@ else:
                     cmp.key_tokens[tag][kind],
                     title=title,
                     cell_px=190 if att.shape[0] <= 2 else 150,
-                    colorbar=True,
-                    clickable=False,
                     file=f"{st.session_state[P + 'scale_model']}_{kind}_{tag}",
                 ),
                 "scale_grid",

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from lab import charts
 from lab import lesson_charts as lc
+from lab import position_charts as pc
 
 from lessons import basics, variance
 from lessons.training import lr_schedules
@@ -87,7 +88,7 @@ def test_the_learning_rate_chart_keeps_the_peak_of_a_long_schedule() -> None:
 
 
 def test_bars_write_their_values_and_keep_a_given_range() -> None:
-    spec = lc.slopes_chart(np.array([0.5, 0.25, 0.125]))
+    spec = pc.slopes_chart(np.array([0.5, 0.25, 0.125]))
     assert spec["series"][0]["text"] == ["0.5", "0.25", "0.125"] and spec["text_angle"] == -90
     assert spec["y_range"] == [0.0, pytest.approx(0.8)]
     bars, cloud = lc.retrieval_charts(["a", "b"], np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([0.25, 0.75]),

@@ -9,12 +9,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from lab import explorer as ex
+from lab import explorer_compute
 from lab.compute import canonical
+from lab.explorer_compute import gpt_view
+from lab.explorer_html import text_colour
 from streamlit.testing.v1 import AppTest
 
 from tests.app.figures import charts, download_files, heatmaps, saved_runs, tables, texts
 from transformer_core.config import InferenceOptions
+from transformer_core.interp import distribution_shift, query_steps, record_arrays, softmax_allowed
 from transformer_core.interp.trace import trace_gpt
 from transformer_core.io.checkpoint import load_checkpoint
 
@@ -91,10 +94,10 @@ def test_sampling_shows_tokens_with_probabilities_and_follows_the_seed(at: AppTe
 def test_text_colour_follows_the_background_luminance() -> None:
     """Issue 11 #9: sampled characters were black on dark blue."""
     blue = (37, 99, 235)
-    assert ex.text_colour(blue, 0.9) == "#ffffff"  # a likely character: dark shade
-    assert ex.text_colour(blue, 0.15) == "#000000"  # an unlikely one: pale shade over white
-    assert ex.text_colour((0, 0, 0)) == "#ffffff" and ex.text_colour((255, 255, 255)) == "#000000"
-    assert ex.text_colour((255, 235, 59)) == "#000000"  # yellow is light
+    assert text_colour(blue, 0.9) == "#ffffff"  # a likely character: dark shade
+    assert text_colour(blue, 0.15) == "#000000"  # an unlikely one: pale shade over white
+    assert text_colour((0, 0, 0)) == "#ffffff" and text_colour((255, 255, 255)) == "#000000"
+    assert text_colour((255, 235, 59)) == "#000000"  # yellow is light
 
 
 def test_sampled_characters_carry_a_readable_text_colour(at: AppTest) -> None:
@@ -105,7 +108,7 @@ def test_sampled_characters_carry_a_readable_text_colour(at: AppTest) -> None:
     spans = re.findall(r"background:rgba\(37,99,235,([0-9.]+)\);color:(#[0-9a-f]{6})", html_blocks(ok(at)))
     assert spans
     for alpha, colour in spans:
-        assert colour == ex.text_colour((37, 99, 235), float(alpha))
+        assert colour == text_colour((37, 99, 235), float(alpha))
     at.slider(key="gpt_temperature").set_value(0.8).run()
 
 
@@ -264,13 +267,13 @@ def test_a_users_own_model_is_cached_by_its_weights_not_its_name(
     mine, copy = "run-" + "a1" * 8, "run-" + "b2" * 8
     saved_runs(monkeypatch, tmp_path, "gpt-sinusoidal", mine, copy)
     calls = []
-    plain = ex.gpt_view
+    plain = gpt_view
 
     def counting(*args: object) -> object:
         calls.append(args[1:])
         return plain(*args)
 
-    monkeypatch.setattr(ex, "gpt_view", counting)
+    monkeypatch.setattr(explorer_compute, "gpt_view", counting)
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
     at.session_state["my_models"] = {run: {"label": "my gpt", "task": "lm"} for run in (mine, copy)}
     at.run()
@@ -299,12 +302,12 @@ def alibi():
 
 def test_query_steps_reproduce_the_models_arithmetic(alibi) -> None:
     tr = trace_gpt(alibi.model, alibi.tokenizer, "def f(x):", InferenceOptions())
-    rec = ex.record_arrays(tr.capture["self.1"])
-    s = ex.query_steps(rec, head=2, query=6)
+    rec = record_arrays(tr.capture["self.1"])
+    s = query_steps(rec, head=2, query=6)
     assert s.bias is not None  # ALiBi
     assert np.allclose(s.scaled, s.dot / np.sqrt(s.q.shape[0]), atol=1e-5)
     assert np.allclose(s.scaled + s.bias, s.scores, atol=1e-4)  # score = q.k/sqrt(d) + bias
-    assert np.allclose(ex.softmax_allowed(s.scores, s.allowed), s.weights, atol=1e-5)
+    assert np.allclose(softmax_allowed(s.scores, s.allowed), s.weights, atol=1e-5)
     assert not s.allowed[7:].any() and np.all(s.weights[7:] == 0)
     assert np.allclose(s.weights, tr.attention["self"][1, 2, 6])
     assert np.allclose(s.output, s.weights @ s.v)
@@ -313,8 +316,8 @@ def test_query_steps_reproduce_the_models_arithmetic(alibi) -> None:
 
 def test_distribution_shift() -> None:
     p = np.array([0.5, 0.5, 0.0])
-    assert ex.distribution_shift(p, p) == (0.0, 0.0)
-    tv, kl = ex.distribution_shift(p, np.array([0.25, 0.25, 0.5]))
+    assert distribution_shift(p, p) == (0.0, 0.0)
+    tv, kl = distribution_shift(p, np.array([0.25, 0.25, 0.5]))
     assert tv == pytest.approx(0.5) and kl == pytest.approx(np.log(2))
 
 
@@ -391,7 +394,9 @@ def test_exports_carry_their_context(monkeypatch: pytest.MonkeyPatch) -> None:
         "Attention as CSV": "gpt_gpt-rope_L1H2_attention.csv",
     }
     sample = json.loads(files["Attention as JSON"])["sample"]
-    shown = ex.sample(load_checkpoint("gpt-rope"), PROMPT, 20, 0.5, 5, 1.0, 3, InferenceOptions())
+    shown = explorer_compute.sample(
+        load_checkpoint("gpt-rope"), PROMPT, 20, 0.5, 5, 1.0, 3, InferenceOptions()
+    )
     assert sample["continuation"] == "".join(s.text for s in shown) and len(shown) == 20
     assert sample["text"] == PROMPT + sample["continuation"]
     assert sample["settings"] == {

@@ -10,11 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from lab import charts as lab_charts
-from lab import explorer as ex
+from lab import explorer_compute
+from lab.explorer_compute import reversal_view
+from lab.model_input import char_name, check_input
+from lab.state import visible
 from streamlit.testing.v1 import AppTest
 
 from tests.app.figures import charts, download_files, heatmaps, saved_runs, texts
 from transformer_core.config import InferenceOptions
+from transformer_core.interp import anti_diagonal_scores
 from transformer_core.interp.trace import trace_seq2seq
 from transformer_core.io.checkpoint import load_checkpoint
 
@@ -179,9 +183,9 @@ def test_control_characters_are_named_never_echoed_raw(at: AppTest) -> None:
 
 
 def test_visible_names_every_unprintable_character() -> None:
-    assert ex.visible("a\x07 b\x1b\n") == "a[U+0007] b[U+001B][U+000A]"
-    assert ex.visible("héllo wörld") == "héllo wörld"
-    assert ex.char_name("\x07") == "U+0007" and ex.char_name("\x1b") == "U+001B"
+    assert visible("a\x07 b\x1b\n") == "a[U+0007] b[U+001B][U+000A]"
+    assert visible("héllo wörld") == "héllo wörld"
+    assert char_name("\x07") == "U+0007" and char_name("\x1b") == "U+001B"
 
 
 def test_a_deep_link_restores_the_view() -> None:
@@ -243,13 +247,13 @@ def test_a_users_own_model_is_cached_by_its_weights_not_its_name(
     mine, copy = "run-" + "c3" * 8, "run-" + "d4" * 8
     saved_runs(monkeypatch, tmp_path, "reverse-rope", mine, copy)
     calls = []
-    plain = ex.reversal_view
+    plain = reversal_view
 
     def counting(*args: object) -> object:
         calls.append(args[1:])
         return plain(*args)
 
-    monkeypatch.setattr(ex, "reversal_view", counting)
+    monkeypatch.setattr(explorer_compute, "reversal_view", counting)
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
     at.session_state["my_models"] = {run: {"label": "my reversal", "task": "reverse"} for run in (mine, copy)}
     at.run()
@@ -278,7 +282,7 @@ def test_anti_diagonal_score_is_one_for_a_perfect_mirror_and_small_when_flat() -
         perfect[0, 0, t, n - 1 - t] = 1.0
     perfect[0, 0, n, n] = 1.0  # the EOS step looks at EOS
     perfect[0, 1] = 1.0 / Ts  # head 1 is flat
-    scores = ex.anti_diagonal_scores(perfect, n)
+    scores = anti_diagonal_scores(perfect, n)
     assert scores.shape == (1, 2)
     assert scores[0, 0] == pytest.approx(1.0)
     assert scores[0, 1] == pytest.approx(1.0 / Ts)
@@ -286,26 +290,26 @@ def test_anti_diagonal_score_is_one_for_a_perfect_mirror_and_small_when_flat() -
 
 def test_anti_diagonal_score_counts_only_decoded_rows_and_ignores_the_main_diagonal() -> None:
     diagonal = np.eye(4)[None, None]  # copying, not reversing
-    assert ex.anti_diagonal_scores(diagonal, 3)[0, 0] == pytest.approx(1 / 3)  # only the middle letter
+    assert anti_diagonal_scores(diagonal, 3)[0, 0] == pytest.approx(1 / 3)  # only the middle letter
     short = np.full((1, 1, 2, 6), 1 / 6)  # output shorter than the input: 2 rows only
-    assert ex.anti_diagonal_scores(short, 5)[0, 0] == pytest.approx(1 / 6)
-    assert ex.anti_diagonal_scores(np.zeros((2, 3, 1, 1)), 0).shape == (2, 3)
+    assert anti_diagonal_scores(short, 5)[0, 0] == pytest.approx(1 / 6)
+    assert anti_diagonal_scores(np.zeros((2, 3, 1, 1)), 0).shape == (2, 3)
 
 
 def test_check_input_reports_lowercasing_unknowns_and_limits() -> None:
     from transformer_core.io.data import reversal_tokenizer
 
     tok = reversal_tokenizer()
-    c = ex.check_input("HeLLo!", tok, 30, lowercase=True)
+    c = check_input("HeLLo!", tok, 30, lowercase=True)
     assert (c.text, c.lowered, c.unknown, c.problem) == ("hello!", True, ["!"], None)
-    assert "empty" in ex.check_input("", tok, 30).problem
-    assert "31 characters" in ex.check_input("a" * 31, tok, 30).problem
-    assert ex.char_name("\U0001f600") == "U+1F600" and ex.char_name(" ") == "space"
+    assert "empty" in check_input("", tok, 30).problem
+    assert "31 characters" in check_input("a" * 31, tok, 30).problem
+    assert char_name("\U0001f600") == "U+1F600" and char_name(" ") == "space"
 
 
 def test_a_grid_names_every_head_and_outlines_the_selected_one() -> None:
     """The canvas grid (charts.js) draws panels in order, outlines `selected`, and sends back
-    {layer, head} of the panel clicked; the page then selects it (explorer.pick_head)."""
+    {layer, head} of the panel clicked; the page then selects it (head_view.pick_head)."""
     spec = lab_charts.grid_spec(np.random.rand(2, 3, 4, 4), list("abcd"), list("abcd"), selected=(1, 2))
     assert [(p["layer"], p["head"], p["title"]) for p in spec["panels"]][-1] == (1, 2, "L1 H2")
     assert spec["columns"] == 3 and spec["selected"] == [1, 2] and spec["clickable"]

@@ -1,0 +1,286 @@
+"""The /gpt page's panels below the grid: sampling settings, the sampled text, the
+next-character chart, and the walk of one query through softmax. Each draws one thing;
+the numbers arrive computed (lab.explorer_compute, lab.query_walk)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from lab import charts, export, tables
+from lab.explorer_compute import Sample, sampled_distribution, top_tokens
+from lab.explorer_html import sampled_text_html, walk_formula_html
+from lab.model_input import md_code
+from lab.query_walk import WalkStep, softmax_walk, walk_table
+from lab.state import clamp_state
+from transformer_core.interp import QuerySteps, distribution_shift
+from transformer_core.io import CharTokenizer
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """The sampler's settings as the page's widgets give them."""
+
+    max_new: int
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+
+    def as_json(self) -> dict[str, Any]:
+        """The settings as a download records them (None: a filter that is off)."""
+        return {
+            "max_new_tokens": self.max_new,
+            "temperature": self.temperature,
+            "top_k": self.top_k or None,
+            "top_p": self.top_p if self.top_p < 1 else None,
+            "seed": self.seed,
+        }
+
+    def as_tuple(self) -> tuple[int, float, int, float, int]:
+        """(max_new, temperature, top_k, top_p, seed): explorer_compute.sample's arguments."""
+        return (self.max_new, self.temperature, self.top_k, self.top_p, self.seed)
+
+    def described(self) -> list[str]:
+        """The settings that shape the distribution, in words."""
+        t = self.temperature
+        words = [f"temperature {t:g}" if t > 0 else "greedy (temperature 0)"]
+        return (
+            words + [f"top-k {self.top_k}"] * bool(self.top_k) + [f"top-p {self.top_p:g}"] * (self.top_p < 1)
+        )
+
+
+def sampling_settings(prefix: str, vocab_size: int) -> SamplingSettings:
+    """Five controls in a row: how many characters, temperature, top-k, top-p and the seed."""
+    g1, g2, g3, g4, g5 = st.columns(5)
+    max_new = g1.slider("New characters", 1, 200, key=prefix + "max_new")
+    temperature = g2.slider(
+        "Temperature",
+        0.0,
+        2.0,
+        step=0.05,
+        key=prefix + "temperature",
+        help="Divides the logits: low = safe and repetitive, high = adventurous. 0 = greedy.",
+    )
+    clamp_state(prefix + "top_k", list(range(vocab_size + 1)), 0)
+    top_k = g3.number_input(
+        "Top-k (0 = off)",
+        0,
+        vocab_size,
+        key=prefix + "top_k",
+        help="Sample only among the k most likely characters.",
+    )
+    top_p = g4.slider(
+        "Top-p (1 = off)",
+        0.05,
+        1.0,
+        step=0.05,
+        key=prefix + "top_p",
+        help="Sample only among the most likely characters that together reach this probability.",
+    )
+    seed = g5.number_input("Seed", 0, 2**31 - 1, key=prefix + "seed", help="Same seed, same sample.")
+    return SamplingSettings(int(max_new), float(temperature), int(top_k), float(top_p), int(seed))
+
+
+def sampled_text(prefix: str, prompt: str, unknown: list[str], samples: list[Sample]) -> None:
+    """The prompt and its continuation shaded by probability, and every step in a table."""
+    st.html(sampled_text_html(prompt, unknown, samples))
+    st.caption(
+        "Darker = the model was surer of the character it drew. Hover a character for its "
+        "probability and the alternatives it was weighing."
+    )
+    with st.expander("Every sampled character with its top alternatives"):
+        frame = pd.DataFrame(
+            {
+                "step": range(1, len(samples) + 1),
+                "sampled": [s.label for s in samples],
+                "probability": [s.prob for s in samples],
+                "alternatives": ["  ".join(f"{lab} {p:.2f}" for lab, p in s.top) for s in samples],
+            }
+        )
+        tables.show(
+            frame,
+            key=prefix + "samples",
+            index=False,
+            height=260,
+            formats={"probability": "{:.3f}"},
+            bars={"probability": (0.0, 1.0)},
+        )
+
+
+def _union_of_top(tokenizer: CharTokenizer, k: int, *distributions: np.ndarray) -> list[int]:
+    """Ids of the k likeliest of each distribution (with weight), in order, without repeats."""
+    ids = [i for probs in distributions for i, _, p in top_tokens(probs, tokenizer, k) if p > 0]
+    return list(dict.fromkeys(ids))
+
+
+def ablation_shift(
+    prefix: str, name: str, tokenizer: CharTokenizer, base: np.ndarray, ablated: np.ndarray, heads: str
+) -> None:
+    """The next character before and after the ablation, and how far the distribution moved."""
+    tv, kl = distribution_shift(base, ablated)
+    ids = _union_of_top(tokenizer, 6, base, ablated)
+    spec = charts.bars_spec(
+        tokenizer.token_labels(ids),
+        {"all heads": base[ids], "with ablation": ablated[ids]},
+        "Next character: before and after ablation",
+        height=250,
+        file=export.file_stem("gpt", name, "next_ablated"),
+    )
+    charts.show(spec, key=prefix + "next")
+    m1, m2 = st.columns(2)
+    m1.metric(
+        "Total variation",
+        f"{tv:.3f}",
+        help="Half the summed absolute change in probability: 0 = same, 1 = disjoint.",
+    )
+    m2.metric(
+        "KL(before ‖ after)",
+        f"{kl:.3f}",
+        help="In nats: the extra surprise of predicting with the ablated model.",
+    )
+    st.caption(
+        f"Ablating {heads} moves this much probability. Try heads one at a time to find "
+        "the ones the prediction depends on."
+    )
+
+
+def next_character(
+    prefix: str, name: str, tokenizer: CharTokenizer, probs: np.ndarray, settings: SamplingSettings
+) -> None:
+    """The temperature moment: what the model says next, and the distribution the dice are thrown on."""
+    sampled = sampled_distribution(probs, settings.temperature, settings.top_k, settings.top_p)
+    ids = _union_of_top(tokenizer, 10, probs, sampled)[:14]
+    spec = charts.bars_spec(
+        tokenizer.token_labels(ids),
+        {"model (softmax of the logits)": probs[ids], "sampled from": sampled[ids]},
+        "Next character after the prompt",
+        height=250,
+        file=export.file_stem("gpt", name, "next"),
+    )
+    charts.show(spec, key=prefix + "next")
+    kept = int((sampled > 0).sum())
+    st.caption(
+        f"Sampled from: {', '.join(settings.described())}: {kept} of {len(sampled)} characters can be drawn; "
+        f"the most likely one has {sampled.max():.0%} "
+        f"(the model gives it {probs[int(sampled.argmax())]:.0%}). "
+        "Lower temperature sharpens, higher flattens; top-k and top-p cut the tail."
+    )
+
+
+def query_picker(prefix: str, tokens: list[str], where: Any) -> int:
+    """Which query character to walk through (the last one unless the state names another)."""
+    positions = list(range(len(tokens)))
+    if st.session_state.get(prefix + "query") not in positions:
+        st.session_state[prefix + "query"] = len(tokens) - 1
+    return int(
+        where.selectbox(
+            "Query character",
+            positions,
+            key=prefix + "query",
+            format_func=lambda i: f"position {i}: {tokens[i]}",
+        )
+    )
+
+
+def walk_formula(
+    steps: QuerySteps, scheme: str, where: Any, *, layer: int, head: int, query: int, token: str
+) -> None:
+    """The walk's formula, with this query's d_k and scale spelled out."""
+    d_k = steps.q.shape[0]
+    has_bias = steps.bias is not None
+    where.html(walk_formula_html(has_bias))
+    where.caption(
+        f"Layer {layer}, head {head}, query {md_code(token)} at position {query}; "
+        f"d_k = {d_k}, so the scores are multiplied by 1/√{d_k} = {steps.scale:.4f}."
+        + (f" {scheme} adds the distance penalty b_j." if has_bias else "")
+    )
+
+
+def query_and_keys(
+    prefix: str, steps: QuerySteps, scheme: str, tokens: list[str], token: str, stem: str
+) -> None:
+    """The query vector as bars beside the key vectors as a matrix (before and after RoPE when it rotates)."""
+    d_k = steps.q.shape[0]
+    rot = steps.rotated
+    vecs = {f"q (before {scheme})": steps.q_raw, f"q (after {scheme})": steps.q} if rot else {"q": steps.q}
+    v1, v2 = st.columns(2)
+    q_spec = charts.bars_spec(
+        list(range(d_k)),
+        vecs,
+        f"Query vector of '{token}'",
+        height=260,
+        x_title="dimension",
+        y_title="value",
+        file=stem + "_q",
+    )
+    charts.show(q_spec, key=prefix + "qvec", where=v1)
+    if not rot:
+        spec = charts.matrix_spec(
+            steps.k, tokens, "Key vectors, one row per key", value_name="k", file=stem + "_keys"
+        )
+        charts.show(spec, key=prefix + "kmat", where=v2)
+        return
+    after, before = v2.tabs([f"keys after {scheme}", f"keys before {scheme}"])
+    spec = charts.matrix_spec(
+        steps.k, tokens, "Key vectors, rotated: what the scores use", value_name="k", file=stem + "_keys"
+    )
+    charts.show(spec, key=prefix + "kmat", where=after)
+    raw = charts.matrix_spec(
+        steps.k_raw, tokens, "Key vectors before the rotation", value_name="k", file=stem + "_keys_raw"
+    )
+    charts.show(raw, key=prefix + "kraw", where=before)
+    st.caption(
+        "RoPE turns each pair of dimensions of q and k by an angle that grows with the position, "
+        "so q·k depends on how far apart the two characters are. Hover the bars to compare."
+    )
+
+
+def _walk_stepper(prefix: str, walk: list[WalkStep], tokens: list[str]) -> None:
+    """Previous / Next through the walk, and the table of the steps revealed so far."""
+    key = prefix + "walk_step"
+    last = len(walk) - 1
+    st.session_state[key] = min(st.session_state.get(key, last), last)
+
+    def walk_to(step: int) -> None:
+        st.session_state[key] = max(0, min(last, step))
+
+    at = st.session_state[key]
+    b1, b2, b3 = st.columns([1.35, 1, 2.65], vertical_alignment="center")
+    b1.button("◀ Previous", key=prefix + "walk_prev", on_click=walk_to, args=(at - 1,), disabled=at == 0)
+    b2.button("Next ▶", key=prefix + "walk_next", on_click=walk_to, args=(at + 1,), disabled=at == last)
+    b3.markdown(f"**Step {at + 1} of {len(walk)}**: {walk[at].says}.")
+    table = walk_table(tokens, walk, at)
+    formats = {c: "{:.4g}" if c[0] in "ew" else "{:.4f}" for c in table if c != "key"}
+    tables.show(pd.DataFrame(table), key=prefix + "walk_table", index=False, height=320, formats=formats)
+
+
+def softmax_steps(prefix: str, steps: QuerySteps, scheme: str, tokens: list[str], stem: str) -> None:
+    """The walk from q·k to the weights one step at a time, the weights as bars, and the head's output."""
+    left, right = st.columns([1.5, 1])
+    with left:
+        _walk_stepper(prefix, softmax_walk(steps, scheme), tokens)
+    weights = charts.bars_spec(
+        tokens,
+        {"weight": steps.weights},
+        "Softmax weights over keys",
+        height=360,
+        x_title="key",
+        y_title="weight",
+        file=stem + "_weights",
+    )
+    charts.show(weights, key=prefix + "wbars", where=right)
+    output = charts.bars_spec(
+        list(range(len(steps.output))),
+        {"Σ w·v": steps.output},
+        "The head's output for this query: the weighted sum of value vectors",
+        height=240,
+        x_title="dimension",
+        y_title="value",
+        file=stem + "_output",
+    )
+    charts.show(output, key=prefix + "out")

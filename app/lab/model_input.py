@@ -1,0 +1,90 @@
+"""What a user typed, checked against a model's vocabulary and length, and the notes a page
+shows about it: the input layer of the explorer pages (/gpt, /reversal, /compare)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from lab import state
+from lab.state import visible
+from transformer_core.io import CharTokenizer, Checkpoint
+
+_CHAR_NAMES = {" ": "space", "\n": "newline", "\t": "tab", "\r": "carriage return"}
+
+
+def char_name(ch: str) -> str:
+    """A readable name for one character that needs no special font (emoji become U+1F600)."""
+    if ch in _CHAR_NAMES:
+        return _CHAR_NAMES[ch]
+    if ch.isprintable() and ord(ch) < 0x2000:
+        return f"'{ch}'"
+    return f"U+{ord(ch):04X}"
+
+
+def md_code(text: str) -> str:
+    """Inline code in Markdown that survives backticks inside the text."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+@dataclass(frozen=True)
+class CheckedInput:
+    """What a page does with the text a user typed.
+
+    text: what the model gets (lowercased when asked); problem: why nothing can run
+    (empty, too long), else None; unknown: distinct characters that become <unk>.
+    """
+
+    raw: str
+    text: str
+    problem: str | None
+    lowered: bool
+    unknown: list[str]
+
+
+def check_input(
+    raw: str, tokenizer: CharTokenizer, max_chars: int, *, lowercase: bool = False
+) -> CheckedInput:
+    """Check `raw` before any model runs: a problem stops the page with a message, not a traceback."""
+    text = raw.lower() if lowercase else raw
+    lowered = text != raw
+    if not raw:
+        return CheckedInput(raw, text, "The input is empty: type at least one character.", lowered, [])
+    if len(raw) > max_chars:
+        problem = f"The input has {len(raw)} characters; this model takes at most {max_chars}. Shorten it."
+        return CheckedInput(raw, text, problem, lowered, [])
+    encoded = tokenizer.encode_checked(text)
+    unknown = list(dict.fromkeys(c for _, c in encoded.unknown))
+    return CheckedInput(raw, text, None, lowered, unknown)
+
+
+def checkpoint_note(ckpt: Checkpoint) -> str:
+    """One caption line naming what the loaded model is, so a lecturer can say what is on screen."""
+    c = ckpt.config
+    steps = ckpt.metrics.get("steps")
+    return (
+        f"positions **{c.positions}** · d_model {c.d_model} · {c.n_layers} layers × {c.n_heads} heads · "
+        f"d_k = {c.d_head}" + (f" · trained for {steps} steps" if steps else "")
+    )
+
+
+def stop_on_problem(checked: CheckedInput) -> None:
+    """Say why the input cannot run and stop the page (its widgets' state is kept)."""
+    if checked.problem:
+        (st.warning if not checked.raw else st.error)(checked.problem, icon=":material/error:")
+        state.stopped_early()
+        st.stop()
+
+
+def show_input_notes(checked: CheckedInput, *, what: str = "model") -> None:
+    """Info lines for lowercasing and for characters the vocabulary lacks."""
+    if checked.lowered:
+        st.info(
+            f"The {what} only knows lowercase letters, so your input was lowercased to "
+            f"{md_code(visible(checked.text))}.",
+            icon=":material/text_fields:",
+        )
+    if checked.unknown:
+        names = ", ".join(char_name(c) for c in checked.unknown)
+        st.warning(f"Not in the vocabulary, replaced by `<unk>`: {names}.", icon=":material/help:")
