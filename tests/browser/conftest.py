@@ -73,16 +73,3 @@ def page(browser: Browser, tmp_path: Path) -> Iterator[Page]:
     yield pg
     pg.screenshot(path=str(tmp_path / "final.png"), full_page=True)
     context.close()
-
-
-from tests.support.browser import (  # noqa: E402,F401  (re-exported for the browser tests)
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    assert_no_exception,
-    chart,
-    chart_cells,
-    chart_legend,
-    chart_title,
-    open_page,
-    wait_for_app,
-)

@@ -7,8 +7,7 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Page
 
-from tests.browser.conftest import assert_no_exception, chart, open_page, wait_for_app
-from tests.browser.test_state import on_screen
+from tests.support.browser import assert_no_exception, chart, on_screen, open_page, wait_for_app
 
 
 def params(page: Page) -> dict[str, str]:

@@ -6,49 +6,26 @@ import io
 import json
 from contextlib import redirect_stdout
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 from playwright.sync_api import Page, expect
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.conftest import (
+from tests.support.browser import (
     assert_no_exception,
     chart,
     chart_cells,
     chart_legend,
     chart_title,
     open_page,
+    params,
+    settle,
     wait_for_app,
 )
 from transformer_core.cli import main as cli_main
 
-URL_HAS = """(expected) => {
-    const p = new URLSearchParams(window.location.search);
-    return Object.entries(expected).every(([k, v]) => p.get(k) === v);
-}"""
-
-
-def params(page: Page) -> dict[str, str]:
-    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
-
 
 def main_text(page: Page) -> str:
     return page.locator('[data-testid="stMain"]').inner_text()
-
-
-def settle(page: Page, expect: dict[str, str], shot: Path | None = None) -> None:
-    """Wait for the rerun an action started: the page mirrors its state into the URL early
-    in each run, so wait for the expected parameters, then for the run to finish; fail on
-    any exception on the page."""
-    try:
-        page.wait_for_function(URL_HAS, arg=expect, timeout=30_000)
-    except PlaywrightTimeout:
-        raise AssertionError(f"the URL never held {expect}: {page.url}") from None
-    wait_for_app(page)
-    assert_no_exception(page)
-    if shot is not None:
-        page.screenshot(path=str(shot), full_page=True)
 
 
 def flip(page: Page, label: str, key: str, value: str, shot: Path) -> None:

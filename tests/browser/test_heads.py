@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Page
 
-from tests.browser.conftest import assert_no_exception, open_page, wait_for_app
+from tests.support.browser import assert_no_exception, open_page, wait_for_app
 
 
 def params(page: Page) -> dict[str, str]:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import open_page
+from tests.support.browser import open_page
 
 
 def test_home_lists_pages_and_models(page: Page, app_url: str, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.conftest import assert_no_exception, chart_cells, chart_title, open_page, wait_for_app
+from tests.support.browser import assert_no_exception, chart_cells, chart_title, open_page, wait_for_app
 
 RENDERED = """() => {
     if (document.querySelector('[data-testid="stSkeleton"]')) return false;

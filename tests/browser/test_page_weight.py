@@ -11,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.conftest import open_page
+from tests.support.browser import open_page
 
 #: chunk names; st.metric's 0.8 kB loadVegaEmbed (its unused sparkline's loader) is not one
 HEAVY = re.compile(r"dataframe|arrowformatutils|katex|plotly|(?<!load)vega", re.IGNORECASE)

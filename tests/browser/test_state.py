@@ -9,8 +9,16 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.conftest import assert_no_exception, chart, chart_title, open_page, wait_for_app
-from tests.browser.test_explorers import params, settle
+from tests.support.browser import (
+    assert_no_exception,
+    chart_box,
+    chart_title,
+    on_screen,
+    open_page,
+    params,
+    settle,
+    wait_for_app,
+)
 
 GPT_LINK = "/gpt?temperature=1.2&max_new=60&layer=2&head=3&text=The%20with%20statement"
 
@@ -122,19 +130,6 @@ def test_a_links_bad_values_are_named_and_not_kept(page: Page, app_url: str, tmp
     page.screenshot(path=str(tmp_path / "too-long.png"))
     assert "at most" in page.locator('[data-testid="stMain"]').inner_text()
     assert params(page)["text"] == "def f"  # the URL keeps the last accepted prompt
-
-
-def chart_box(page: Page, key: str) -> dict[str, float]:
-    """Where the chart drawn under widget key `key` lies on the page (before any scrolling)."""
-    box = chart(page, key).bounding_box()
-    assert box is not None
-    return box
-
-
-def on_screen(page: Page, key: str) -> bool:
-    """The whole chart is inside the 1280x720 window without scrolling."""
-    box = chart_box(page, key)
-    return box["y"] >= 0 and box["y"] + box["height"] <= 720 and box["x"] + box["width"] <= 1280
 
 
 def test_the_first_attention_map_is_above_the_fold(page: Page, app_url: str, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 from playwright.sync_api import Browser, Page, expect
 
 from serving import new_run_id
-from tests.browser.conftest import assert_no_exception, chart, open_page, wait_for_app
+from tests.support.browser import assert_no_exception, chart, open_page, wait_for_app
 
 
 def test_start_navigate_away_stop_and_open_by_link(

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -82,3 +84,43 @@ def chart_legend(page: Page, key: str, entry: str) -> None:
 def chart_cells(page: Page, key: str) -> list[list[int]]:
     """[layer, head, x, y, w, h] of every panel, in CSS pixels of the chart's canvas."""
     return json.loads(chart(page, key).get_attribute("data-cells") or "[]")
+
+
+# ---------------------------------------------------------------- the URL and the view
+
+
+URL_HAS = """(expected) => {
+    const p = new URLSearchParams(window.location.search);
+    return Object.entries(expected).every(([k, v]) => p.get(k) === v);
+}"""
+
+
+def params(page: Page) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def settle(page: Page, expect: dict[str, str], shot: Path | None = None) -> None:
+    """Wait for the rerun an action started: the page mirrors its state into the URL early
+    in each run, so wait for the expected parameters, then for the run to finish; fail on
+    any exception on the page."""
+    try:
+        page.wait_for_function(URL_HAS, arg=expect, timeout=30_000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"the URL never held {expect}: {page.url}") from None
+    wait_for_app(page)
+    assert_no_exception(page)
+    if shot is not None:
+        page.screenshot(path=str(shot), full_page=True)
+
+
+def chart_box(page: Page, key: str) -> dict[str, float]:
+    """Where the chart drawn under widget key `key` lies on the page (before any scrolling)."""
+    box = chart(page, key).bounding_box()
+    assert box is not None
+    return box
+
+
+def on_screen(page: Page, key: str) -> bool:
+    """The whole chart is inside the 1280x720 window without scrolling."""
+    box = chart_box(page, key)
+    return box["y"] >= 0 and box["y"] + box["height"] <= 720 and box["x"] + box["width"] <= 1280
