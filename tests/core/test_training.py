@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from transformer_core.errors import ConfigError
+from transformer_core.train import TASKS, train_config
 from transformer_core.train.presets import prepare_run
 from transformer_core.train.schedules import label_smoothing_target, vaswani_lr, warmup_cosine_lr
 from transformer_core.train.tasks import Batch, cross_entropy_loss
@@ -218,3 +219,21 @@ def test_presets_are_the_one_home_of_the_defaults() -> None:
     assert task.eval_lengths == REPORT_LENGTHS == (3, 5, 7, 10, 12, 15)
     with pytest.raises(ConfigError, match="steps"):
         page_config("reverse", steps=10**6)
+
+
+@pytest.mark.parametrize("task", ["lm", "induction"])
+def test_randomized_positions_are_refused_where_the_task_cannot_use_them(task: str) -> None:
+    config = TrainConfig(task=task, steps=1, batch_size=2, device="cpu", random_positions=True)
+    with pytest.raises(ConfigError, match="random_positions: only the reversal task supports it"):
+        prepare_run(config, "learned")
+
+
+def test_every_registered_task_builds_a_model_and_trains_a_step() -> None:
+    """The registry is the one description of a task: each entry's shape, optimiser defaults
+    and builder give a model that trains (its config names the registry's architecture)."""
+    for name, recipe in TASKS.items():
+        config = train_config(name, steps=1, batch_size=2, device="cpu", eval_every=0, block_size=16)
+        model, task = prepare_run(config, recipe.positions or "rope", size=next(iter(recipe.sizes)))
+        assert model.config.arch == recipe.arch and config.lr == recipe.optim.lr
+        events = list(Trainer(model, task, config).run())
+        assert isinstance(events[-1], DoneEvent) and events[-1].step == 1

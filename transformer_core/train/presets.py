@@ -60,6 +60,8 @@ def prepare_run(
     """A seeded model of the task's preset size (plus overrides) on the configured device,
     and its task; `text` overrides the LM corpus."""
     device = resolve_device(train.device)
+    if train.random_positions and train.task != "reverse":
+        raise ConfigError("random_positions: only the reversal task supports it")
     task = task_recipe(train.task).build(train, text)
     overrides = dict(overrides)
     if isinstance(task, LanguageModelTask):

@@ -80,16 +80,12 @@ def build_reversal(settings: TaskSettings, text: str | None = None) -> Task:
 
 def build_language_model(settings: TaskSettings, text: str | None = None) -> Task:
     """Next-character prediction on `text`, else the configured corpus (default: Python's docs)."""
-    if settings.random_positions:
-        raise ConfigError("random_positions: only the reversal task supports it")
     text = load_corpus(settings.corpus) if text is None else text
     return LanguageModelTask.from_text(corpus_tokenizer(text), text, settings.block_size)
 
 
 def build_induction(settings: TaskSettings, text: str | None = None) -> Task:
     """Random lowercase segments repeated (train.induction)."""
-    if settings.random_positions:
-        raise ConfigError("random_positions: only the reversal task supports it")
     return InductionTask(reversal_tokenizer())
 
 
