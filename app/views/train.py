@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import streamlit as st
 from lab import charts, tables
-from lab.explorer import md_code, visible
+from lab.model_input import md_code
 from lab.resources import current_device
 from lab.runs import (
     HEAD_SCORES,
@@ -35,6 +35,7 @@ from lab.runs import (
     submit,
     toggle_follow,
 )
+from lab.state import visible
 
 from serving import LIMITS, RunError, RunInfo, RunProgress, RunRequest, page_config
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
