@@ -33,7 +33,7 @@ function layout(ctx, spec, width, em) {
   let labels = 0; // height of the key labels above a head
   if (!isGrid) {
     const shownY = spec.y.filter((_, i) => i % spec.y_every === 0);
-    const widest = (labels) => Math.max(0, ...labels.map((t) => ctx.measureText(t).width));
+    const widest = (texts) => Math.max(0, ...texts.map((t) => ctx.measureText(t).width));
     left += tick + 8 + widest(shownY) + 6; // axis title, labels
     labels = spec.x_angle ? widest(spec.x.filter((_, k) => k % (spec.x_every || 1) === 0)) + 6 : tick + 6;
     top += tick + 6 + labels;
