@@ -55,7 +55,23 @@ function describe(root, canvas, spec, drawn, legend) {
   root.dataset.drawn = String(Date.now());
 }
 
+function redrawOnResize(root, render) {
+  // render again when the chart's column changes width (one observer per chart element,
+  // replaced on each rerun); returns what stops it
+  if (root.__observer) root.__observer.disconnect();
+  let lastWidth = root.clientWidth;
+  root.__observer = new ResizeObserver(() => {
+    if (root.clientWidth !== lastWidth) {
+      lastWidth = root.clientWidth;
+      render();
+    }
+  });
+  root.__observer.observe(root);
+  return () => root.__observer.disconnect();
+}
+
 export default function (component) {
+  // mount one chart: draw it for its column's width, follow the pointer over it, and redraw on resize
   const { data: spec, parentElement, setTriggerValue } = component;
   const host = parentElement.host || parentElement;
   const root = chartRoot(parentElement);
@@ -75,19 +91,11 @@ export default function (component) {
     describe(root, canvas, spec, drawn, kind.legend(spec));
   };
 
-  followPointer(canvas, tip, spec, (x, y) => kind.hit(spec, data, drawn, x, y), (h) => kind.tip(spec, data, h),
-    (p) => setTriggerValue("head", { layer: p.layer, head: p.head }));
+  const hitAt = (x, y) => kind.hit(spec, data, drawn, x, y), tipOf = (h) => kind.tip(spec, data, h);
+  followPointer(canvas, tip, spec, hitAt, tipOf, (p) => setTriggerValue("head", { layer: p.layer, head: p.head }));
   root.querySelector(".save").onclick = () => savePng(spec, paint, root.__render);
 
-  if (root.__observer) root.__observer.disconnect();
-  let lastWidth = root.clientWidth;
-  root.__observer = new ResizeObserver(() => {
-    if (root.clientWidth !== lastWidth) {
-      lastWidth = root.clientWidth;
-      render();
-    }
-  });
-  root.__observer.observe(root);
+  const stop = redrawOnResize(root, render);
   render();
-  return () => root.__observer.disconnect();
+  return stop;
 }
