@@ -25,6 +25,7 @@ import base64
 import contextlib
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -70,10 +71,18 @@ STATIC = Path(__file__).resolve().parents[1] / "static"  # served at /app/static
 SCRIPT = STATIC / "charts.js"  # the entry module; it imports charts/*.js
 LOADER = """
 let loaded = null;  // the drawing module, once fetched: later charts draw without waiting
+function fetchCharts() {
+  // charts.js, its modules asked for all at once (imports alone find them level by level)
+  for (const path of %s) {
+    const link = Object.assign(document.createElement("link"), { rel: "modulepreload", href: path });
+    document.head.appendChild(link);
+  }
+  return import(new URL(%r, window.location.origin).href);
+}
 export default function (component) {
   if (loaded) return loaded.default(component);
   let cleanup = null, gone = false;
-  (window.__attentionLabCharts ||= import(new URL(%r, window.location.origin).href)).then(
+  (window.__attentionLabCharts ||= fetchCharts()).then(
     (m) => {
       loaded = m;
       if (!gone) cleanup = m.default(component);
@@ -100,10 +109,11 @@ def _script() -> str:
     if not st.get_option("server.enableStaticServing"):
         return _bundled()
     base = str(st.get_option("server.baseUrlPath") or "").strip("/")
-    every_module = b"".join(f.read_bytes() for f in [SCRIPT, *sorted((STATIC / "charts").glob("*.js"))])
-    version = hashlib.sha256(every_module).hexdigest()[:12]  # a changed module is fetched anew
-    path = f"/{base}/app/static/charts.js" if base else "/app/static/charts.js"
-    return LOADER % f"{path}?v={version}"
+    url = f"/{base}/app/static/" if base else "/app/static/"
+    modules = sorted((STATIC / "charts").glob("*.js"))
+    version = hashlib.sha256(b"".join(f.read_bytes() for f in [SCRIPT, *modules])).hexdigest()[:12]
+    module_urls = json.dumps([f"{url}charts/{m.name}" for m in modules])
+    return LOADER % (module_urls, f"{url}charts.js?v={version}")  # a changed module: a new URL for charts.js
 
 
 #: the modules' two forms of import: `import * as name from "./x.js";`, `import { a, b } from "./x.js";`
