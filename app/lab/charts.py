@@ -4,10 +4,12 @@ head, one head large, any labelled matrix), score maps over layers x heads, grou
 
 Why not plotly: loading plotly.js costs ~2.7 s of a 2-core box's main thread before the
 first chart shows (measured in session 4 with a bare page of trivial plotly heatmaps), so a
-lecturer's link took 5-7 s to draw. These charts are one small script (app/static/charts.js,
-a Streamlit v2 component mounted in the page, no iframe) that paints each map as one image:
-hover names query, key and value of every cell (each bar's values, the nearest point), a
-click on a grid's head selects it, the PNG button saves the chart with its title.
+lecturer's link took 5-7 s to draw. These charts are a few small native ES modules
+(app/static/charts.js, which mounts a chart as a Streamlit v2 component in the page, no iframe,
+and app/static/charts/: one module per kind of chart over shared axes, colour and pointer code)
+that paint each map as one image: hover names query, key and value of every cell (each bar's
+values, the nearest point), a click on a grid's head selects it, the PNG button saves the
+chart with its title.
 
 A chart is a plain JSON spec (`grid_spec`, `maps_spec`, `head_spec`, `matrix_spec`,
 `bars_spec`, `xy_spec` of `panel`s of `line`/`points`/`histogram`/`arrows` series), built
@@ -23,6 +25,8 @@ import base64
 import contextlib
 import functools
 import hashlib
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,13 +67,22 @@ MUTED = "#6b7280"  # grey: marked cells (padding), guide lines
 #: Streamlit's chart colours, in its order: ten series before one repeats
 BAR_COLORS = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d",
               "#7defa1", "#ff8700", "#ffd16a", "#6d3fc0", "#d5dae5"]  # fmt: skip
-SCRIPT = Path(__file__).resolve().parents[1] / "static" / "charts.js"  # served at /app/static/charts.js
+STATIC = Path(__file__).resolve().parents[1] / "static"  # served at /app/static/
+SCRIPT = STATIC / "charts.js"  # the entry module; it imports charts/*.js
 LOADER = """
 let loaded = null;  // the drawing module, once fetched: later charts draw without waiting
+function fetchCharts() {
+  // charts.js, its modules asked for all at once (imports alone find them level by level)
+  for (const path of %s) {
+    const link = Object.assign(document.createElement("link"), { rel: "modulepreload", href: path });
+    document.head.appendChild(link);
+  }
+  return import(new URL(%r, window.location.origin).href);
+}
 export default function (component) {
   if (loaded) return loaded.default(component);
   let cleanup = null, gone = false;
-  (window.__attentionLabCharts ||= import(new URL(%r, window.location.origin).href)).then(
+  (window.__attentionLabCharts ||= fetchCharts()).then(
     (m) => {
       loaded = m;
       if (!gone) cleanup = m.default(component);
@@ -90,16 +103,50 @@ export default function (component) {
 
 def _script() -> str:
     """The component's JS. Where the server serves app/static (server.enableStaticServing,
-    set in .streamlit/config.toml) a 0.4 kB loader that imports charts.js once per browser
-    page; else the whole script, which Streamlit would then send with every chart of every
-    run (18 kB each, 0.12 MB of a /gpt page)."""
-    text = SCRIPT.read_text(encoding="utf-8")
+    set in .streamlit/config.toml) a 0.4 kB loader that imports charts.js, and with it its
+    modules, once per browser page; else all of them bundled into one script, which Streamlit
+    would then send with every chart of every run (45 kB each)."""
     if not st.get_option("server.enableStaticServing"):
-        return text
+        return _bundled()
     base = str(st.get_option("server.baseUrlPath") or "").strip("/")
-    version = hashlib.sha256(text.encode()).hexdigest()[:12]  # a changed script is fetched anew
-    path = f"/{base}/app/static/charts.js" if base else "/app/static/charts.js"
-    return LOADER % f"{path}?v={version}"
+    url = f"/{base}/app/static/" if base else "/app/static/"
+    modules = sorted((STATIC / "charts").glob("*.js"))
+    version = hashlib.sha256(b"".join(f.read_bytes() for f in [SCRIPT, *modules])).hexdigest()[:12]
+    module_urls = json.dumps([f"{url}charts/{m.name}" for m in modules])
+    return LOADER % (module_urls, f"{url}charts.js?v={version}")  # a changed module: a new URL for charts.js
+
+
+#: the modules' two forms of import: `import * as name from "./x.js";`, `import { a, b } from "./x.js";`
+_IMPORT = re.compile(r'^import (?:\* as (\w+)|\{([^}]*)\}) from "(\.[^"]+)";\n', re.MULTILINE)
+_EXPORT = re.compile(r"^export (?:function|const) (\w+)", re.MULTILINE)
+
+
+def _bundled() -> str:
+    """charts.js and every module it imports as one module script: each imported module's
+    code in a function scope that returns its exports, each import a read of those."""
+    parts: list[str] = []
+    names: dict[Path, str] = {}  # module -> the constant holding its exports in the bundle
+
+    def add(path: Path) -> str:
+        if path not in names:
+            text = path.read_text(encoding="utf-8")
+            body = _IMPORT.sub(lambda m: _read_import(m, add((path.parent / m[3]).resolve())), text)
+            if path == SCRIPT:
+                parts.append(body)  # the entry keeps its `export default`
+            else:
+                code = re.sub(r"^export ", "", body, flags=re.MULTILINE)
+                exports = ", ".join(_EXPORT.findall(text))
+                parts.append(f"const charts_{path.stem} = (() => {{\n{code}return {{ {exports} }};\n}})();\n")
+            names[path] = f"charts_{path.stem}"
+        return names[path]
+
+    add(SCRIPT)
+    return "\n".join(parts)
+
+
+def _read_import(m: re.Match[str], module: str) -> str:
+    """An import statement in the bundle: the imported names read from `module`'s exports."""
+    return f"const {m[1]} = {module};\n" if m[1] else f"const {{{m[2]}}} = {module};\n"
 
 
 _component = st.components.v2.component(

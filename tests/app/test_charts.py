@@ -3,6 +3,11 @@ numbers computed, in the encodings charts.js decodes."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -110,3 +115,59 @@ def test_html_tables_format_floats_by_digits_and_name_what_does_not_apply() -> N
     assert ">0.123<" in text and ">—<" in text  # 3 decimals; a dash for NaN
     assert ">−∞<" in text and ">2.5<" in text  # a format overrides digits; a masked score
     assert ">yes<" in text and ">no<" in text
+
+
+# ---------------------------------------------------------------- the drawing modules (app/static)
+
+MODULES = [charts.SCRIPT, *sorted((charts.STATIC / "charts").glob("*.js"))]
+
+
+def test_every_module_imports_only_what_another_exports_and_stays_small() -> None:
+    """charts.js and charts/*.js: each name imported is exported by the module named (the
+    bundle relies on it too), each module under 400 lines, each top-level function under 80."""
+    exports = {path: set(re.findall(r"^export (?:function|const) (\w+)", path.read_text(), re.MULTILINE))
+               for path in MODULES}  # fmt: skip
+    for path in MODULES:
+        text = path.read_text()
+        lines = text.splitlines()
+        assert len(lines) < 400, path.name
+        for names, source in re.findall(r'^import \{([^}]*)\} from "([^"]+)";', text, re.MULTILINE):
+            wanted = {n.strip() for n in names.split(",")}
+            assert wanted <= exports[(path.parent / source).resolve()], (path.name, source)
+        ends = [i for i, line in enumerate(lines) if line == "}"]
+        for start, line in enumerate(lines):
+            if re.match(r"(export )?(default )?function", line):
+                assert min(e for e in ends if e > start) - start < 80, (path.name, line)
+
+
+def test_a_server_without_static_serving_gets_every_module_in_one_script(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    options = {"server.enableStaticServing": False, "server.baseUrlPath": ""}
+    monkeypatch.setattr(charts.st, "get_option", options.__getitem__)
+    bundle = charts._script()
+    assert not re.search(r"^import ", bundle, re.MULTILINE)
+    assert re.findall(r"^export .*", bundle, re.MULTILINE) == ["export default function (component) {"]
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the bundle is not run")
+    (tmp_path / "bundle.mjs").write_text(bundle)
+    check = "import('./bundle.mjs').then((m) => console.log(typeof m.default))"
+    run = subprocess.run([node, "-e", check], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "function", run.stderr  # every module's code parses and runs
+
+
+def test_the_loaders_url_changes_with_any_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A browser that cached the modules of the last version asks for charts.js anew when any
+    module changed: its ?v= is a hash of them all."""
+    options = {"server.enableStaticServing": True, "server.baseUrlPath": "lab"}
+    monkeypatch.setattr(charts.st, "get_option", options.__getitem__)
+    static = tmp_path / "static"
+    shutil.copytree(charts.STATIC, static)
+    monkeypatch.setattr(charts, "STATIC", static)
+    monkeypatch.setattr(charts, "SCRIPT", static / "charts.js")
+    before = charts._script()
+    assert "/lab/app/static/charts.js?v=" in before
+    with open(static / "charts" / "axes.js", "a") as module:
+        module.write("// changed\n")
+    assert charts._script() != before

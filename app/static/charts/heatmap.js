@@ -1,0 +1,224 @@
+// Heatmaps: a "grid" of small maps (every head of a model; score maps over layers x heads)
+// or one large "head" map (one head's weights, any labelled matrix). Each map is painted as
+// one image of one pixel per cell, scaled up: a 4 x 4 grid draws in a few milliseconds.
+
+import { MARKER, OUTLINE_DASH, markerLine } from "./axes.js";
+import { PAD, boxAt, decode, fixed, startChart, upright } from "./canvas.js";
+import { colorBar, heatImage, lookupTable, shade } from "./colors.js";
+
+function range(spec, i) {
+  // [zmin, zmax] of panel i: its own where it has one (score maps), else the chart's
+  const p = spec.panels[i];
+  return [p.zmin ?? spec.zmin, p.zmax ?? spec.zmax];
+}
+
+export function prepare(spec) {
+  // every panel decoded, with its colour table and image: made once, redrawn at any width
+  const panels = spec.panels.map((p) => decode(p.z));
+  const lut = lookupTable(spec.colors);
+  const luts = spec.panels.map((p) => (p.colors ? lookupTable(p.colors) : lut));
+  const images = panels.map((p, i) => heatImage(p, range(spec, i), luts[i]));
+  return { panels, luts, images };
+}
+
+function layout(ctx, spec, width, em) {
+  // pixel boxes of every panel, the colour bar and the labels for a canvas of this width
+  const isGrid = spec.kind === "grid";
+  const tick = Math.round(spec.tick_px * em);
+  const titlePx = Math.round((isGrid ? 14 : 15) * em);
+  ctx.font = `${tick}px ${spec.font}`;
+  let left = PAD, top = PAD + (spec.title ? titlePx + 8 : 0);
+  let right = PAD + (spec.colorbar ? 58 * em : 0);
+  let bottom = PAD + (spec.outline ? tick + 10 : 0);
+  let labels = 0; // height of the key labels above a head
+  if (!isGrid) {
+    const shownY = spec.y.filter((_, i) => i % spec.y_every === 0);
+    const widest = (texts) => Math.max(0, ...texts.map((t) => ctx.measureText(t).width));
+    left += tick + 8 + widest(shownY) + 6; // axis title, labels
+    labels = spec.x_angle ? widest(spec.x.filter((_, k) => k % (spec.x_every || 1) === 0)) + 6 : tick + 6;
+    top += tick + 6 + labels;
+  }
+  if (isGrid && spec.axis_labels) {
+    // score maps: every panel's rows and columns are numbered (layers down, heads across)
+    left += Math.max(...spec.y.map((t) => ctx.measureText(t).width)) + 6;
+    bottom += tick + 4;
+  }
+  const rowTitle = isGrid && spec.row_titles ? Math.round(13 * em) + 8 : 0;
+  const cellTitle = isGrid ? Math.round(12 * em) + 6 + rowTitle : 0;
+  const gap = isGrid ? (spec.axis_labels ? tick + 12 : 8) : 0;
+  const cols = spec.columns, rows = Math.ceil(spec.panels.length / cols);
+  const w = (width - left - right - gap * (cols - 1)) / cols;
+  const h = (spec.height - top - bottom - (gap + cellTitle) * rows + gap) / rows;
+  const boxes = spec.panels.map((p, i) => {
+    const r = Math.floor(i / cols), c = i % cols;
+    return { x: left + c * (w + gap), y: top + cellTitle + r * (h + gap + cellTitle), w, h };
+  });
+  return { boxes, left, top, right, bottom, tick, titlePx, cellTitle, rowTitle, labels };
+}
+
+function cellNumbers(ctx, panel, b, range, digits, font, em, lut) {
+  // each cell's value written in it, where cells are large enough (score maps)
+  const cw = b.w / panel.cols, ch = b.h / panel.rows, px = Math.round(11 * em);
+  if (cw < (digits + 3) * 0.62 * px + 4 || ch < px + 4) return;
+  ctx.font = `${px}px ${font}`;
+  const top = panel.values.reduce((m, v) => (Number.isNaN(v) ? m : Math.max(m, Math.abs(v))), 0);
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  for (let q = 0; q < panel.rows; q++) {
+    for (let k = 0; k < panel.cols; k++) {
+      const v = panel.values[q * panel.cols + k];
+      if (Number.isNaN(v)) continue;
+      const c = 3 * shade(v, range);
+      const light = 0.299 * lut[c] + 0.587 * lut[c + 1] + 0.114 * lut[c + 2];
+      ctx.fillStyle = light < 150 ? "#fff" : "#31333f"; // white on dark cells, whatever the scale
+      ctx.fillText(fixed(v, digits, top), b.x + (k + 0.5) * cw, b.y + (q + 0.5) * ch);
+    }
+  }
+}
+
+function axisLabels(ctx, spec, b, panel, i, L, color) {
+  // row numbers left of the first column, column numbers under every panel
+  ctx.fillStyle = color;
+  ctx.font = `${L.tick}px ${spec.font}`;
+  ctx.textBaseline = "middle";
+  if (i % spec.columns === 0) {
+    ctx.textAlign = "right";
+    spec.y.forEach((t, q) => ctx.fillText(t, b.x - 4, b.y + ((q + 0.5) * b.h) / panel.rows));
+  }
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  spec.x.forEach((t, k) => ctx.fillText(t, b.x + ((k + 0.5) * b.w) / panel.cols, b.y + b.h + 3));
+}
+
+function gridPanelText(ctx, spec, data, i, b, L, em, color) {
+  // a grid panel's title (and its row's title), the values in its cells, its numbered axes
+  const p = spec.panels[i];
+  ctx.font = `${Math.round(12 * em)}px ${spec.font}`;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "alphabetic";
+  ctx.fillStyle = color;
+  ctx.fillText(p.title, b.x + b.w / 2, b.y - 5);
+  if (spec.row_titles && i % spec.columns === 0) {
+    ctx.font = `600 ${Math.round(13 * em)}px ${spec.font}`;
+    ctx.textAlign = "left";
+    ctx.fillText(spec.row_titles[Math.floor(i / spec.columns)], PAD, b.y - L.cellTitle + L.rowTitle - 6);
+  }
+  if (p.digits != null) cellNumbers(ctx, data.panels[i], b, range(spec, i), p.digits, spec.font, em, data.luts[i]);
+  if (spec.axis_labels) axisLabels(ctx, spec, b, data.panels[i], i, L, color);
+}
+
+function outline(ctx, spec, b, panel, tick, color) {
+  // marked cells outlined (red: weight where the causal mask forbids it; grey dashes: padding), named below
+  ctx.strokeStyle = spec.outline.color;
+  ctx.lineWidth = 2;
+  ctx.setLineDash(spec.outline.dash ? OUTLINE_DASH : []);
+  const cw = b.w / panel.cols, ch = b.h / panel.rows;
+  for (const [q, k] of spec.outline.cells) ctx.strokeRect(b.x + k * cw + 1.5, b.y + q * ch + 1.5, cw - 3, ch - 3);
+  ctx.fillStyle = color;
+  ctx.font = `${tick}px ${spec.font}`;
+  ctx.textAlign = "left";
+  const y = spec.height - PAD - 2;
+  ctx.strokeRect(b.x, y - tick + 2, tick - 2, tick - 2);
+  ctx.setLineDash([]);
+  ctx.fillText(spec.outline.name, b.x + tick + 4, y);
+}
+
+function selectedBox(ctx, spec, boxes) {
+  // a red frame around the grid's selected head
+  const i = spec.panels.findIndex((p) => p.layer === spec.selected[0] && p.head === spec.selected[1]);
+  if (i < 0) return;
+  const b = boxes[i];
+  ctx.strokeStyle = "#dc2626";
+  ctx.lineWidth = 3;
+  ctx.strokeRect(b.x - 3, b.y - 3, b.w + 6, b.h + 6);
+}
+
+function headLabels(ctx, spec, b, panel, L, color) {
+  // a head map's query labels down the side (every y_every-th), key labels on top (turned
+  // where neighbours would touch), and both axis titles
+  ctx.fillStyle = color;
+  ctx.font = `${L.tick}px ${spec.font}`;
+  const rowH = b.h / panel.rows, colW = b.w / panel.cols;
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  spec.y.forEach((t, q) => {
+    if (q % spec.y_every === 0) ctx.fillText(t, b.x - 6, b.y + (q + 0.5) * rowH);
+  });
+  spec.x.forEach((t, k) => {
+    if (k % (spec.x_every || 1)) return;
+    const x = b.x + (k + 0.5) * colW;
+    if (spec.x_angle) {
+      upright(ctx, t, x, b.y - 6, "left");
+    } else {
+      ctx.textAlign = "center";
+      ctx.textBaseline = "bottom";
+      ctx.fillText(t, x, b.y - 5);
+      ctx.textBaseline = "middle";
+    }
+  });
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  ctx.fillText(spec.x_title, b.x + b.w / 2, L.top - L.labels - L.tick - 6);
+  upright(ctx, spec.y_title, PAD, b.y + b.h / 2, "center", "top");
+}
+
+export function paint(ctx, spec, data, width, em, color) {
+  // the whole chart at this width; returns where the panels are, for hover and clicks
+  const L = layout(ctx, spec, width, em);
+  startChart(ctx, spec, width, L.titlePx, color);
+  ctx.imageSmoothingEnabled = false;
+  spec.panels.forEach((p, i) => {
+    const b = L.boxes[i];
+    ctx.drawImage(data.images[i], b.x, b.y, b.w, b.h);
+    if (spec.kind === "grid") gridPanelText(ctx, spec, data, i, b, L, em, color);
+  });
+  const first = L.boxes[0], last = L.boxes[L.boxes.length - 1], panel = data.panels[0];
+  if (spec.kind === "head" && spec.cell_digits != null) {
+    cellNumbers(ctx, panel, first, range(spec, 0), spec.cell_digits, spec.font, em, data.luts[0]);
+  }
+  if (spec.outline && spec.outline.cells.length) outline(ctx, spec, first, panel, L.tick, color);
+  if (spec.x_marker) {
+    // a line between two columns (e.g. the last position seen in training), named at its top
+    const x = first.x + (spec.x_marker.at * first.w) / panel.cols;
+    markerLine(ctx, x, first, spec.x_marker.text, MARKER, spec.font, L.tick, color);
+  }
+  if (spec.selected) selectedBox(ctx, spec, L.boxes);
+  if (spec.kind === "head") headLabels(ctx, spec, first, panel, L, color);
+  if (spec.colorbar) colorBar(ctx, spec, width - L.right + 12 * em, first.y, last.y + last.h, L.tick, color);
+  return L;
+}
+
+export function hit(spec, data, drawn, x, y) {
+  // the cell under the pointer: panel i, row q, column k
+  const i = boxAt(drawn.boxes, x, y);
+  if (i < 0) return null;
+  const b = drawn.boxes[i], p = data.panels[i];
+  const q = Math.min(p.rows - 1, Math.floor(((y - b.y) / b.h) * p.rows));
+  const k = Math.min(p.cols - 1, Math.floor(((x - b.x) / b.w) * p.cols));
+  return { i, q, k, x, y };
+}
+
+function valueText(v, spec) {
+  // a cell's value for its tip: percent in a grid of weights
+  if (Number.isNaN(v)) return "masked";
+  return spec.percent ? `${(100 * v).toFixed(2)}%` : fixed(v, spec.digits ?? 4);
+}
+
+export function tip(spec, data, h) {
+  // [bold heading or null, lines...] naming the cell under the pointer
+  const p = spec.panels[h.i], values = data.panels[h.i];
+  const value = valueText(values.values[h.q * values.cols + h.k], spec);
+  if (spec.axis_labels) {
+    // score maps: rows and columns are numbered already; the panel says what the value is
+    return [p.value_name || p.title, `${spec.y_title} ${spec.y[h.q]} · ${spec.x_title} ${spec.x[h.k]}`, value];
+  }
+  const [yName, xName] = spec.kind === "grid" ? ["query", "key"] : [spec.y_title, spec.x_title];
+  const heading = spec.kind === "grid" ? `layer ${p.layer} head ${p.head}` : null;
+  const named = (i, label) => (label === String(i) ? label : `${i}: ${label}`); // numbered rows need no label
+  return [heading, `${yName} ${named(h.q, spec.y[h.q])}`, `${xName} ${named(h.k, spec.x[h.k])}`, `${spec.value_name} ${value}`];
+}
+
+export function legend(spec) {
+  // the names the picture shows a key for
+  return spec.outline ? [spec.outline.name] : [];
+}
