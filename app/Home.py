@@ -5,8 +5,7 @@ from pathlib import Path
 import streamlit as st
 from lab import present, tables
 from lab.resources import configure_torch, device_picker
-from lab.runs import FORM_KEYS
-from lab.state import enter_page, keep_form_state, page_links
+from lab.state import enter_page, page_links
 
 configure_torch()
 st.set_page_config(
@@ -62,6 +61,5 @@ page_links(SECTIONS)
 device_picker()
 present.apply()
 tables.style()  # once per run, for every table the page shows
-keep_form_state(FORM_KEYS)
 enter_page(navigation.url_path)
 navigation.run()

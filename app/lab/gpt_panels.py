@@ -57,13 +57,14 @@ class SamplingSettings:
 def sampling_settings(prefix: str, vocab_size: int) -> SamplingSettings:
     """Five controls in a row: how many characters, temperature, top-k, top-p and the seed."""
     g1, g2, g3, g4, g5 = st.columns(5)
-    max_new = g1.slider("New characters", 1, 200, key=prefix + "max_new")
+    max_new = g1.slider("New characters", 1, 200, key=prefix + "max_new", persist_state="session")
     temperature = g2.slider(
         "Temperature",
         0.0,
         2.0,
         step=0.05,
         key=prefix + "temperature",
+        persist_state="session",
         help="Divides the logits: low = safe and repetitive, high = adventurous. 0 = greedy.",
     )
     clamp_state(prefix + "top_k", list(range(vocab_size + 1)), 0)
@@ -72,6 +73,7 @@ def sampling_settings(prefix: str, vocab_size: int) -> SamplingSettings:
         0,
         vocab_size,
         key=prefix + "top_k",
+        persist_state="session",
         help="Sample only among the k most likely characters.",
     )
     top_p = g4.slider(
@@ -80,9 +82,12 @@ def sampling_settings(prefix: str, vocab_size: int) -> SamplingSettings:
         1.0,
         step=0.05,
         key=prefix + "top_p",
+        persist_state="session",
         help="Sample only among the most likely characters that together reach this probability.",
     )
-    seed = g5.number_input("Seed", 0, 2**31 - 1, key=prefix + "seed", help="Same seed, same sample.")
+    seed = g5.number_input(
+        "Seed", 0, 2**31 - 1, key=prefix + "seed", persist_state="session", help="Same seed, same sample."
+    )
     return SamplingSettings(int(max_new), float(temperature), int(top_k), float(top_p), int(seed))
 
 
@@ -182,6 +187,7 @@ def query_picker(prefix: str, tokens: list[str], where: Any) -> int:
             "Query character",
             positions,
             key=prefix + "query",
+            persist_state="session",
             format_func=lambda i: f"position {i}: {tokens[i]}",
         )
     )

@@ -79,8 +79,8 @@ def head_selectors(
     clamp_state(prefix + "layer", list(range(n_layers)), 0)
     clamp_state(prefix + "head", list(range(n_heads)), 0)
     c1, c2 = cols or st.columns(2)
-    layer = c1.selectbox("Layer", list(range(n_layers)), key=prefix + "layer")
-    head = c2.selectbox("Head", list(range(n_heads)), key=prefix + "head")
+    layer = c1.selectbox("Layer", list(range(n_layers)), key=prefix + "layer", persist_state="session")
+    head = c2.selectbox("Head", list(range(n_heads)), key=prefix + "head", persist_state="session")
     return int(layer), int(head)
 
 

@@ -59,7 +59,10 @@ class Switched:
 
 def switch_toggles(where: Any, prefix: str, switches: Sequence[Switch]) -> dict[str, bool]:
     """A toggle per switch in `where`, keyed prefix + URL name; {name: switched off}."""
-    return {s.name: bool(where.toggle(s.label, key=prefix + s.name, help=s.help)) for s in switches}
+    return {
+        s.name: bool(where.toggle(s.label, key=prefix + s.name, persist_state="session", help=s.help))
+        for s in switches
+    }
 
 
 def head_name(head: str) -> str:
@@ -78,6 +81,7 @@ def ablation_picker(where: Any, prefix: str, n_layers: int, n_heads: int) -> tup
         "Ablate heads",
         heads,
         key=key,
+        persist_state="session",
         placeholder="none",
         format_func=head_name,
         help="Zero these heads' outputs; the weights are untouched.",

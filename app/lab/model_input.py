@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from lab import state
 from lab.state import visible
 from transformer_core.io import CharTokenizer, Checkpoint
 
@@ -73,7 +72,6 @@ def stop_on_problem(checked: CheckedInput) -> None:
     """Say why the input cannot run and stop the page (its widgets' state is kept)."""
     if checked.problem:
         (st.warning if not checked.raw else st.error)(checked.problem, icon=":material/error:")
-        state.stopped_early()
         st.stop()
 
 

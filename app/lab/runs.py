@@ -28,20 +28,6 @@ LENGTH_TABLE = CHECKPOINTS_DIR / "length_generalization.json"
 MAX_POINTS = 400  # points per chart line: the live panel stays cheap to redraw
 
 
-FORM_KEYS = (  # /train widgets the router keeps across page visits (lab.state.keep_form_state)
-    "train_task",
-    "train_positions",
-    "train_preset",
-    "train_d_model",
-    "train_n_layers",
-    "train_n_heads",
-    "train_steps",
-    "train_batch",
-    "train_lr",
-    "train_schedule",
-)
-
-
 @st.cache_resource(max_entries=4)
 def _store(root: str, max_running: int, redis: str | None) -> RunStore:
     return open_run_store(Path(root), max_running)  # `redis` only keys the cache

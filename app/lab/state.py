@@ -1,5 +1,5 @@
-"""Per-session view state, in one place: the URL mirror of each page and the widget state
-the router keeps across page visits.
+"""Per-session view state, in one place: the URL mirror of each page (the widgets keep
+their own values across page visits: `persist_state="session"`).
 
 Widget keys with no value yet are seeded from the URL (else their default); on every
 run the current widget values are written back to the URL, so a copied link reopens the view.
@@ -8,11 +8,19 @@ A page may give a `prefix`: the session_state key is then prefix + name while th
 keeps the short name (`/reversal?text=hello`), so two pages never share a widget key.
 List values (multiselect) travel as one comma-separated parameter.
 
-Every key a page seeds is kept alive for the whole session (the router re-assigns them on
-every run, `enter_page`), so a page's setup survives a prompt that stops the page before its
-widgets are drawn and a visit to another page. When a page is entered (sidebar, link, the
-browser's Back) the parameters in its URL win; on reruns of the page shown, the widgets do.
-A value from a link that cannot be used is named in a notice, never dropped silently.
+Every keyed input widget of a page is drawn with `persist_state="session"`: Streamlit then
+copies its value onto its key whenever a run does not draw it (another page is shown, the
+page stopped before drawing it, or a fragment run of /train's live panel lands while another
+page is shown: the stale-widget cleanup keeps session-scoped values), and a widget that comes
+back is sent that value. A key init_state seeds before its widget was ever drawn (a page
+stopped on its first visit) is plain session state, which Streamlit never drops. This replaced
+the router's own keeping (re-assigning every seeded key when a page was entered or stopped
+early, with copies for /train's form); the browser tests of issue 11 (tests/browser/
+test_state.py, test_train.py) pass without it. What stays custom is only what persist_state
+does not do: when a page is entered (sidebar, link, the browser's Back) the parameters in its
+URL win over the kept values (`enter_page` notes the entry, `init_state` re-seeds); on reruns
+of the page shown, the widgets do. A value from a link that cannot be used is named in a
+notice, never dropped silently.
 
 Why not Streamlit's own `bind="query-params"` (1.67): it uses the widget key as the URL
 name, so /gpt and /reversal would share one session key `text` (and `checkpoint`, `layer`,
@@ -22,9 +30,6 @@ invalid value without a word (a link's unusable values are named in a notice her
 writes a committed value to the URL before the page has accepted it (a rejected
 10,000-character prompt must not reach the URL); bound parameters also cannot be written
 through st.query_params, which `present=1` and the sidebar's per-page links need.
-`persist_state="session"` keeps values across page switches and early stops in AppTest,
-but is not adopted yet: every keyed widget on every page would need it at once before
-`keep_form_state` could go, and that change has not been verified in the browser tests.
 """
 
 from __future__ import annotations
@@ -34,12 +39,10 @@ from typing import Any
 
 import streamlit as st
 
-MANAGED = "_view_state_keys"  # session_state: every key init_state seeds, on any page
 LINKS = "_view_links"  # session_state: page url_path -> the parameters its URL had last
 FIRST = "_view_first_run"  # session_state: this run opens a page never shown, by a bare URL
 EXPLAINED = "_view_explained"  # session_state: link parameters a notice of this run explained
 PAGE, ENTERED = "_view_page", "_view_entered"  # the page shown last; whether this run opens a page
-PARTIAL, KEPT = "_view_partial", "_kept_form_state"  # the last run stopped early; copies of kept keys
 SHOWN_CHARS = 40
 
 
@@ -88,11 +91,9 @@ def init_state(
     """
     valid = valid or {}
     entered = st.session_state.get(ENTERED, True)
-    managed: set[str] = st.session_state.setdefault(MANAGED, set())
     ignored = []
     for name, default in defaults.items():
         key = prefix + name
-        managed.add(key)
         from_url = name in st.query_params
         if key in st.session_state and not (entered and from_url):
             continue
@@ -135,11 +136,7 @@ def clamp_state(key: str, options: list[Any], default: Any) -> None:
 
 def enter_page(page: str) -> None:
     """The router calls this on every run, before the page: note whether the run opens a
-    page or reruns the one shown, and keep every page's view state.
-
-    Keys are re-assigned (so widgets that come back show the state in use) only when the
-    page is entered or its last run stopped before drawing its widgets: re-assigning on
-    every run would send a value back to the browser over a user's newer one."""
+    page or reruns the one shown (the widgets keep their own values: persist_state)."""
     entered = st.session_state.get(PAGE) != page
     st.session_state[ENTERED] = entered
     st.session_state[EXPLAINED] = set()
@@ -148,23 +145,12 @@ def enter_page(page: str) -> None:
         entered and page not in st.session_state.get(LINKS, {}) and set(st.query_params) <= {"present"}
     )
     st.session_state[PAGE] = page
-    keys = tuple(sorted(st.session_state.get(MANAGED, ())))
-    kept: dict = st.session_state.setdefault(KEPT, {})
-    kept.update({key: st.session_state[key] for key in keys if key in st.session_state})
-    if st.session_state.pop(PARTIAL, False) or entered:
-        keep_form_state(keys)
 
 
 def explained(name: str) -> None:
     """A notice of this run has already said why the link's `name` cannot be used (e.g. an
     expired run id): init_state then does not name it a second time."""
     st.session_state.setdefault(EXPLAINED, set()).add(name)
-
-
-def stopped_early() -> None:
-    """A page calls this before st.stop() when its widgets were not all drawn (bad input):
-    the next run brings them back with their values."""
-    st.session_state[PARTIAL] = True
 
 
 def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()) -> None:
@@ -213,19 +199,3 @@ def link_params(url_path: str) -> dict[str, str]:
     session (none if it was never shown), and present=1 in projector mode."""
     present = {"present": "1"} if st.session_state.get("present") else {}
     return {**st.session_state.get(LINKS, {}).get(url_path, {}), **present}
-
-
-def keep_form_state(keys: tuple[str, ...]) -> None:
-    """Keep these widgets' values while the user is on other pages (Streamlit drops the
-    state of widgets a run does not draw unless the key is assigned to itself). The router
-    calls it on every run with the keys pages want kept (e.g. lab.runs.FORM_KEYS).
-
-    A copy under a plain key restores values that Streamlit dropped anyway: a fragment
-    rerun (/train's live panel) landing while another page is shown cleans up every widget
-    that run did not draw."""
-    kept: dict = st.session_state.setdefault(KEPT, {})
-    for key in keys:
-        if key in st.session_state:
-            kept[key] = st.session_state[key]
-        if key in kept:
-            st.session_state[key] = kept[key]

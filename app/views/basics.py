@@ -111,9 +111,16 @@ st.markdown(
     "and watch the weights and the context vector follow."
 )
 cols = st.columns(5)
-cols[0].number_input("query q", min_value=-5.0, max_value=5.0, step=0.1, key=P + "q")
+cols[0].number_input("query q", min_value=-5.0, max_value=5.0, step=0.1, key=P + "q", persist_state="session")
 for i, token in enumerate(lesson.QKV_TOKENS):
-    cols[i + 1].number_input(f"key of '{token}'", min_value=-5.0, max_value=5.0, step=0.1, key=f"{P}k{i + 1}")
+    cols[i + 1].number_input(
+        f"key of '{token}'",
+        min_value=-5.0,
+        max_value=5.0,
+        step=0.1,
+        key=f"{P}k{i + 1}",
+        persist_state="session",
+    )
 keys = tuple(float(st.session_state[f"{P}k{i + 1}"]) for i in range(4))
 res = lesson.retrieve(float(st.session_state[P + "q"]), keys, lesson.QKV_VALUES)
 left, right = st.columns([2, 3])
@@ -155,8 +162,15 @@ st.markdown(
 for r in (1, 2):  # one row of the batch: its four scores, then its valid length
     cols = st.columns([1, 1, 1, 1, 1.6], vertical_alignment="bottom")
     for j in range(4):
-        cols[j].number_input(f"row {r}, key {j}", *SCORE_RANGE, step=0.1, format="%.2f", key=f"{P}s{r}{j}")
-    cols[4].slider(f"valid length, row {r}", 1, 4, key=f"{P}len{r}")
+        cols[j].number_input(
+            f"row {r}, key {j}",
+            *SCORE_RANGE,
+            step=0.1,
+            format="%.2f",
+            key=f"{P}s{r}{j}",
+            persist_state="session",
+        )
+    cols[4].slider(f"valid length, row {r}", 1, 4, key=f"{P}len{r}", persist_state="session")
 scores = np.array([[float(st.session_state[f"{P}s{r}{j}"]) for j in range(4)] for r in (1, 2)])
 lens = (int(st.session_state[P + "len1"]), int(st.session_state[P + "len2"]))
 plain, masked_w = lesson.masked_rows(scores, lens)
@@ -196,9 +210,9 @@ st.markdown(
     "price. The Gaussian kernel is a softmax of −(q−k)²/2σ²: attention with a fixed, hand-made score."
 )
 c1, c2, c3 = st.columns(3)
-c1.slider("query location", 0.0, 12.0, step=0.5, key=P + "house")
-c2.slider("Gaussian width σ", 0.1, 5.0, step=0.05, key=P + "sigma")
-c3.slider("boxcar half-width (|q − k| < w)", 0.25, 5.0, step=0.25, key=P + "width")
+c1.slider("query location", 0.0, 12.0, step=0.5, key=P + "house", persist_state="session")
+c2.slider("Gaussian width σ", 0.1, 5.0, step=0.05, key=P + "sigma", persist_state="session")
+c3.slider("boxcar half-width (|q − k| < w)", 0.25, 5.0, step=0.25, key=P + "width", persist_state="session")
 house = float(st.session_state[P + "house"])
 kr = kernels(house, float(st.session_state[P + "sigma"]), float(st.session_state[P + "width"]))
 fits = kr["fits"]
@@ -250,7 +264,12 @@ st.markdown(
     "Q is (2, 2, 2), K and V are (2, 4, 2), the weights (2, 2, 4) and the outputs (2, 2, 2)."
 )
 st.segmented_control(
-    "sequence in the batch", [1, 2], key=P + "batch", format_func=lambda b: f"sequence {b}", required=True
+    "sequence in the batch",
+    [1, 2],
+    key=P + "batch",
+    persist_state="session",
+    format_func=lambda b: f"sequence {b}",
+    required=True,
 )
 b = int(st.session_state[P + "batch"] or 1) - 1
 mat = lesson.matrix_attention(lesson.BATCH_Q, lesson.BATCH_K, lesson.BATCH_V)
@@ -296,7 +315,7 @@ with c1:
         key=P + "split_x",
         digits=1,
     )
-    st.radio("number of heads", HEAD_CHOICES, key=P + "heads", horizontal=True)
+    st.radio("number of heads", HEAD_CHOICES, key=P + "heads", persist_state="session", horizontal=True)
 heads = lesson.split_heads(lesson.SPLIT_X, int(st.session_state[P + "heads"]))
 with c2:
     hcols = st.columns([1] * (len(heads.columns) - 1) + [1 + 0.1 * len(heads.columns)])  # + the colour bar
@@ -343,9 +362,9 @@ def _order(perm: str) -> str:
 
 
 c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
-c1.selectbox("shuffled order", PERMUTATIONS, key=P + "perm", format_func=_order)
+c1.selectbox("shuffled order", PERMUTATIONS, key=P + "perm", persist_state="session", format_func=_order)
 c2.button("Shuffle", icon=":material/shuffle:", on_click=_shuffle)
-c3.toggle("add sinusoidal positions", key=P + "positions")
+c3.toggle("add sinusoidal positions", key=P + "positions", persist_state="session")
 perm = st.session_state[P + "perm"]
 order = [int(i) for i in perm.split(",")]
 check = lesson.permutation_check(lesson.PERM_X, order, add_positions=bool(st.session_state[P + "positions"]))

@@ -74,10 +74,18 @@ state.clamp_state(P + "b", choices, default_b)
 # ---------------------------------------------------------------- the two sides and the input
 c_a, c_b, c_text = st.columns([1, 1, 1.3])
 names = {
-    "a": c_a.selectbox("Model A", choices, key=P + "a", format_func=str),
-    "b": c_b.selectbox("Model B", choices, key=P + "b", help="Pick the same model to compare switches."),
+    "a": c_a.selectbox("Model A", choices, key=P + "a", persist_state="session", format_func=str),
+    "b": c_b.selectbox(
+        "Model B",
+        choices,
+        key=P + "b",
+        persist_state="session",
+        help="Pick the same model to compare switches.",
+    ),
 }
-raw = c_text.text_input(f"Input (at most {MAX_CHARS} characters for reversal)", key=P + "text")
+raw = c_text.text_input(
+    f"Input (at most {MAX_CHARS} characters for reversal)", key=P + "text", persist_state="session"
+)
 options: dict[str, InferenceOptions] = {}
 for side, col in zip(SIDES, (c_a, c_b), strict=True):  # each side's switches under its model
     options[side] = Switched(switch_toggles(col, f"{P}{side}_", SWITCHES)).options()
@@ -154,7 +162,9 @@ def answer(side: str) -> str:
 st.subheader("1 · What each side answers, and every head")
 kinds = KINDS[arch]
 state.clamp_state(P + "kind", kinds, kinds[0])
-kind = c_text.selectbox("Attention", kinds, key=P + "kind", format_func=KIND_LABELS.get)
+kind = c_text.selectbox(
+    "Attention", kinds, key=P + "kind", persist_state="session", format_func=KIND_LABELS.get
+)
 l_col, h_col = c_text.columns(2)  # under the input, beside the switches
 layer, head = head_selectors(P, n_layers, n_heads, [l_col, h_col])
 state.write_state(URL_KEYS, prefix=P)  # kind, layer and head settled

@@ -92,10 +92,15 @@ name = top_left.selectbox(
     "Checkpoint",
     choices,
     key=P + "checkpoint",
+    persist_state="session",
     help="The same model trained once per positional scheme; then your own runs.",
 )
 raw = top_mid.text_area(
-    "Prompt", key=P + "text", height=112, help="Any text; characters the model never saw become <unk>."
+    "Prompt",
+    key=P + "text",
+    persist_state="session",
+    height=112,
+    help="Any text; characters the model never saw become <unk>.",
 )
 off = switch_toggles(top_right, P, SWITCHES)
 try:

@@ -58,11 +58,13 @@ name = c1.selectbox(
     "Checkpoint",
     choices,
     key=P + "checkpoint",
+    persist_state="session",
     help="A shipped model, or one of your runs from the Train page.",
 )
 probe = c2.text_input(
     "Probe text (optional)",
     key=P + "probe",
+    persist_state="session",
     max_chars=200,
     placeholder="default: a few built-in sentences (GPT) or random strings (reversal)",
     help="The text the detectors, the ablation sweep, rollout and the logit lens run on, besides "
@@ -136,7 +138,11 @@ for kind in kinds:
 numeric = [c for c in pd.DataFrame(rows).columns if isinstance(rows[0][c], float)]
 state.clamp_state(P + "sort", numeric, BEST)
 sort_by = st.selectbox(
-    "Sort by", numeric, key=P + "sort", help="Largest first; a dash (does not apply) last."
+    "Sort by",
+    numeric,
+    key=P + "sort",
+    persist_state="session",
+    help="Largest first; a dash (does not apply) last.",
 )
 table = pd.DataFrame(rows).sort_values(sort_by, ascending=False, kind="stable").reset_index(drop=True)
 table.insert(5, sort_by, table.pop(sort_by))  # the sorted column beside the head's name, on screen
@@ -169,6 +175,7 @@ chosen = o1.selectbox(
     "Head to open",
     head_ids,
     key=P + "open",
+    persist_state="session",
     format_func=lambda h: "{} layer {} head {}".format(
         hp.KIND_NAMES[h.split(":")[0]], *h.split(":")[1].split(".")
     ),
@@ -204,6 +211,7 @@ kind_pat = (
         horizontal=True,
         format_func=lambda k: hp.KIND_NAMES[k],
         key=P + "kind",
+        persist_state="session",
         label_visibility="collapsed",
     )
     if len(kinds) > 1

@@ -115,8 +115,8 @@ st.markdown(
     "position gets its own fingerprint and nearby positions get similar ones."
 )
 c1, c2 = st.columns(2)
-c1.slider("number of positions", 2, 256, key=P + "length")
-c2.slider("d_model", 2, 256, step=2, key=P + "d_model")
+c1.slider("number of positions", 2, 256, key=P + "length", persist_state="session")
+c2.slider("d_model", 2, 256, step=2, key=P + "d_model", persist_state="session")
 length, d_model = int(st.session_state[P + "length"]), int(st.session_state[P + "d_model"])
 sin = sinusoids(length, d_model)
 chart(pc.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
@@ -124,7 +124,9 @@ chart(pc.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_m
 dim_options = [str(i) for i in range(d_model)]
 chosen = [d for d in st.session_state.get(P + "dims", []) if d in dim_options][:6] or ["0"]
 st.session_state[P + "dims"] = chosen
-st.multiselect("dimensions to draw as waves", dim_options, key=P + "dims", max_selections=6)
+st.multiselect(
+    "dimensions to draw as waves", dim_options, key=P + "dims", persist_state="session", max_selections=6
+)
 chart(pc.waves_chart(sin["table"], [int(d) for d in st.session_state[P + "dims"]]), "pe_waves")
 
 c1, c2 = st.columns(2)
@@ -168,7 +170,7 @@ st.markdown(
     'maps PE(p) to PE(p+Δ) for **every** p: a linear layer can learn "look Δ tokens back" '
     "without knowing absolute positions."
 )
-st.slider("offset Δ", -25, 25, key=P + "offset")
+st.slider("offset Δ", -25, 25, key=P + "offset", persist_state="session")
 offset = int(st.session_state[P + "offset"])
 check, p, pair = shift(length, d_model, offset)
 c1, c2 = st.columns([1, 2])
@@ -218,11 +220,13 @@ st.markdown(
 )
 c1, c2 = st.columns([1, 2])
 with c1:
-    st.slider("which pair (0 turns fastest)", 0, ROPE_D_HEAD // 2 - 1, key=P + "rope_pair")
-    st.slider("positions to draw (0..n)", 1, 24, key=P + "rope_n")
+    st.slider(
+        "which pair (0 turns fastest)", 0, ROPE_D_HEAD // 2 - 1, key=P + "rope_pair", persist_state="session"
+    )
+    st.slider("positions to draw (0..n)", 1, 24, key=P + "rope_n", persist_state="session")
     x1, x2 = st.columns(2)
-    x1.number_input("vector x", -2.0, 2.0, step=0.1, key=P + "rope_x")
-    x2.number_input("vector y", -2.0, 2.0, step=0.1, key=P + "rope_y")
+    x1.number_input("vector x", -2.0, 2.0, step=0.1, key=P + "rope_x", persist_state="session")
+    x2.number_input("vector y", -2.0, 2.0, step=0.1, key=P + "rope_y", persist_state="session")
 pair_idx, n_pos = int(st.session_state[P + "rope_pair"]), int(st.session_state[P + "rope_n"])
 vx, vy = float(st.session_state[P + "rope_x"]), float(st.session_state[P + "rope_y"])
 with c2:
@@ -238,7 +242,7 @@ st.markdown(
     f"Now a random q and k (d_head = {ROPE_D_HEAD}) placed at different absolute positions with the "
     "**same offset**. The RoPE score stays put; with sinusoids *added* to q and k instead, it drifts."
 )
-st.slider("offset m − n", -20, 20, key=P + "rope_offset")
+st.slider("offset m − n", -20, 20, key=P + "rope_offset", persist_state="session")
 table = rope_table(int(st.session_state[P + "rope_offset"]))
 c1, c2 = st.columns([3, 1])
 tables.show(
@@ -260,15 +264,16 @@ st.markdown(
     "the last few tokens and others far back. Nothing here is learned."
 )
 c1, c2, c3, c4 = st.columns(4)
-c1.slider("heads", 1, 16, key=P + "alibi_heads")
-c2.slider("sequence length", 2, 24, key=P + "alibi_len")
+c1.slider("heads", 1, 16, key=P + "alibi_heads", persist_state="session")
+c2.slider("sequence length", 2, 24, key=P + "alibi_len", persist_state="session")
 n_heads, a_len = int(st.session_state[P + "alibi_heads"]), int(st.session_state[P + "alibi_len"])
 if int(st.session_state[P + "alibi_head"]) >= n_heads:
     st.session_state[P + "alibi_head"] = 0
-c3.selectbox("head to inspect", list(range(n_heads)), key=P + "alibi_head")
+c3.selectbox("head to inspect", list(range(n_heads)), key=P + "alibi_head", persist_state="session")
 c4.toggle(
     "content scores",
     key=P + "alibi_content",
+    persist_state="session",
     help="Off: every content score is 0, so only the distance bias shapes the weights.",
 )
 demo = lesson.alibi_demo(n_heads, a_len, content=1.0 if st.session_state[P + "alibi_content"] else 0.0)
@@ -351,7 +356,7 @@ if not names:
 else:
     if st.session_state.get(P + "learned_model") not in names:
         st.session_state[P + "learned_model"] = names[0]
-    st.selectbox("checkpoint", names, key=P + "learned_model")
+    st.selectbox("checkpoint", names, key=P + "learned_model", persist_state="session")
     table, meta = learned_tables[st.session_state[P + "learned_model"]]
     seen = lesson.positions_seen_in_training(meta)
     max_len = table.shape[0]

@@ -64,9 +64,12 @@ name = top_left.selectbox(
     "Checkpoint",
     choices,
     key=P + "checkpoint",
+    persist_state="session",
     help="Same model and training, one per positional scheme. `none` has no way to know letter order.",
 )
-raw = top_mid.text_input(f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text")
+raw = top_mid.text_input(
+    f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text", persist_state="session"
+)
 switched = Switched(switch_toggles(top_right, P, SWITCHES))
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 
@@ -178,7 +181,7 @@ st.caption(
     "mask stops every position from attending to those fillers: with it on, `<pad>` columns get "
     "exactly 0. Switch **Padding mask off** above to see them soak up weight."
 )
-raw2 = st.text_input("Second input for the batch", key=P + "second")
+raw2 = st.text_input("Second input for the batch", key=P + "second", persist_state="session")
 checked2 = check_input(raw2, ckpt.tokenizer, limit, lowercase=True)
 if checked2.problem:
     st.warning(f"Second input: {checked2.problem}", icon=":material/error:")

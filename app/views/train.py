@@ -91,20 +91,32 @@ if applied != (st.session_state["train_task"], st.session_state["train_preset"])
 
 with st.container(border=True):
     c1, c2, c3 = st.columns(3)
-    task = c1.radio("Task", list(TASKS), format_func=lambda t: TASKS[t].title, key="train_task")
-    positions = c2.selectbox("Positional scheme", SCHEMES, key="train_positions")
-    preset = c3.select_slider("Model size", list(TASKS[task].sizes), key="train_preset")
+    task = c1.radio(
+        "Task", list(TASKS), format_func=lambda t: TASKS[t].title, key="train_task", persist_state="session"
+    )
+    positions = c2.selectbox("Positional scheme", SCHEMES, key="train_positions", persist_state="session")
+    preset = c3.select_slider(
+        "Model size", list(TASKS[task].sizes), key="train_preset", persist_state="session"
+    )
     with st.expander("Model shape and optimiser (the device is chosen in the sidebar)"):
         a1, a2, a3 = st.columns(3)
-        d_model = a1.number_input("d_model", *LIMITS.d_model, step=16, key="train_d_model")
-        n_layers = a2.number_input("layers", *LIMITS.n_layers, key="train_n_layers")
-        n_heads = a3.number_input("heads", *LIMITS.n_heads, key="train_n_heads")
+        d_model = a1.number_input(
+            "d_model", *LIMITS.d_model, step=16, key="train_d_model", persist_state="session"
+        )
+        n_layers = a2.number_input("layers", *LIMITS.n_layers, key="train_n_layers", persist_state="session")
+        n_heads = a3.number_input("heads", *LIMITS.n_heads, key="train_n_heads", persist_state="session")
         b1, b2, b3, b4 = st.columns(4)
-        steps = b1.number_input("Steps", 10, LIMITS.steps[1], step=100, key="train_steps")
-        batch_size = b2.number_input("Batch size", *LIMITS.batch_size, key="train_batch")
-        lr = b3.number_input("Peak learning rate", 1e-5, 1e-1, format="%.4f", key="train_lr")
+        steps = b1.number_input(
+            "Steps", 10, LIMITS.steps[1], step=100, key="train_steps", persist_state="session"
+        )
+        batch_size = b2.number_input(
+            "Batch size", *LIMITS.batch_size, key="train_batch", persist_state="session"
+        )
+        lr = b3.number_input(
+            "Peak learning rate", 1e-5, 1e-1, format="%.4f", key="train_lr", persist_state="session"
+        )
         schedule = b4.selectbox(
-            "Schedule", SCHEDULES, key="train_schedule",
+            "Schedule", SCHEDULES, key="train_schedule", persist_state="session",
             help="cosine: warm-up then cosine decay; vaswani: warm-up then 1/sqrt(step)",
         )  # fmt: skip
     corpus, corpus_error = None, False

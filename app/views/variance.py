@@ -98,8 +98,8 @@ st.markdown(
     "is about **1**, whatever d_k is."
 )
 c1, c2 = st.columns(2)
-c1.slider("d_k", 1, 512, key=P + "d_k")
-c2.slider("random (q, k) pairs", 500, 10000, step=500, key=P + "samples")
+c1.slider("d_k", 1, 512, key=P + "d_k", persist_state="session")
+c2.slider("random (q, k) pairs", 500, 10000, step=500, key=P + "samples", persist_state="session")
 d_k, n = int(st.session_state[P + "d_k"]), int(st.session_state[P + "samples"])
 raw, scaled = samples(d_k, n)
 chart(lc.score_histograms(raw, scaled, d_k), "var_hist")
@@ -129,7 +129,7 @@ st.markdown(
     "derivative of the softmax, diag(p) − ppᵀ, goes to zero: the model stops learning through "
     "that head. Dividing by √d_k keeps every curve flat."
 )
-st.slider("keys per query", 2, 64, key=P + "keys")
+st.slider("keys per query", 2, 64, key=P + "keys", persist_state="session")
 n_keys = int(st.session_state[P + "keys"])
 chart(lc.saturation_chart(saturation(n_keys), d_k, n_keys), "sat_fig")
 r = lesson.softmax_row(d_k, n_keys, seed=1)
@@ -177,15 +177,20 @@ else:
         reversal = [c for c in choices if c.startswith("reverse-")]
         st.session_state[P + "scale_model"] = (reversal or choices)[0]
     c1, c2, c3 = st.columns([1, 2, 1], vertical_alignment="bottom")
-    c1.selectbox("model", choices, key=P + "scale_model")
+    c1.selectbox("model", choices, key=P + "scale_model", persist_state="session")
     try:
         ckpt = load_model(st.session_state[P + "scale_model"])
     except CheckpointError as e:
         ckpt = None
         st.error(f"Could not load {st.session_state[P + 'scale_model']}: {e}")
     if ckpt is not None:
-        c2.text_input("input text", key=P + "scale_text", max_chars=200)
-        c3.toggle("no scaling", key=P + "no_scaling", help="Score = q·k instead of q·k / √d_k in every head.")
+        c2.text_input("input text", key=P + "scale_text", persist_state="session", max_chars=200)
+        c3.toggle(
+            "no scaling",
+            key=P + "no_scaling",
+            persist_state="session",
+            help="Score = q·k instead of q·k / √d_k in every head.",
+        )
         try:
             with st.spinner("Running the model twice…"):
                 cmp = run_cached(
@@ -233,6 +238,7 @@ else:
                     "attention",
                     kinds,
                     key=P + "scale_kind",
+                    persist_state="session",
                     required=True,
                     format_func=lambda k: KIND_LABELS.get(k, k),
                 )
@@ -261,9 +267,9 @@ st.markdown(
     "today decay it along a cosine instead."
 )
 c1, c2, c3 = st.columns(3)
-c1.slider("d_model", 16, 1024, step=16, key=P + "lr_d_model")
-c2.slider("warm-up steps", 100, 8000, step=100, key=P + "warmup")
-c3.slider("total steps", 2000, 50000, step=1000, key=P + "total")
+c1.slider("d_model", 16, 1024, step=16, key=P + "lr_d_model", persist_state="session")
+c2.slider("warm-up steps", 100, 8000, step=100, key=P + "warmup", persist_state="session")
+c3.slider("total steps", 2000, 50000, step=1000, key=P + "total", persist_state="session")
 warmup = int(st.session_state[P + "warmup"])
 total = max(int(st.session_state[P + "total"]), warmup + 1)
 sch = schedules(int(st.session_state[P + "lr_d_model"]), warmup, total)
@@ -279,8 +285,8 @@ st.markdown(
     "can then not fall below the entropy of that target."
 )
 c1, c2 = st.columns(2)
-c1.slider("number of classes", 2, 30, key=P + "classes")
-c2.slider("smoothing ε", 0.0, 0.5, step=0.01, key=P + "eps")
+c1.slider("number of classes", 2, 30, key=P + "classes", persist_state="session")
+c2.slider("smoothing ε", 0.0, 0.5, step=0.01, key=P + "eps", persist_state="session")
 classes = int(st.session_state[P + "classes"])
 true_class = min(2, classes - 1)
 sm = training.smoothed_target(classes, true_class, float(st.session_state[P + "eps"]))
