@@ -24,16 +24,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-import hashlib
-import json
-import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import streamlit as st
+
+from lab.chart_component import component
 
 COLORSCALE = "Blues"  # attention weights
 #: ColorBrewer's sequential and diverging scales (the tables plotly names the same way), evenly
@@ -67,104 +64,6 @@ MUTED = "#6b7280"  # grey: marked cells (padding), guide lines
 #: Streamlit's chart colours, in its order: ten series before one repeats
 BAR_COLORS = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d",
               "#7defa1", "#ff8700", "#ffd16a", "#6d3fc0", "#d5dae5"]  # fmt: skip
-STATIC = Path(__file__).resolve().parents[1] / "static"  # served at /app/static/
-SCRIPT = STATIC / "charts.js"  # the entry module; it imports charts/*.js
-LOADER = """
-let loaded = null;  // the drawing module, once fetched: later charts draw without waiting
-function fetchCharts() {
-  // charts.js, its modules asked for all at once (imports alone find them level by level)
-  for (const path of %s) {
-    const link = Object.assign(document.createElement("link"), { rel: "modulepreload", href: path });
-    document.head.appendChild(link);
-  }
-  return import(new URL(%r, window.location.origin).href);
-}
-export default function (component) {
-  if (loaded) return loaded.default(component);
-  let cleanup = null, gone = false;
-  (window.__attentionLabCharts ||= fetchCharts()).then(
-    (m) => {
-      loaded = m;
-      if (!gone) cleanup = m.default(component);
-    },
-    (err) => {  // say so on the page instead of an empty space
-      window.__attentionLabCharts = null;  // the next chart tries again
-      const note = document.createElement("div");
-      note.style.cssText = "padding:8px;border:1px solid #f5a3a3;border-radius:4px;color:#7d1a1a";
-      note.textContent = "This chart could not be drawn: its script (app/static/charts.js) " +
-        `did not load (${err}). Reload the page.`;
-      component.parentElement.replaceChildren(note);
-    }
-  );
-  return () => { gone = true; if (cleanup) cleanup(); };
-}
-"""
-
-
-def _script() -> str:
-    """The component's JS. Where the server serves app/static (server.enableStaticServing,
-    set in .streamlit/config.toml) a 0.4 kB loader that imports charts.js, and with it its
-    modules, once per browser page; else all of them bundled into one script, which Streamlit
-    would then send with every chart of every run (45 kB each)."""
-    if not st.get_option("server.enableStaticServing"):
-        return _bundled()
-    base = str(st.get_option("server.baseUrlPath") or "").strip("/")
-    url = f"/{base}/app/static/" if base else "/app/static/"
-    modules = sorted((STATIC / "charts").glob("*.js"))
-    version = hashlib.sha256(b"".join(f.read_bytes() for f in [SCRIPT, *modules])).hexdigest()[:12]
-    module_urls = json.dumps([f"{url}charts/{m.name}" for m in modules])
-    return LOADER % (module_urls, f"{url}charts.js?v={version}")  # a changed module: a new URL for charts.js
-
-
-#: the modules' two forms of import: `import * as name from "./x.js";`, `import { a, b } from "./x.js";`
-_IMPORT = re.compile(r'^import (?:\* as (\w+)|\{([^}]*)\}) from "(\.[^"]+)";\n', re.MULTILINE)
-_EXPORT = re.compile(r"^export (?:function|const) (\w+)", re.MULTILINE)
-
-
-def _bundled() -> str:
-    """charts.js and every module it imports as one module script: each imported module's
-    code in a function scope that returns its exports, each import a read of those."""
-    parts: list[str] = []
-    names: dict[Path, str] = {}  # module -> the constant holding its exports in the bundle
-
-    def add(path: Path) -> str:
-        if path not in names:
-            text = path.read_text(encoding="utf-8")
-            body = _IMPORT.sub(lambda m: _read_import(m, add((path.parent / m[3]).resolve())), text)
-            if path == SCRIPT:
-                parts.append(body)  # the entry keeps its `export default`
-            else:
-                code = re.sub(r"^export ", "", body, flags=re.MULTILINE)
-                exports = ", ".join(_EXPORT.findall(text))
-                parts.append(f"const charts_{path.stem} = (() => {{\n{code}return {{ {exports} }};\n}})();\n")
-            names[path] = f"charts_{path.stem}"
-        return names[path]
-
-    add(SCRIPT)
-    return "\n".join(parts)
-
-
-def _read_import(m: re.Match[str], module: str) -> str:
-    """An import statement in the bundle: the imported names read from `module`'s exports."""
-    return f"const {m[1]} = {module};\n" if m[1] else f"const {{{m[2]}}} = {module};\n"
-
-
-_component = st.components.v2.component(
-    "attention_lab.chart",
-    js=_script(),
-    css="""
-.lab-chart { position: relative; }
-.lab-chart canvas { display: block; }
-.lab-chart .tip { position: absolute; z-index: 5; pointer-events: none; background: #fff;
-  border: 1px solid #ccc; border-radius: 4px; padding: 4px 8px; font-size: 13px; line-height: 1.35;
-  white-space: nowrap; box-shadow: 0 2px 6px rgba(0,0,0,.15); }
-.lab-chart .save { position: absolute; top: 2px; right: 2px; font-size: 11px; padding: 1px 6px;
-  border: 1px solid #ccc; border-radius: 4px; background: #fff; color: #555; cursor: pointer; opacity: 0; }
-.lab-chart:hover .save { opacity: 1; }
-""",
-)
-
-
 # ---------------------------------------------------------------- labels that stay readable
 
 
@@ -192,7 +91,7 @@ def label_step(n: int, span_px: float, font_px: int) -> int:
     return max(1, int(np.ceil((font_px + 2) * n / max(span_px, 1.0))))
 
 
-def _encoded(
+def encoded(
     values: np.ndarray, *, grid: bool = False, between: tuple[float, float] | None = None
 ) -> dict[str, Any]:
     """(rows, cols) or (n,) values as {"dtype", "bdata", "shape", "scale"[, "offset", "nan"]}:
@@ -278,7 +177,7 @@ def grid_spec(
             "layer": layer,
             "head": head,
             "title": cell_titles[layer][head] if cell_titles else f"L{layer} H{head}",
-            "z": _encoded(attention[layer, head], grid=True),
+            "z": encoded(attention[layer, head], grid=True),
         }
         for layer in range(L)
         for head in range(H)
@@ -337,7 +236,7 @@ def maps_spec(
                 "layer": None,
                 "head": None,
                 "title": m["title"],
-                "z": _encoded(np.asarray(m["values"], dtype=np.float32), grid=False),
+                "z": encoded(np.asarray(m["values"], dtype=np.float32), grid=False),
                 "zmin": float(m["zmin"]),
                 "zmax": float(m["zmax"]),
                 "colors": colorscale_steps(m["colorscale"]),
@@ -398,7 +297,7 @@ def head_spec(
                 "layer": None,
                 "head": None,
                 "title": title,
-                "z": _encoded(weights, between=(zmin, zmax) if quantized else None),
+                "z": encoded(weights, between=(zmin, zmax) if quantized else None),
             }
         ],
         "x": list(key_tokens),
@@ -494,7 +393,7 @@ def bars_spec(
         "y_title": y_title,
         "x_angle": tick_angle([str(t) for t in labels], width_px),
         "x_every": label_step(n, width_px, tick * (2 if n > 20 else 1)),
-        "series": [{"name": k, "z": _encoded(np.ravel(v)), "text": text[k]} for k, v in series.items()],
+        "series": [{"name": k, "z": encoded(np.ravel(v)), "text": text[k]} for k, v in series.items()],
         "legend": len(series) > 1,
         "colors": colors or BAR_COLORS,
         "y_range": list(y_range) if y_range is not None else None,
@@ -503,121 +402,6 @@ def bars_spec(
         "tick_px": tick,
         "file": file,
     }
-
-
-# ---------------------------------------------------------------- curves, points, bars over numbers
-
-
-def line(
-    name: str,
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    color: str,
-    markers: bool = False,
-    dash: str | None = None,
-    legend: bool = True,
-) -> dict[str, Any]:
-    """A curve through (x, y) points, (n,) each; NaN in y leaves a gap. dash: "dash", "dot",
-    "dashdot" or None (solid)."""
-    return {"type": "line", "name": name, "color": color, "x": _xy(x), "y": _xy(y), "markers": markers,
-            "dash": dash, "legend": legend}  # fmt: skip
-
-
-def points(
-    name: str,
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    color: str,
-    sizes: np.ndarray | None = None,
-    labels: list[str] | None = None,
-    star: bool = False,
-    opacity: float = 1.0,
-) -> dict[str, Any]:
-    """Markers at (x, y), (n,) each, of `sizes` px (default 10), each named by `labels`
-    beside it; a star (e.g. the context vector) is named on its right."""
-    return {
-        "type": "points", "name": name, "color": color, "x": _xy(x), "y": _xy(y),
-        "sizes": None if sizes is None else [round(float(v), 2) for v in np.ravel(sizes)],
-        "labels": labels, "symbol": "star" if star else "circle", "opacity": opacity,
-    }  # fmt: skip
-
-
-def histogram(
-    name: str, centres: np.ndarray, heights: np.ndarray, width: float, *, color: str
-) -> dict[str, Any]:
-    """Bars of `width` (data units) centred at `centres`, (n,) each: a binned distribution."""
-    return {"type": "bars", "name": name, "color": color, "x": _xy(centres), "y": _xy(heights),
-            "bar_width": float(width)}  # fmt: skip
-
-
-def arrows(x: np.ndarray, y: np.ndarray, *, color: str) -> dict[str, Any]:
-    """Arrows from the origin to each (x, y), (n,) each."""
-    return {"type": "arrows", "name": "", "color": color, "x": _xy(x), "y": _xy(y), "hover": False,
-            "legend": False}  # fmt: skip
-
-
-def panel(
-    series: list[dict[str, Any]],
-    *,
-    title: str = "",
-    x_title: str = "",
-    y_title: str = "",
-    x_range: tuple[float, float] | None = None,
-    y_range: tuple[float, float] | None = None,
-    x_log: bool = False,
-    x_ticks: list[float] | None = None,
-    equal: bool = False,
-    vlines: list[tuple[float, str]] = (),  # type: ignore[assignment]
-    width: float = 1.0,
-) -> dict[str, Any]:
-    """One plot of an xy chart: its series, axis titles and ranges (else fitted to the data),
-    a log x axis (ticks at `x_ticks`), equal units across and up (`equal`: circles stay
-    round), dashed vertical lines at x with their text, and its share of the chart's width."""
-    return {
-        "series": series, "title": title, "x_title": x_title, "y_title": y_title,
-        "x_range": None if x_range is None else [float(v) for v in x_range],
-        "y_range": None if y_range is None else [float(v) for v in y_range],
-        "x_log": x_log, "x_ticks": None if x_ticks is None else [[float(v), f"{v:g}"] for v in x_ticks],
-        "equal": equal, "vlines": [{"x": float(x), "text": text} for x, text in vlines], "width": width,
-    }  # fmt: skip
-
-
-def xy_spec(
-    panels: list[dict[str, Any]], *, title: str = "", height: int = 340, digits: int = 4, file: str = "chart"
-) -> dict[str, Any]:
-    """Plots side by side (`panel`s) with one legend of every named series under the title;
-    hover names the nearest point (or the bar under the pointer) with `digits` decimals."""
-    return {"kind": "xy", "title": title, "height": int(height), "panels": panels, "digits": digits,
-            "tick_px": 13, "file": file}  # fmt: skip
-
-
-def frame_lines(
-    frame: pd.DataFrame,
-    *,
-    x_title: str = "step",
-    y_title: str = "",
-    y_range: tuple[float, float] | None = None,
-    dashes: dict[str, str] | None = None,
-    height: int = 240,
-    file: str = "curves",
-) -> dict[str, Any]:
-    """Every column of `frame` as a curve over its index (steps), in the theme's colours;
-    dashes: column -> "dash" | "dot" | "dashdot" (e.g. one style per layer)."""
-    x = frame.index.to_numpy(dtype=np.float64)
-    series = [
-        line(str(name), x, frame[name].to_numpy(dtype=np.float64), color=BAR_COLORS[i % len(BAR_COLORS)],
-             markers=len(x) <= 40, dash=(dashes or {}).get(name))
-        for i, name in enumerate(frame.columns)
-    ]  # fmt: skip
-    return xy_spec(
-        [panel(series, x_title=x_title, y_title=y_title, y_range=y_range)], height=height, file=file, digits=4
-    )
-
-
-def _xy(values: np.ndarray) -> dict[str, Any]:
-    return _encoded(np.ravel(np.asarray(values, dtype=np.float64)))
 
 
 def show(
@@ -640,4 +424,4 @@ def show(
             on_head(layer, head)
 
     with where if where is not None else contextlib.nullcontext():
-        _component(key=key, data=spec, height=spec["height"], on_head_change=clicked)
+        component(key=key, data=spec, height=spec["height"], on_head_change=clicked)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from lab import charts
+from lab import charts, xy_charts
 from lab.compute import spec_cache
 from lessons.training import Schedules
 from lessons.variance import Saturation
@@ -102,11 +102,11 @@ def retrieval_charts(
         file="weight_per_key",
     )
     v = np.asarray(values, dtype=np.float64)
-    cloud = charts.xy_spec(
+    cloud = xy_charts.xy_spec(
         [
-            charts.panel(
+            xy_charts.panel(
                 [
-                    charts.points(
+                    xy_charts.points(
                         "values",
                         v[:, 0],
                         v[:, 1],
@@ -115,7 +115,7 @@ def retrieval_charts(
                         labels=list(tokens),
                         opacity=0.45,
                     ),
-                    charts.points(
+                    xy_charts.points(
                         "context",
                         [context[0]],
                         [context[1]],
@@ -160,15 +160,15 @@ def kernel_charts(
         file="weight_per_house",
     )
     lines = [
-        charts.line(f"{name} prediction", grid, pred, color=CYCLE[i % len(CYCLE)])
+        xy_charts.line(f"{name} prediction", grid, pred, color=CYCLE[i % len(CYCLE)])
         for i, (name, pred) in enumerate(curves.items())
     ]
-    houses = charts.points(
+    houses = xy_charts.points(
         "houses", list(locations), list(prices), color="#111827", sizes=[12] * len(locations)
     )
-    curve = charts.xy_spec(
+    curve = xy_charts.xy_spec(
         [
-            charts.panel(
+            xy_charts.panel(
                 [houses, *lines], x_title="location", y_title="price", vlines=[(query, f"query {query:g}")]
             )
         ],
@@ -203,15 +203,15 @@ def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_min_range:
     for samples, bins, color, name, title in sides:
         centres, density, width = _density(samples, x_max, bins)
         panels.append(
-            charts.panel(
-                [charts.histogram(name, centres, density, width, color=color)],
+            xy_charts.panel(
+                [xy_charts.histogram(name, centres, density, width, color=color)],
                 title=title,
                 x_title="score",
                 y_title="density",
                 x_range=(-x_max, x_max),
             )
         )
-    return charts.xy_spec(
+    return xy_charts.xy_spec(
         panels, title=f"d_k = {d_k}: {raw.size} random (q, k) pairs", height=360, file=f"scores_d_k_{d_k}"
     )
 
@@ -225,11 +225,11 @@ def saturation_chart(sat: Saturation, d_k: int, n_keys: int) -> Spec:
         ("grad", "gradient norm ‖∂softmax/∂s‖", None),
     )
     ways = (("scaled", "scaled by 1/√d_k", FIRST), ("raw", "unscaled", SECOND))
-    return charts.xy_spec(
+    return xy_charts.xy_spec(
         [
-            charts.panel(
+            xy_charts.panel(
                 [
-                    charts.line(label, sat.dims, getattr(sat, f"{name}_{tag}"), color=color, markers=True)
+                    xy_charts.line(label, sat.dims, getattr(sat, f"{name}_{tag}"), color=color, markers=True)
                     for tag, label, color in ways
                 ],
                 title=title,
@@ -280,10 +280,10 @@ def lr_chart(schedules: Schedules, warmup: int) -> Spec:
         ("warm-up, then 1/√step", schedules.vaswani, FIRST),
         ("warm-up, then cosine", schedules.cosine, SECOND),
     )
-    return charts.xy_spec(
+    return xy_charts.xy_spec(
         [
-            charts.panel(
-                [charts.line(name, steps, lr[idx], color=color) for name, lr, color in curves],
+            xy_charts.panel(
+                [xy_charts.line(name, steps, lr[idx], color=color) for name, lr, color in curves],
                 x_title="step",
                 y_title="learning rate",
                 vlines=[(warmup, "end of warm-up")],

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lab import charts
+from lab import charts, xy_charts
 from lab.compute import spec_cache
 from lab.lesson_charts import CYCLE, FIRST, Spec
 
@@ -46,11 +46,11 @@ def pe_heatmap(table: np.ndarray, title: str, *, seen: int | None = None, zabs: 
 def waves_chart(table: np.ndarray, dims: Sequence[int]) -> Spec:
     """Chosen dimensions of a position table as functions of position."""
     positions = np.arange(table.shape[0])
-    return charts.xy_spec(
+    return xy_charts.xy_spec(
         [
-            charts.panel(
+            xy_charts.panel(
                 [
-                    charts.line(
+                    xy_charts.line(
                         f"dim {d} ({'sin' if d % 2 == 0 else 'cos'})",
                         positions,
                         table[:, d],
@@ -106,11 +106,11 @@ def lines_chart(
 ) -> Spec:
     """Several named 1-D curves over positions 0, 1, ...; marker_x: a dashed
     line there, named marker_text."""
-    return charts.xy_spec(
+    return xy_charts.xy_spec(
         [
-            charts.panel(
+            xy_charts.panel(
                 [
-                    charts.line(name, np.arange(len(y)), y, color=CYCLE[i % len(CYCLE)])
+                    xy_charts.line(name, np.arange(len(y)), y, color=CYCLE[i % len(CYCLE)])
                     for i, (name, y) in enumerate(series.items())
                 ],
                 x_title=x_title,
@@ -132,17 +132,17 @@ def rope_path_chart(path: np.ndarray, positions: Sequence[int], radians_per_step
     reach = float(np.abs(path).max()) * 1.25 or 1.0
     theta = np.linspace(0, 2 * np.pi, 200)
     radius = float(np.linalg.norm(path[0]))
-    circle = charts.line(
+    circle = xy_charts.line(
         "", radius * np.cos(theta), radius * np.sin(theta), color="#d1d5db", dash="dot", legend=False
     )
     circle["hover"] = False
-    return charts.xy_spec(
+    return xy_charts.xy_spec(
         [
-            charts.panel(
+            xy_charts.panel(
                 [
                     circle,
-                    charts.arrows(path[:, 0], path[:, 1], color=FIRST),
-                    charts.points(
+                    xy_charts.arrows(path[:, 0], path[:, 1], color=FIRST),
+                    xy_charts.points(
                         "",
                         path[:, 0],
                         path[:, 1],

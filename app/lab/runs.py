@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lab import charts
+from lab import xy_charts
 from lab.resources import MY_MODELS_KEY, remember_run
 from serving import RunInfo, RunProgress, RunRequest, RunStore, open_run_store, settings
 from transformer_core.io import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE
@@ -187,7 +187,7 @@ def head_score_chart(p: RunProgress, score: str, height: int = 300) -> dict[str,
     a dash style."""
     frame = head_score_curves(p, score)
     dashes = {name: (None, "dot", "dash", "dashdot")[int(name.split()[0][1:]) % 4] for name in frame.columns}
-    return charts.frame_lines(
+    return xy_charts.frame_lines(
         frame, y_title=HEAD_SCORES[score].lower(), y_range=(0.0, 1.02), dashes=dashes, height=height,
         file=f"train_{score}",
     )  # fmt: skip

@@ -11,7 +11,7 @@ import time
 
 import pandas as pd
 import streamlit as st
-from lab import charts, tables
+from lab import charts, tables, xy_charts
 from lab.model_input import md_code
 from lab.resources import current_device
 from lab.runs import (
@@ -229,12 +229,12 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
     left, right = st.columns(2)
     left.markdown("**Training loss**")
     charts.show(
-        charts.frame_lines(frame[["loss"]], y_title="loss", file="train_loss"),
+        xy_charts.frame_lines(frame[["loss"]], y_title="loss", file="train_loss"),
         key="train_loss_fig",
         where=left,
     )
     right.markdown("**Learning rate**")
-    lr = charts.frame_lines(frame[["learning rate"]], y_title="learning rate", file="train_lr")
+    lr = xy_charts.frame_lines(frame[["learning rate"]], y_title="learning rate", file="train_lr")
     charts.show(lr, key="train_lr_fig", where=right)
     if info.task == "induction":
         show_induction(p)
@@ -248,7 +248,7 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
         )
         st.markdown(f"**Evaluation** ({what})")
         named = evals[metric].rename(columns=lambda c: c.replace("exact_match@", "length ").replace("_", " "))
-        charts.show(charts.frame_lines(named, y_title=what, file="train_eval"), key="train_eval_fig")
+        charts.show(xy_charts.frame_lines(named, y_title=what, file="train_eval"), key="train_eval_fig")
     show_snapshots(info, p)
 
 
@@ -262,7 +262,7 @@ def show_induction(p: RunProgress) -> None:
     left, *score_cols = st.columns(3)
     left.markdown("**Loss on the first copy vs the repeat** (nats)")
     charts.show(
-        charts.frame_lines(losses, y_title="nats", height=300, file="train_in_context"),
+        xy_charts.frame_lines(losses, y_title="nats", height=300, file="train_in_context"),
         key="train_ic_fig",
         where=left,
     )
