@@ -45,17 +45,8 @@ from pathlib import Path
 from playwright.sync_api import Browser, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+sys.path.insert(0, str(ROOT))
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one set of browser flags)
 
 #: page -> the deep link a lecturer prepares (path and query)
 LINKS: dict[str, str] = {

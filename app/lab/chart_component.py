@@ -66,7 +66,7 @@ def script() -> str:
 
 #: the modules' two forms of import: `import * as name from "./x.js";`, `import { a, b } from "./x.js";`
 _IMPORT = re.compile(r'^import (?:\* as (\w+)|\{([^}]*)\}) from "(\.[^"]+)";\n', re.MULTILINE)
-_EXPORT = re.compile(r"^export (?:function|const) (\w+)", re.MULTILINE)
+_EXPORT = re.compile(r"^export (?:async function|function|const) (\w+)", re.MULTILINE)
 
 
 def bundled() -> str:
@@ -100,14 +100,5 @@ def _read_import(m: re.Match[str], module: str) -> str:
 component = st.components.v2.component(
     "attention_lab.chart",
     js=script(),
-    css="""
-.lab-chart { position: relative; }
-.lab-chart canvas { display: block; }
-.lab-chart .tip { position: absolute; z-index: 5; pointer-events: none; background: #fff;
-  border: 1px solid #ccc; border-radius: 4px; padding: 4px 8px; font-size: 13px; line-height: 1.35;
-  white-space: nowrap; box-shadow: 0 2px 6px rgba(0,0,0,.15); }
-.lab-chart .save { position: absolute; top: 2px; right: 2px; font-size: 11px; padding: 1px 6px;
-  border: 1px solid #ccc; border-radius: 4px; background: #fff; color: #555; cursor: pointer; opacity: 0; }
-.lab-chart:hover .save { opacity: 1; }
-""",
+    css=(STATIC / "charts.css").read_text(encoding="utf-8"),
 )

@@ -33,6 +33,8 @@ import streamlit as st
 from lab.chart_component import component
 
 COLORSCALE = "Blues"  # attention weights
+#: attention weights are written with this many decimals everywhere: tips, chart tables, page tables
+WEIGHT_DIGITS = 3
 #: ColorBrewer's sequential and diverging scales (the tables plotly names the same way), evenly
 #: spaced; "<name>_r" reverses one
 COLORSCALES: dict[str, list[str]] = {
@@ -147,7 +149,7 @@ def _grid(**fields: Any) -> dict[str, Any]:
         "zmax": 1.0,
         "colors": colorscale_steps(COLORSCALE),
         "colorbar": None,
-        "percent": False,
+        "digits": 4,
         "value_name": "value",
         "tick_px": 12,
         "outline": None,
@@ -168,9 +170,10 @@ def grid_spec(
     colorbar: bool = False,
     clickable: bool = True,
     file: str = "attention_grid",
+    description: str = "",
 ) -> dict[str, Any]:
     """Small multiples of (L, H, Tq, Tk) weights in [0, 1]: row = layer, column = head, one
-    colour scale; hover shows each cell's weight in percent; a click selects the head."""
+    colour scale; hover shows each cell's weight; a click selects the head."""
     L, H, _, _ = attention.shape
     panels = [
         {
@@ -193,9 +196,10 @@ def grid_spec(
         clickable=clickable,
         zmax=float(zmax),
         colorbar=_colorbar("weight") if colorbar else None,
-        percent=True,
+        digits=WEIGHT_DIGITS,
         value_name="weight",
         file=file,
+        description=description,
     )
 
 
@@ -275,6 +279,7 @@ def head_spec(
     dashed: bool = False,
     x_marker: tuple[float, str] | None = None,
     quantized: bool = False,
+    description: str = "",
 ) -> dict[str, Any]:
     """One (Tq, Tk) matrix, exact values on hover, query tokens down the side (every k-th
     when rows are dense), key tokens along the top (turned when neighbours would touch);
@@ -282,7 +287,8 @@ def head_spec(
 
     cell_digits: each value written in its cell (when cells are large enough);
     x_marker: (column boundary, text), a dashed line between two columns, named;
-    quantized: values travel as uint16 steps over [zmin, zmax] (a large map, half the bytes)."""
+    quantized: values travel as uint16 steps over [zmin, zmax] (a large map, half the bytes);
+    description: what the map shows for this input, in a sentence (for screen readers)."""
     tick = tick_font(len(query_tokens))["size"]
     top = 100 if tick_angle(key_tokens) else 75
     cells = np.argwhere(highlight) if highlight is not None else np.empty((0, 2), dtype=int)
@@ -312,13 +318,14 @@ def head_spec(
         "zmax": float(zmax),
         "colors": colorscale_steps(colorscale),
         "colorbar": _colorbar(value_name),
-        "percent": False,
+        "digits": WEIGHT_DIGITS if value_name == "weight" else 4,
         "value_name": value_name,
         "tick_px": tick,
         "outline": {**outline, "cells": cells.tolist()} if len(cells) else None,
         "cell_digits": cell_digits,
         "x_marker": {"at": float(x_marker[0]), "text": x_marker[1]} if x_marker else None,
         "file": file,
+        "description": description,
     }
 
 

@@ -261,7 +261,8 @@ def _walk_stepper(prefix: str, walk: list[WalkStep], tokens: list[str]) -> None:
     b2.button("Next ▶", key=prefix + "walk_next", on_click=walk_to, args=(at + 1,), disabled=at == last)
     b3.markdown(f"**Step {at + 1} of {len(walk)}**: {walk[at].says}.")
     table = walk_table(tokens, walk, at)
-    formats = {c: "{:.4g}" if c[0] in "ew" else "{:.4f}" for c in table if c != "key"}
+    formats = {c: "{:.4g}" if c[0] == "e" else "{:.4f}" for c in table if c != "key"}
+    formats["weight w"] = f"{{:.{charts.WEIGHT_DIGITS}f}}"  # as every tip and table writes a weight
     tables.show(pd.DataFrame(table), key=prefix + "walk_table", index=False, height=320, formats=formats)
 
 

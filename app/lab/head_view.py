@@ -10,6 +10,7 @@ import streamlit as st
 
 from lab import charts, export, present
 from lab.compute import run_cached
+from lab.describe import attention_sentence, grid_sentence
 from lab.explorer_compute import trace_of
 from lab.state import clamp_state
 from transformer_core import InferenceOptions
@@ -49,6 +50,7 @@ def grid_figure(
         selected=selected,
         cell_px=cell_px,
         file=file,
+        description=grid_sentence(tr.attention[kind], queries, keys, kind),
     )
 
 
@@ -69,7 +71,11 @@ def head_figure(
     queries, keys = tr.axes(kind)
     weights = tr.attention[kind][layer, head]
     highlight = future_cells(weights) if mark_future else None
-    return charts.head_spec(weights, queries, keys, title, height=height, highlight=highlight, file=file)
+    says = f"{KIND_LABELS[kind].capitalize()}, layer {layer} head {head}: "
+    says += attention_sentence(weights, queries, keys, kind)
+    return charts.head_spec(
+        weights, queries, keys, title, height=height, highlight=highlight, file=file, description=says
+    )
 
 
 def head_selectors(

@@ -164,7 +164,7 @@ def kernel_charts(
         for i, (name, pred) in enumerate(curves.items())
     ]
     houses = xy_charts.points(
-        "houses", list(locations), list(prices), color="#111827", sizes=[12] * len(locations)
+        "houses", list(locations), list(prices), color="text", sizes=[12] * len(locations)
     )
     curve = xy_charts.xy_spec(
         [

@@ -13,15 +13,26 @@ import streamlit as st
 KEY, PARAM = "present", "present"
 GRID_PX = 380  # height of an explorer's grid (and of its large head with the selectors) when projected
 
-# Every page, projector mode or not: Streamlit leaves 6rem above the title (room for a header
+# Every page, either mode, either theme: text at WCAG AA contrast (4.5:1) where Streamlit's own isn't.
+CONTRAST_CSS = """
+/* captions in the text colour, a little lighter: Streamlit's grey is 3.9:1 on white */
+[data-testid="stCaptionContainer"] { color: inherit; opacity: 0.8; }
+/* a slider's value in the text colour: the dark theme's red on its background is 3.9:1 */
+[data-testid="stSliderThumbValue"] { color: inherit; }
+"""
+# Every page, outside projector mode: Streamlit leaves 6rem above the title (room for a header
 # that holds only the menu here); 3rem lets the explorers' first map start above the fold at 1280x720.
-LAYOUT_CSS = """
+LAYOUT_CSS = (
+    """
 <style>
 [data-testid="stMainBlockContainer"] { padding-top: 3rem; }
-</style>
 """
+    + CONTRAST_CSS
+    + "</style>\n"
+)
 
-CSS = """
+CSS = (
+    """
 <style>
 html { font-size: 19px !important; }
 header[data-testid="stHeader"] { background: transparent; height: 2.2rem; }
@@ -29,8 +40,10 @@ header[data-testid="stHeader"] { background: transparent; height: 2.2rem; }
 [data-testid="stCaptionContainer"] { display: none; }  /* the lecturer says it; the maps move up */
 h1 { display: none; }  /* the lecturer names the page; the grid and its head fit on the screen */
 h3 { padding-top: 0.2rem !important; padding-bottom: 0 !important; }
-</style>
 """
+    + CONTRAST_CSS
+    + "</style>\n"
+)
 
 
 def requested() -> bool:

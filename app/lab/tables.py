@@ -23,22 +23,27 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+# Colours are mixed from the page's own text colour and the theme's canvas (the app sets
+# color-scheme), so tables read in the light, the dark and a custom theme alike.
 CSS = """<style>
-.lab-table { overflow: auto; margin: 0 0 0.5rem 0; border: 1px solid rgba(49, 51, 63, 0.1);
-  border-radius: 0.5rem; }
+.lab-table { overflow: auto; margin: 0 0 0.5rem 0; border-radius: 0.5rem;
+  border: 1px solid color-mix(in srgb, currentColor 14%, transparent); }
 .lab-table table { border-collapse: collapse; width: 100%; font-size: 0.875rem;
   font-variant-numeric: tabular-nums; }
-.lab-table th, .lab-table td { padding: 0.25rem 0.6rem; border-bottom: 1px solid rgba(49, 51, 63, 0.08);
+.lab-table th, .lab-table td { padding: 0.25rem 0.6rem;
+  border-bottom: 1px solid color-mix(in srgb, currentColor 10%, transparent);
   white-space: nowrap; text-align: left; }
-.lab-table thead th { position: sticky; top: 0; background: #f8f9fb; color: rgba(49, 51, 63, 0.75);
+.lab-table thead th { position: sticky; top: 0; background: color-mix(in srgb, currentColor 6%, Canvas);
+  color: color-mix(in srgb, currentColor 80%, Canvas);
   font-weight: 500; white-space: normal; vertical-align: bottom; min-width: 3rem; }
 .lab-table::-webkit-scrollbar { width: 8px; height: 8px; }  /* always shown: a wide table says it scrolls */
-.lab-table::-webkit-scrollbar-thumb { background: #c7c9d1; border-radius: 4px; }
-.lab-table tbody th { color: rgba(49, 51, 63, 0.6); font-weight: 400; }
+.lab-table::-webkit-scrollbar-thumb { background: color-mix(in srgb, currentColor 30%, transparent);
+  border-radius: 4px; }
+.lab-table tbody th { color: color-mix(in srgb, currentColor 78%, Canvas); font-weight: 400; }
 .lab-table td.num, .lab-table th.num { text-align: right; }
 .lab-table td.bar { min-width: 4.5rem; }
 .lab-table td.bar span { display: block; padding: 0 0.3rem; border-radius: 0.2rem; text-align: right;
-  background: linear-gradient(90deg, #cde6ff var(--share), transparent var(--share)); }
+  background: linear-gradient(90deg, rgba(28, 131, 225, 0.3) var(--share), transparent var(--share)); }
 </style>"""
 MISSING = "—"  # a value that does not apply (NaN, None)
 
@@ -92,8 +97,10 @@ def to_html(
                 cells.append(f'<td class="num">{text}</td>' if numeric[column] else f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     style = f' style="max-height:{int(height)}px"' if height else ""
-    return (
-        f'<div class="lab-table" data-key="{esc(key)}"{style}><table><thead><tr>'
+    name = esc("Table of " + ", ".join(h for h, _ in head if h), quote=True)
+    return (  # a region the keyboard can focus and scroll (WCAG 2.1.1), named by its columns
+        f'<div class="lab-table" data-key="{esc(key)}" tabindex="0" role="region" aria-label="{name}"{style}>'
+        "<table><thead><tr>"
         + "".join(f'<th class="num">{esc(h)}</th>' if right else f"<th>{esc(h)}</th>" for h, right in head)
         + "</tr></thead><tbody>"
         + "".join(rows)

@@ -6,25 +6,43 @@
 // on a grid's head sends {layer, head} back to Python, the PNG button saves the chart with its title.
 
 import * as bars from "./charts/bars.js";
+import { withAlpha } from "./charts/colors.js";
 import * as heatmap from "./charts/heatmap.js";
-import { followPointer, savePng } from "./charts/pointer.js";
+import { fillTable, followKeys, followPointer, savePng, saveSvg } from "./charts/pointer.js";
 import * as xy from "./charts/xy.js";
 
-// spec.kind -> its module: prepare(spec) -> data; paint(ctx, spec, data, width, em, color) -> drawn;
-// hit(spec, data, drawn, x, y) -> what is there; tip(spec, data, hit) -> lines; legend(spec) -> names
+// spec.kind -> its module: prepare(spec) -> data; paint(ctx, spec, data, width, em, theme) -> drawn;
+// hit(spec, data, drawn, x, y) -> what is there; tip(spec, data, hit) -> lines; legend(spec) -> names;
+// stops(spec, data, drawn) -> rows of hits the keyboard visits; table(spec, data) -> the numbers as
+// tables; about(spec) -> a sentence saying what the chart shows, where Python gave none
 const KINDS = { grid: heatmap, head: heatmap, bars, xy };
 
-function chartRoot(parentElement) {
-  // the chart's element, kept across reruns: its canvas, hover tip and PNG button
+function chartRoot(parentElement, spec) {
+  // the chart's element, kept across reruns: its canvas (focusable), the keyboard's cursor, the
+  // hover tip, a live region reading what the cursor is on, the buttons and the table view
   let root = parentElement.querySelector("div.lab-chart");
   if (root) return root;
   root = document.createElement("div");
   root.className = "lab-chart";
+  const id = `lab-chart-${Math.random().toString(36).slice(2, 10)}`;
   root.innerHTML =
-    '<canvas></canvas><div class="tip" hidden></div>' +
-    '<button class="save" title="Download this chart as a PNG">PNG</button>';
+    `<canvas tabindex="0" aria-describedby="${id}-about"></canvas><div class="cursor" hidden></div>` +
+    `<div class="tip" hidden></div><p class="sr-only" id="${id}-about"></p>` +
+    '<div class="live sr-only" aria-live="polite"></div>' +
+    '<div class="tools"><button class="table-button" aria-expanded="false">Show as table</button>' +
+    '<button class="save">PNG</button><button class="save-svg">SVG</button></div>' +
+    '<div class="data-table" hidden></div>';
   parentElement.appendChild(root);
   return root;
+}
+
+function readTheme(host) {
+  // the active Streamlit theme, which a v2 component gets as --st-* CSS properties: text and
+  // background, and from them the grid lines, frames and the patch under a marker's text
+  const style = getComputedStyle(host), prop = (name) => style.getPropertyValue(name).trim();
+  const text = prop("--st-text-color") || style.color || "#31333f";
+  const background = prop("--st-background-color") || "#ffffff";
+  return { text, background, grid: withAlpha(text, 0.14), frame: withAlpha(text, 0.5), patch: withAlpha(background, 0.85) };
 }
 
 function sizedContext(canvas, width, height) {
@@ -39,7 +57,7 @@ function sizedContext(canvas, width, height) {
   return ctx;
 }
 
-function describe(root, canvas, spec, drawn, legend) {
+function describe(root, canvas, spec, kind, drawn) {
   // where things are, for tests and probes: [layer, head, x, y, w, h] per panel; and what the
   // picture says, for screen readers and tests: the title and the legend's entries
   root.dataset.cells = JSON.stringify(
@@ -50,8 +68,12 @@ function describe(root, canvas, spec, drawn, legend) {
     ])
   );
   canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label", spec.title || spec.file);
-  root.dataset.legend = JSON.stringify(legend);
+  canvas.setAttribute("aria-label", spec.title || spec.file.replace(/_/g, " "));
+  root.querySelector(".sr-only[id]").textContent =
+    `${spec.description || kind.about(spec)} Arrow keys move through the chart and read each value; ` +
+    '"Show as table" lists every number.';
+  root.dataset.legend = JSON.stringify(kind.legend(spec));
+  root.__spec = spec; // what was drawn, for probes: the table view and tests read the same numbers
   root.dataset.drawn = String(Date.now());
 }
 
@@ -71,31 +93,50 @@ function redrawOnResize(root, render) {
 }
 
 export default function (component) {
-  // mount one chart: draw it for its column's width, follow the pointer over it, and redraw on resize
+  // mount one chart: draw it for its column's width in the page's theme, follow the pointer and
+  // the keyboard over it, and redraw on resize
   const { data: spec, parentElement, setTriggerValue } = component;
   const host = parentElement.host || parentElement;
-  const root = chartRoot(parentElement);
+  const root = chartRoot(parentElement, spec);
   const canvas = root.querySelector("canvas"), tip = root.querySelector(".tip");
   const kind = KINDS[spec.kind], data = kind.prepare(spec);
-  const paint = (ctx, width, em, color) => kind.paint(ctx, spec, data, width, em, color);
-  let drawn = { boxes: [] };
+  const paint = (ctx, width, em, theme) => kind.paint(ctx, spec, data, width, em, theme);
+  let drawn = { boxes: [] }, keepCursor = () => null;
 
   const render = () => {
     const style = getComputedStyle(host);
     const em = parseFloat(getComputedStyle(document.documentElement).fontSize) / 16 || 1;
     spec.font = style.fontFamily || "sans-serif";
     const width = Math.max(80, root.clientWidth || 160); // never wider than its column: a wider canvas is cut off
-    const color = style.color || "#31333f";
-    drawn = paint(sizedContext(canvas, width, spec.height), width, em, color);
-    root.__render = { width, em, color };
-    describe(root, canvas, spec, drawn, kind.legend(spec));
+    const theme = readTheme(host);
+    drawn = paint(sizedContext(canvas, width, spec.height), width, em, theme);
+    root.__render = { width, em, theme };
+    describe(root, canvas, spec, kind, drawn);
+    keepCursor();
   };
 
   const hitAt = (x, y) => kind.hit(spec, data, drawn, x, y), tipOf = (h) => kind.tip(spec, data, h);
-  followPointer(canvas, tip, spec, hitAt, tipOf, (p) => setTriggerValue("head", { layer: p.layer, head: p.head }));
+  const openHead = (p) => setTriggerValue("head", { layer: p.layer, head: p.head });
+  followPointer(canvas, tip, spec, hitAt, tipOf, openHead);
+  keepCursor = followKeys(root, spec, () => kind.stops(spec, data, drawn), tipOf, openHead);
   root.querySelector(".save").onclick = () => savePng(spec, paint, root.__render);
+  root.querySelector(".save-svg").onclick = () => saveSvg(spec, paint, root.__render);
+  const tableButton = root.querySelector(".table-button"), holder = root.querySelector(".data-table");
+  tableButton.onclick = () => {
+    const open = holder.hidden;
+    if (open) fillTable(holder, kind.table(spec, data));
+    holder.hidden = !open;
+    tableButton.setAttribute("aria-expanded", String(open));
+    tableButton.textContent = open ? "Hide table" : "Show as table";
+  };
+  if (!holder.hidden) fillTable(holder, kind.table(spec, data)); // a rerun's new numbers in an open table
 
   const stop = redrawOnResize(root, render);
+  const scheme = window.matchMedia("(prefers-color-scheme: dark)");
+  scheme.addEventListener("change", render); // the page's theme follows the system's: so does the chart
   render();
-  return stop;
+  return () => {
+    stop();
+    scheme.removeEventListener("change", render);
+  };
 }

@@ -11,24 +11,13 @@ import re
 import pytest
 from playwright.sync_api import Page
 
-from tests.support.browser import open_page
+from tests.support.browser import PREPARED_LINKS, open_page
 
 #: chunk names; st.metric's 0.8 kB loadVegaEmbed (its unused sparkline's loader) is not one
 HEAVY = re.compile(r"dataframe|arrowformatutils|katex|plotly|(?<!load)vega", re.IGNORECASE)
-LINKS = [
-    "/",
-    "/gpt?text=The%20with%20statement&layer=1&head=2",
-    "/reversal?text=attention",
-    "/compare?a=reverse-rope&b=reverse-none&text=attention",
-    "/heads?checkpoint=gpt-induction",
-    "/basics",
-    "/positions?d_model=64&length=50",
-    "/variance",
-    "/train",
-]
 
 
-@pytest.mark.parametrize("link", LINKS)
+@pytest.mark.parametrize("link", PREPARED_LINKS)
 def test_a_prepared_link_loads_no_heavy_chunk(page: Page, app_url: str, link: str) -> None:
     scripts: list[str] = []
     page.on("request", lambda r: scripts.append(r.url) if r.resource_type == "script" else None)

@@ -26,6 +26,20 @@ CHROMIUM_ARGS = [
 ]
 
 
+#: every page's link as a lecturer prepares it
+PREPARED_LINKS = [
+    "/",
+    "/gpt?text=The%20with%20statement&layer=1&head=2",
+    "/reversal?text=attention",
+    "/compare?a=reverse-rope&b=reverse-none&text=attention",
+    "/heads?checkpoint=gpt-induction",
+    "/basics",
+    "/positions?d_model=64&length=50",
+    "/variance",
+    "/train",
+]
+
+
 def wait_for_app(page: Page, timeout: float = 90_000) -> None:
     """Wait until the script run has finished: a title is shown and no run is in progress."""
     idle = """() => {

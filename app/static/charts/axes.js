@@ -41,9 +41,9 @@ export function tickText(v, step) {
   return String(+v.toFixed(d));
 }
 
-export function yGridLines(ctx, box, ticks) {
+export function yGridLines(ctx, box, ticks, theme) {
   // a light line across `box` at each [y in px, label], the label left of the box
-  ctx.strokeStyle = "#e6e6e6";
+  ctx.strokeStyle = theme.grid;
   ctx.lineWidth = 1;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
@@ -57,14 +57,14 @@ export function yGridLines(ctx, box, ticks) {
   }
 }
 
-// the two looks of a marker line: a map's x_marker (dark, its bold text on a white patch
-// over the cells) and an xy panel's vlines (a grey guide, plain text in the chart's colour)
-export const MARKER = { stroke: "#111827", width: 2.5, bold: true, patch: true, ink: "#111827", gap: 6, drop: 6 };
-export const GUIDE = { stroke: "#6b7280", width: 2, bold: false, patch: false, ink: null, gap: 5, drop: 4 };
+// the two looks of a marker line: a map's x_marker (in the text's colour, its bold text on a
+// patch of the background over the cells) and an xy panel's vlines (a grey guide, plain text)
+export const MARKER = { stroke: null, width: 2.5, bold: true, patch: true, gap: 6, drop: 6 };
+export const GUIDE = { stroke: "#6b7280", width: 2, bold: false, patch: false, gap: 5, drop: 4 };
 
-export function markerLine(ctx, x, box, text, look, font, tick, color) {
+export function markerLine(ctx, x, box, text, look, font, tick, theme) {
   // a dashed vertical line at x across `box`, `text` at its top: right of it, or left where there is no room
-  ctx.strokeStyle = look.stroke;
+  ctx.strokeStyle = look.stroke ?? theme.text;
   ctx.lineWidth = look.width;
   ctx.setLineDash(MARKER_DASH);
   ctx.beginPath();
@@ -79,9 +79,9 @@ export function markerLine(ctx, x, box, text, look, font, tick, color) {
   const left = x + 6 + wide > box.x + box.w;
   ctx.textAlign = left ? "right" : "left";
   if (look.patch) {
-    ctx.fillStyle = "rgba(255,255,255,0.85)";
+    ctx.fillStyle = theme.patch;
     ctx.fillRect(left ? x - look.gap - 2 - wide : x + look.gap - 2, box.y + look.drop - 2, wide + 4, tick + 4);
   }
-  ctx.fillStyle = look.ink ?? color;
+  ctx.fillStyle = theme.text;
   ctx.fillText(text, left ? x - look.gap : x + look.gap, box.y + look.drop);
 }

@@ -59,15 +59,15 @@ function barValues(ctx, spec, series, L, color) {
   });
 }
 
-function xAxis(ctx, spec, L, color) {
+function xAxis(ctx, spec, L, theme) {
   // the zero line, every x_every-th label under its slot (turned where asked), both axis titles
   const { plot, yOf, slot } = L;
-  ctx.strokeStyle = "#888";
+  ctx.strokeStyle = theme.frame;
   ctx.beginPath();
   ctx.moveTo(plot.x, Math.round(yOf(0)) + 0.5);
   ctx.lineTo(plot.x + plot.w, Math.round(yOf(0)) + 0.5);
   ctx.stroke();
-  ctx.fillStyle = color;
+  ctx.fillStyle = theme.text;
   spec.x.forEach((t, k) => {
     if (k % spec.x_every) return;
     const x = plot.x + (k + 0.5) * slot, y = plot.y + plot.h + 6;
@@ -101,16 +101,16 @@ function key(ctx, spec, L, width, color) {
   }
 }
 
-export function paint(ctx, spec, series, width, em, color) {
-  // the whole chart at this width; returns the plot's box and the width of one label's slot
+export function paint(ctx, spec, series, width, em, theme) {
+  // the whole chart at this width in the theme's colours; returns the plot's box and one label's slot width
   const L = layout(ctx, spec, series, width, em);
-  startChart(ctx, spec, width, L.titlePx, color);
+  startChart(ctx, spec, width, L.titlePx, theme);
   ctx.font = `${L.tick}px ${spec.font}`;
-  yGridLines(ctx, L.plot, L.scale.ticks.map((v) => [L.yOf(v), String(v)]));
+  yGridLines(ctx, L.plot, L.scale.ticks.map((v) => [L.yOf(v), String(v)]), theme);
   fillBars(ctx, spec, series, L);
-  barValues(ctx, spec, series, L, color);
-  xAxis(ctx, spec, L, color);
-  if (spec.legend) key(ctx, spec, L, width, color);
+  barValues(ctx, spec, series, L, theme.text);
+  xAxis(ctx, spec, L, theme);
+  if (spec.legend) key(ctx, spec, L, width, theme.text);
   return { boxes: [L.plot], slot: L.slot };
 }
 
@@ -130,4 +130,26 @@ export function tip(spec, series, h) {
 export function legend(spec) {
   // the series' names, where there is more than one
   return spec.legend ? spec.series.map((s) => s.name) : [];
+}
+
+export function stops(spec, series, drawn) {
+  // the keyboard's one row: a stop per label's slot
+  const b = drawn.boxes[0];
+  if (!b) return [];
+  return [spec.x.map((_, k) => {
+    const x = b.x + k * drawn.slot;
+    return { i: 0, q: 0, k, x: x + drawn.slot / 2, y: b.y + b.h / 2, box: [x, b.y, drawn.slot, b.h] };
+  })];
+}
+
+export function table(spec, series) {
+  // a row per label, a column per series, the values as the tips write them
+  const rows = spec.x.map((label, k) => [label, ...series.map((s) => s.values[k].toFixed(spec.digits))]);
+  return [{ caption: spec.title || spec.file, columns: [spec.x_title || "label", ...spec.series.map((s) => s.name)], rows }];
+}
+
+export function about(spec) {
+  // what the bars show: each series for every label
+  const names = spec.series.map((s) => s.name).join(", ");
+  return `Bars of ${names || spec.y_title || "values"} for each of ${spec.x.length} ${spec.x_title || "labels"}.`;
 }

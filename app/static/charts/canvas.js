@@ -1,5 +1,5 @@
 // Shared by every chart kind: the spec's numbers decoded, text written on a canvas (turned,
-// rounded), and the chart's white background with its title.
+// rounded), and the chart's background (the theme's) with its title.
 
 export const PAD = 6; // px between the canvas edge and anything drawn
 
@@ -13,11 +13,11 @@ export function decode(z) {
   return { values: out, rows: z.shape[0], cols: z.shape.length > 1 ? z.shape[1] : 1 };
 }
 
-export function startChart(ctx, spec, width, titlePx, color) {
-  // a white canvas (the PNG has no transparent parts) with the chart's title at its top left
-  ctx.fillStyle = "#fff";
+export function startChart(ctx, spec, width, titlePx, theme) {
+  // the theme's background (an exported image has no transparent parts), the title at its top left
+  ctx.fillStyle = theme.background;
   ctx.fillRect(0, 0, width, spec.height);
-  ctx.fillStyle = color;
+  ctx.fillStyle = theme.text;
   ctx.textAlign = "left";
   ctx.textBaseline = "alphabetic";
   if (spec.title) {

@@ -3,13 +3,20 @@
 
 import { fixedTicks } from "./axes.js";
 
-function parseColor(c) {
-  // "#rrggbb" or "rgb(r,g,b)" as [r, g, b]
+export function parseColor(c) {
+  // "#rgb", "#rrggbb", "rgb(r,g,b)" or "rgba(r,g,b,a)" as [r, g, b]
+  c = c.trim();
   if (c.startsWith("#")) {
-    const n = parseInt(c.slice(1), 16);
+    const hex = c.length === 4 ? [...c.slice(1)].map((h) => h + h).join("") : c.slice(1, 7);
+    const n = parseInt(hex, 16);
     return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
   }
   return c.replace(/[^\d.,]/g, "").split(",").slice(0, 3).map(Number);
+}
+
+export function withAlpha(c, alpha) {
+  // colour c at this opacity, as "rgba(...)": grid lines and patches drawn from the theme's colours
+  return `rgba(${parseColor(c).join(",")},${alpha})`;
 }
 
 export function lookupTable(stops) {

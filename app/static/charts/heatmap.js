@@ -162,10 +162,10 @@ function headLabels(ctx, spec, b, panel, L, color) {
   upright(ctx, spec.y_title, PAD, b.y + b.h / 2, "center", "top");
 }
 
-export function paint(ctx, spec, data, width, em, color) {
-  // the whole chart at this width; returns where the panels are, for hover and clicks
-  const L = layout(ctx, spec, width, em);
-  startChart(ctx, spec, width, L.titlePx, color);
+export function paint(ctx, spec, data, width, em, theme) {
+  // the whole chart at this width in the theme's colours; returns where the panels are, for hover and clicks
+  const L = layout(ctx, spec, width, em), color = theme.text;
+  startChart(ctx, spec, width, L.titlePx, theme);
   ctx.imageSmoothingEnabled = false;
   spec.panels.forEach((p, i) => {
     const b = L.boxes[i];
@@ -180,7 +180,7 @@ export function paint(ctx, spec, data, width, em, color) {
   if (spec.x_marker) {
     // a line between two columns (e.g. the last position seen in training), named at its top
     const x = first.x + (spec.x_marker.at * first.w) / panel.cols;
-    markerLine(ctx, x, first, spec.x_marker.text, MARKER, spec.font, L.tick, color);
+    markerLine(ctx, x, first, spec.x_marker.text, MARKER, spec.font, L.tick, theme);
   }
   if (spec.selected) selectedBox(ctx, spec, L.boxes);
   if (spec.kind === "head") headLabels(ctx, spec, first, panel, L, color);
@@ -199,9 +199,9 @@ export function hit(spec, data, drawn, x, y) {
 }
 
 function valueText(v, spec) {
-  // a cell's value for its tip: percent in a grid of weights
+  // a cell's value for its tip and table: the spec's decimals (attention weights: 3, everywhere)
   if (Number.isNaN(v)) return "masked";
-  return spec.percent ? `${(100 * v).toFixed(2)}%` : fixed(v, spec.digits ?? 4);
+  return fixed(v, spec.digits ?? 4);
 }
 
 export function tip(spec, data, h) {
@@ -215,10 +215,64 @@ export function tip(spec, data, h) {
   const [yName, xName] = spec.kind === "grid" ? ["query", "key"] : [spec.y_title, spec.x_title];
   const heading = spec.kind === "grid" ? `layer ${p.layer} head ${p.head}` : null;
   const named = (i, label) => (label === String(i) ? label : `${i}: ${label}`); // numbered rows need no label
+  if (h.head) {
+    // the keyboard on a whole head: where its largest weight lies
+    let top = 0;
+    values.values.forEach((v, n) => (v > values.values[top] || Number.isNaN(values.values[top]) ? (top = n) : null));
+    const q = Math.floor(top / values.cols), k = top % values.cols;
+    const where = `${yName} ${named(q, spec.y[q])} to ${xName} ${named(k, spec.x[k])}`;
+    return [heading, `largest ${spec.value_name} ${valueText(values.values[top], spec)}, ${where}`];
+  }
   return [heading, `${yName} ${named(h.q, spec.y[h.q])}`, `${xName} ${named(h.k, spec.x[h.k])}`, `${spec.value_name} ${value}`];
 }
 
 export function legend(spec) {
   // the names the picture shows a key for
   return spec.outline ? [spec.outline.name] : [];
+}
+
+export function stops(spec, data, drawn) {
+  // the keyboard's rows: a clickable grid's heads (rows of panels as laid out); else every cell,
+  // a row per query (score maps: the rows of a line of panels side by side)
+  const { boxes } = drawn;
+  if (!boxes.length) return [];
+  if (spec.kind === "grid" && spec.clickable) {
+    const rows = [];
+    boxes.forEach((b, i) => {
+      const r = Math.floor(i / spec.columns);
+      (rows[r] ||= []).push({ i, q: 0, k: 0, head: true, x: b.x + b.w / 2, y: b.y + b.h / 2, box: [b.x, b.y, b.w, b.h] });
+    });
+    return rows;
+  }
+  const rows = [];
+  boxes.forEach((b, i) => {
+    const p = data.panels[i], cw = b.w / p.cols, ch = b.h / p.rows, r0 = Math.floor(i / spec.columns) * p.rows;
+    for (let q = 0; q < p.rows; q++) {
+      const row = (rows[r0 + q] ||= []);
+      for (let k = 0; k < p.cols; k++) {
+        const x = b.x + k * cw, y = b.y + q * ch;
+        row.push({ i, q, k, x: x + cw / 2, y: y + ch / 2, box: [x, y, cw, ch] });
+      }
+    }
+  });
+  return rows;
+}
+
+export function table(spec, data) {
+  // every panel's numbers as a table: a row per query (map row), a column per key, each value
+  // written as its tip writes it
+  const [yName, xName] = spec.kind === "grid" && !spec.axis_labels ? ["query", "key"] : [spec.y_title, spec.x_title];
+  return spec.panels.map((p, i) => {
+    const values = data.panels[i];
+    const rows = spec.y.map((name, q) => [name, ...spec.x.map((_, k) => valueText(values.values[q * values.cols + k], spec))]);
+    const name = spec.kind === "grid" ? p.value_name || p.title || `layer ${p.layer} head ${p.head}` : spec.title || spec.file;
+    return { caption: `${name}: ${yName} (rows) by ${xName} (columns)`, columns: [`${yName} \\ ${xName}`, ...spec.x], rows };
+  });
+}
+
+export function about(spec) {
+  // what the map shows, where Python gave no sentence: its size and scale
+  const n = spec.panels.length, maps = n > 1 ? `${n} maps, each` : "A map";
+  return `${maps} of ${spec.y.length} ${spec.y_title || "rows"} by ${spec.x.length} ${spec.x_title || "columns"}; ` +
+    `colour shows the ${spec.value_name || "value"}, from ${spec.zmin} to ${spec.zmax}.`;
 }

@@ -1,14 +1,16 @@
 // Shared plumbing between a drawn chart and the person using it: the hover tip (what the
-// chart kind says about the thing under the pointer), a click on a grid's head (sent back to
-// Python), and the PNG button (the chart drawn again at twice the pixels, with its title).
+// chart kind says about the thing under the pointer or the keyboard's cursor), a click or
+// Enter on a grid's head (sent back to Python), arrow keys over the chart's cells, points or
+// bars with what they point at read out, and the downloads (PNG; SVG by the same paint code).
 
 function showTip(tip, canvas, h, [heading, ...lines], clickable) {
-  // the tip's lines beside the pointer, the heading bold; on the left half of the chart it opens right
+  // the tip's lines beside the point h, the heading bold; it opens towards the chart's middle,
+  // so it is never cut off at the chart's edges
   tip.replaceChildren();
   if (heading) {
     const div = document.createElement("div"), b = document.createElement("b");
     b.textContent = heading;
-    div.append(b, clickable ? " (click to open)" : "");
+    div.append(b, clickable ? " (click or Enter opens it)" : "");
     tip.appendChild(div);
   }
   for (const line of lines) {
@@ -16,10 +18,12 @@ function showTip(tip, canvas, h, [heading, ...lines], clickable) {
     div.textContent = line;
     tip.appendChild(div);
   }
-  const flip = h.x > canvas.clientWidth / 2;
-  tip.style.left = flip ? "" : `${h.x + 14}px`;
-  tip.style.right = flip ? `${canvas.clientWidth - h.x + 14}px` : "";
-  tip.style.top = `${h.y + 14}px`;
+  tip.hidden = false;
+  const w = canvas.clientWidth, h2 = canvas.clientHeight, tw = tip.offsetWidth;
+  const x = h.x > w / 2 ? h.x - 14 - tw : h.x + 14; // towards the middle, then inside the chart
+  tip.style.left = `${Math.max(0, Math.min(x, w - tw))}px`;
+  tip.style.top = h.y < h2 / 2 ? `${h.y + 14}px` : "";
+  tip.style.bottom = h.y < h2 / 2 ? "" : `${h2 - h.y + 14}px`;
 }
 
 export function followPointer(canvas, tip, spec, hitAt, tipOf, onHead) {
@@ -44,16 +48,119 @@ export function followPointer(canvas, tip, spec, hitAt, tipOf, onHead) {
   };
 }
 
-export function savePng(spec, paint, { width, em, color }) {
+const MOVES = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
+
+export function followKeys(root, spec, stopsOf, tipOf, onHead) {
+  // the keyboard's cursor: stopsOf() is the chart's rows of stops (hits with a box [x, y, w, h]);
+  // arrows move along a row and between rows, Home/End to a row's ends; the tip shows and the
+  // live region reads what is under the cursor; Enter on a clickable grid's head opens it
+  const canvas = root.querySelector("canvas"), tip = root.querySelector(".tip");
+  const cursor = root.querySelector(".cursor"), live = root.querySelector(".live");
+  let at = null; // [row, column] of the cursor, kept while the chart is redrawn
+  const show = () => {
+    const rows = stopsOf();
+    if (!rows.length) return;
+    at ??= [0, 0];
+    at[0] = Math.min(at[0], rows.length - 1);
+    at[1] = Math.min(at[1], rows[at[0]].length - 1);
+    const h = rows[at[0]][at[1]], [x, y, w, hh] = h.box;
+    Object.assign(cursor.style, { left: `${x}px`, top: `${y}px`, width: `${w}px`, height: `${hh}px` });
+    cursor.hidden = tip.hidden = false;
+    const lines = tipOf(h);
+    showTip(tip, canvas, h, lines, spec.clickable);
+    live.textContent = lines.filter(Boolean).join(", ") + (spec.clickable ? ", Enter opens this head" : "");
+    return h;
+  };
+  canvas.onkeydown = (ev) => {
+    const rows = stopsOf();
+    if (!rows.length) return;
+    if (ev.key in MOVES || ev.key === "Home" || ev.key === "End") {
+      ev.preventDefault();
+      at ??= [0, -1];
+      if (ev.key === "Home") at[1] = 0;
+      else if (ev.key === "End") at[1] = rows[at[0]].length - 1;
+      else {
+        const [dr, dc] = MOVES[ev.key];
+        at[0] = Math.max(0, Math.min(rows.length - 1, at[0] + dr));
+        at[1] = Math.max(0, Math.min(rows[at[0]].length - 1, at[1] + dc));
+      }
+      show();
+    } else if (ev.key === "Enter" && spec.clickable && at) {
+      ev.preventDefault();
+      onHead(spec.panels[show().i]);
+    } else if (ev.key === "Escape") {
+      cursor.hidden = tip.hidden = true;
+    }
+  };
+  canvas.onfocus = () => {
+    if (at) show();
+  };
+  canvas.onblur = () => {
+    cursor.hidden = tip.hidden = true;
+  };
+  return () => (at && !cursor.hidden ? show() : null); // after a redraw: the cursor where the cells now are
+}
+
+export function fillTable(holder, tables) {
+  // the chart's numbers as HTML tables: [{caption, columns, rows: [[row header, ...cells]]}]
+  holder.replaceChildren();
+  for (const t of tables) {
+    const table = document.createElement("table");
+    table.createCaption().textContent = t.caption;
+    const head = table.createTHead().insertRow();
+    for (const c of t.columns) {
+      const th = document.createElement("th");
+      th.scope = "col";
+      th.textContent = c;
+      head.appendChild(th);
+    }
+    const body = table.createTBody();
+    for (const [name, ...cells] of t.rows) {
+      const tr = body.insertRow(), th = document.createElement("th");
+      th.scope = "row";
+      th.textContent = name;
+      tr.appendChild(th);
+      for (const c of cells) tr.insertCell().textContent = c;
+    }
+    holder.appendChild(table);
+  }
+}
+
+function download(name, href) {
+  // the browser's download of href as `name` (a title may name the file: no : or /)
+  const a = document.createElement("a");
+  a.download = name.replace(/[^\w.=+-]+/g, "_");
+  a.href = href;
+  a.click();
+}
+
+export function savePng(spec, paint, { width, em, theme }) {
   // download the chart drawn at twice its CSS pixels, named after spec.file
   const out = document.createElement("canvas");
   out.width = width * 2;
   out.height = spec.height * 2;
   const ctx = out.getContext("2d");
   ctx.scale(2, 2);
-  paint(ctx, width, em, color);
-  const a = document.createElement("a");
-  a.download = `${spec.file.replace(/[^\w.=+-]+/g, "_")}.png`;  // a title may name the file: no : or /
-  a.href = out.toDataURL("image/png");
-  a.click();
+  paint(ctx, width, em, theme);
+  download(`${spec.file}.png`, out.toDataURL("image/png"));
+}
+
+export async function svgText(spec, paint, { width, em, theme }) {
+  // the chart as SVG text: the same paint code on svgcanvas's SVG implementation of the 2D
+  // context (fetched on first use); a map's cells stay one sharp image
+  const { Context } = await import(new URL("../vendor/svgcanvas.esm.js", import.meta.url).href);
+  const ctx = new Context({ width, height: spec.height });
+  paint(ctx, width, em, theme);
+  const svg = ctx.getSerializedSvg(true).replace(/<image /g, '<image style="image-rendering:pixelated" ');
+  return svg.replace("<svg ", `<svg role="img" aria-label="${escapeXml(spec.title || spec.file)}" `);
+}
+
+function escapeXml(text) {
+  return text.replace(/[<>&"]/g, (c) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;" })[c]);
+}
+
+export async function saveSvg(spec, paint, render) {
+  // download the chart as an SVG file, named after spec.file
+  const svg = await svgText(spec, paint, render);
+  download(`${spec.file}.svg`, URL.createObjectURL(new Blob([svg], { type: "image/svg+xml" })));
 }

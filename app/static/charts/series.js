@@ -94,9 +94,14 @@ function pointNames(ctx, s, d, sx, sy, font, tick, color) {
   }
 }
 
+export function inkOf(s, text) {
+  // a series' colour: its own, or the theme's text colour where it says "text"
+  return s.color === "text" ? text : s.color;
+}
+
 export function drawSeries(ctx, s, d, sx, sy, font, tick, color) {
-  // series s (its spec) with its decoded data d = {x, y, sizes}
-  ctx.strokeStyle = ctx.fillStyle = s.color;
+  // series s (its spec) with its decoded data d = {x, y, sizes}; color: the theme's text
+  ctx.strokeStyle = ctx.fillStyle = inkOf(s, color);
   ctx.setLineDash(dashOf(s.dash, "plot"));
   ctx.lineWidth = 2.5;
   if (s.type === "line") curve(ctx, s, d, sx, sy);
@@ -107,9 +112,9 @@ export function drawSeries(ctx, s, d, sx, sy, font, tick, color) {
   if (s.labels) pointNames(ctx, s, d, sx, sy, font, tick, color);
 }
 
-export function swatch(ctx, s, x, y, tick) {
+export function swatch(ctx, s, x, y, tick, color) {
   // series s's mark in the legend, left end at x, centred on y: a 24 px line, a star or a square
-  ctx.strokeStyle = ctx.fillStyle = s.color;
+  ctx.strokeStyle = ctx.fillStyle = inkOf(s, color);
   if (s.type === "line") {
     ctx.lineWidth = 3;
     ctx.setLineDash(dashOf(s.dash, "swatch"));

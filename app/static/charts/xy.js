@@ -76,7 +76,7 @@ function key(ctx, spec, top, tick, width, color) {
   for (const s of entries) {
     const w = ctx.measureText(s.name).width + 30 + 14;
     if (x + w > width - PAD && x > PAD) { x = PAD; y += tick + 8; }
-    swatch(ctx, s, x, y, tick);
+    swatch(ctx, s, x, y, tick, color);
     ctx.fillStyle = color;
     ctx.fillText(s.name, x + 30, y);
     x += w;
@@ -121,12 +121,12 @@ function xGridLines(ctx, box, axes, width) {
   }
 }
 
-function frame(ctx, spec, panel, box, axes, sy, x0, tick, em, width, color) {
+function frame(ctx, spec, panel, box, axes, sy, x0, tick, em, width, theme) {
   // grid lines, tick labels, the box's border and the panel's axis titles and title
-  ctx.fillStyle = color;
-  yGridLines(ctx, box, axes.y.ticks.map(([v, label]) => [sy(v), label]));
+  ctx.fillStyle = theme.text;
+  yGridLines(ctx, box, axes.y.ticks.map(([v, label]) => [sy(v), label]), theme);
   xGridLines(ctx, box, axes, width);
-  ctx.strokeStyle = "#888";
+  ctx.strokeStyle = theme.frame;
   ctx.strokeRect(box.x + 0.5, box.y + 0.5, box.w - 1, box.h - 1);
   if (panel.x_title) {
     ctx.textBaseline = "bottom";
@@ -148,22 +148,22 @@ function scales(box, axes) {
   };
 }
 
-function plotPanel(ctx, spec, panel, data, box, { sx, sy }, tick, color) {
+function plotPanel(ctx, spec, panel, data, box, { sx, sy }, tick, theme) {
   // the panel's series and dashed guides, clipped to (just beyond) its box
   ctx.save();
   ctx.beginPath();
   ctx.rect(box.x - 8, box.y - 40, box.w + 16, box.h + 48);  // markers at the edges stay whole, labels may rise
   ctx.clip();
-  panel.series.forEach((s, j) => drawSeries(ctx, s, data[j], sx, sy, spec.font, tick, color));
-  for (const v of panel.vlines || []) markerLine(ctx, sx(v.x), box, v.text, GUIDE, spec.font, tick, color);
+  panel.series.forEach((s, j) => drawSeries(ctx, s, data[j], sx, sy, spec.font, tick, theme.text));
+  for (const v of panel.vlines || []) markerLine(ctx, sx(v.x), box, v.text, GUIDE, spec.font, tick, theme);
   ctx.restore();
 }
 
-export function paint(ctx, spec, data, width, em, color) {
+export function paint(ctx, spec, data, width, em, theme) {
   // the whole chart at this width: panels share it by their `width`; returns their boxes and scales
   const tick = Math.round((spec.tick_px || 13) * em), titlePx = Math.round(15 * em);
-  startChart(ctx, spec, width, titlePx, color);
-  const top = key(ctx, spec, PAD + (spec.title ? titlePx + 8 : 0), tick, width, color);
+  startChart(ctx, spec, width, titlePx, theme);
+  const top = key(ctx, spec, PAD + (spec.title ? titlePx + 8 : 0), tick, width, theme.text);
   const panelTitle = spec.panels.some((p) => p.title) ? Math.round(14 * em) + 8 : 0;
   const gap = 28 * em;
   const shares = spec.panels.map((p) => p.width || 1);
@@ -177,8 +177,8 @@ export function paint(ctx, spec, data, width, em, color) {
     ctx.font = `${tick}px ${spec.font}`;
     const box = panelBox(ctx, spec, panel, axes, x0, w, top + panelTitle + tick / 2, tick);
     const scale = scales(box, axes);
-    frame(ctx, spec, panel, box, axes, scale.sy, x0, tick, em, width, color);
-    plotPanel(ctx, spec, panel, data[i], box, scale, tick, color);
+    frame(ctx, spec, panel, box, axes, scale.sy, x0, tick, em, width, theme);
+    plotPanel(ctx, spec, panel, data[i], box, scale, tick, theme);
     boxes.push({ ...box, ...scale });
     x0 += w + gap;
   });
@@ -209,16 +209,73 @@ export function hit(spec, data, drawn, x, y) {
   return null;
 }
 
-export function tip(spec, data, h) {
-  // [series name, its point's name, x, y] (a bar's x as centre ± half its width)
+function fields(spec, data, h) {
+  // a point's [name, text] pairs as tips and tables write them: its label, x (a bar's as
+  // centre ± half its width), y
   const p = spec.panels[h.i], s = p.series[h.j], d = data[h.i][h.j], digits = spec.digits ?? 4;
   const xText = s.type === "bars" && s.bar_width ? `${numText(d.x[h.n], digits)} ± ${numText(s.bar_width / 2, digits)}` : numText(d.x[h.n], digits);
-  const lines = [`${p.x_title || "x"} ${xText}`, `${p.y_title || p.title || "y"} ${numText(d.y[h.n], digits)}`];
-  if (s.labels) lines.unshift(s.labels[h.n]);
+  const out = [[p.x_title || "x", xText], [p.y_title || p.title || "y", numText(d.y[h.n], digits)]];
+  if (s.labels) out.unshift(["name", s.labels[h.n]]);
+  return out;
+}
+
+export function tip(spec, data, h) {
+  // [series name, its point's name, x, y]
+  const p = spec.panels[h.i], s = p.series[h.j];
+  const lines = fields(spec, data, h).map(([name, text]) => (name === "name" ? text : `${name} ${text}`));
   return [s.name || p.title || null, ...lines];
 }
 
 export function legend(spec) {
   // the names in the legend
   return legendSeries(spec).map((s) => s.name);
+}
+
+export function stops(spec, data, drawn) {
+  // the keyboard's rows: one per hoverable series of each panel, its points (or bars) in order
+  const rows = [];
+  drawn.boxes.forEach((b, i) => {
+    spec.panels[i].series.forEach((s, j) => {
+      if (s.hover === false) return;
+      const d = data[i][j], row = [];
+      for (let n = 0; n < d.x.length; n++) {
+        if (!Number.isFinite(d.y[n]) || !Number.isFinite(d.x[n])) continue;
+        const x = b.sx(d.x[n]), y = b.sy(d.y[n]);
+        let box = [x - 6, y - 6, 12, 12];
+        if (s.type === "bars") {
+          const x0 = b.sx(d.x[n] - (s.bar_width || 0) / 2), x1 = b.sx(d.x[n] + (s.bar_width || 0) / 2);
+          box = [x0, Math.min(y, b.sy(0)), Math.max(2, x1 - x0), Math.abs(b.sy(0) - y)];
+        }
+        row.push({ i, j, n, x, y, box });
+      }
+      if (row.length) rows.push(row);
+    });
+  });
+  return rows;
+}
+
+export function table(spec, data) {
+  // each hoverable series as a table of its points, written as its tips write them
+  const out = [];
+  spec.panels.forEach((p, i) =>
+    p.series.forEach((s, j) => {
+      const d = data[i][j];
+      if (s.hover === false || !d.x.length) return;
+      const rows = Array.from(d.x, (_, n) => [String(n + 1), ...fields(spec, data, { i, j, n }).map(([, t]) => t)]);
+      const columns = ["#", ...fields(spec, data, { i, j, n: 0 }).map(([name]) => name)];
+      out.push({ caption: [spec.title, p.title, s.name].filter(Boolean).join(" · ") || spec.file, columns, rows });
+    })
+  );
+  return out;
+}
+
+export function about(spec) {
+  // what the plots show: each panel's series against its x axis
+  return spec.panels
+    .map((p) => {
+      const names = p.series.filter((s) => s.name).map((s) => s.name);
+      const what = names.length ? names.join(", ") : p.y_title || p.title || "values";
+      return `${p.title ? p.title + ": " : ""}${what} against ${p.x_title || "x"}.`;
+    })
+    .join(" ");
 }

@@ -1,0 +1,44 @@
+"""The sentence a chart's description gives for an attention map: the detector's pattern that
+holds most of the weight, with its share, and the strongest cell."""
+
+from __future__ import annotations
+
+import numpy as np
+from lab.describe import attention_sentence, grid_sentence
+
+
+def test_a_mirror_cross_attention_is_named_as_the_reversal() -> None:
+    keys = [*"abc", "<eos>"]
+    queries = ["<sos>", *"cba"]
+    w = np.zeros((4, 4))
+    w[0, 2] = w[1, 1] = w[2, 0] = 1.0  # output t reads source n-1-t (n = 3 letters)
+    w[3, 3] = 1.0
+    said = attention_sentence(w, queries, keys, "cross")
+    assert said.startswith("output letters look at the mirror-image input letters (100% of the weight)")
+    assert "the strongest weight, 1.000, goes from query 0 '<sos>' to key 2 'c'" in said
+
+
+def test_self_attention_patterns_and_a_spread_head() -> None:
+    tokens = list("abcd")
+    previous = np.eye(4, k=-1)
+    previous[0, 0] = 1.0
+    assert attention_sentence(previous, tokens, tokens, "self").startswith(
+        "each token looks at the one before it (100% of the weight)"
+    )
+    six = list("abcdef")
+    uniform = np.tril(np.ones((6, 6)))
+    uniform /= uniform.sum(-1, keepdims=True)  # row i: 1/(i+1) on each key; itself, the first: 41% each
+    said = attention_sentence(uniform, six, six, "self")
+    assert said.startswith("the weight is spread") and "1.000, goes from query 0 'a' to key 0 'a'" in said
+
+
+def test_a_grid_names_its_size_and_its_clearest_head() -> None:
+    tokens = list("abcd")
+    diagonal = np.eye(4)
+    uniform = np.full((4, 4), 0.25)
+    grid = np.stack([np.stack([uniform, uniform]), np.stack([uniform, diagonal])])  # (2, 2, 4, 4)
+    said = grid_sentence(grid, tokens, tokens, "encoder_self")
+    assert said.startswith(
+        "2 layers by 2 heads, each a map of 4 queries by 4 keys. The clearest, layer 1 head 1:"
+    )
+    assert "each token looks at itself (100% of the weight)" in said

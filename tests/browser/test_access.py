@@ -1,0 +1,180 @@
+"""Every student's screen: the charts follow the dark theme, work from the keyboard alone, say
+what they show, list their numbers as a table, download as SVG, and no page scrolls sideways
+on a phone; axe-core finds no serious or critical WCAG 2.1 AA violation on any page."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from lab.charts import WEIGHT_DIGITS, values
+from lab.explorer_html import contrast_ratio
+from playwright.sync_api import Browser, Page, expect
+
+from tests.support.browser import PREPARED_LINKS, chart, open_page, params
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 720}
+
+
+@pytest.fixture
+def dark_page(browser: Browser, tmp_path: Path) -> Iterator[Page]:
+    context = browser.new_context(viewport=DESKTOP, color_scheme="dark", accept_downloads=True)
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    yield pg
+    pg.screenshot(path=str(tmp_path / "final.png"), full_page=True)
+    context.close()
+
+
+CANVAS_INK = """(canvas) => {
+    // the canvas's background (its top-left pixel) and, in the title's band, the pixel that
+    // differs most from it: the title's ink
+    const ctx = canvas.getContext("2d"), dpr = canvas.width / canvas.clientWidth;
+    const band = ctx.getImageData(0, 0, canvas.width, Math.round(26 * dpr)).data;
+    const bg = [band[0], band[1], band[2]];
+    let ink = bg, most = -1;
+    for (let i = 0; i < band.length; i += 4) {
+        const d = Math.abs(band[i] - bg[0]) + Math.abs(band[i + 1] - bg[1]) + Math.abs(band[i + 2] - bg[2]);
+        if (d > most) [most, ink] = [d, [band[i], band[i + 1], band[i + 2]]];
+    }
+    return { bg, ink };
+}"""
+
+
+def test_chart_titles_contrast_in_dark_theme(dark_page: Page, app_url: str, tmp_path: Path) -> None:
+    """Dark mode drew near-white titles on a white canvas; now the canvas takes the theme's
+    background and the title its text colour (WCAG 1.4.3: 4.5:1 at least)."""
+    open_page(dark_page, app_url + "/reversal?text=attention", tmp_path / "reversal-dark.png")
+    for key in ("rev_cross_grid", "rev_cross_head"):
+        found = chart(dark_page, key).locator("canvas").evaluate(CANVAS_INK)
+        bg, ink = found["bg"], found["ink"]
+        assert contrast_ratio(bg, (0, 0, 0)) < 2.0, bg  # a dark background, not the old white
+        assert contrast_ratio(bg, ink) >= 4.5, (bg, ink)
+
+
+def focused_chart_key(page: Page) -> str | None:
+    """The widget key of the chart whose canvas has the keyboard's focus (None: not a chart)."""
+    return page.evaluate(
+        """() => {
+            let el = document.activeElement;
+            while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+            if (!el || el.tagName !== "CANVAS") return null;
+            let host = el.getRootNode().host || el;
+            const holder = host.closest("[class*='st-key-']");
+            return holder ? [...holder.classList].find((c) => c.startsWith("st-key-")).slice(7) : null;
+        }"""
+    )
+
+
+def tab_to_chart(page: Page, key: str, presses: int = 80) -> None:
+    """Press Tab (only the keyboard) until the chart under `key` has the focus."""
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        if focused_chart_key(page) == key:
+            return
+    raise AssertionError(f"Tab never reached the chart {key}")
+
+
+def test_a_keyboard_only_walk_of_reversal(page: Page, app_url: str, tmp_path: Path) -> None:
+    """Focus the encoder grid with Tab, move with the arrows, Enter opens a head (the URL and
+    the large map follow); on the large map the live region names the tokens and the weight."""
+    open_page(page, app_url + "/reversal?text=attention&layer=0&head=0", tmp_path / "open.png")
+    tab_to_chart(page, "rev_enc_grid")
+    grid = chart(page, "rev_enc_grid")
+    for key in ("ArrowDown", "ArrowRight", "ArrowRight"):
+        page.keyboard.press(key)
+    expect(grid.locator(".live")).to_contain_text("layer 1 head 2")
+    expect(grid.locator(".cursor")).to_be_visible()
+    page.screenshot(path=str(tmp_path / "grid-cursor.png"))
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"layer=1.*head=2|head=2.*layer=1"), timeout=30_000)
+    assert params(page)["layer"] == "1" and params(page)["head"] == "2"
+
+    tab_to_chart(page, "rev_enc_head")
+    head = chart(page, "rev_enc_head")
+    expect(head.locator("canvas")).to_have_attribute("aria-label", re.compile("layer 1 head 2"))
+    page.keyboard.press("ArrowDown")  # row 0 -> 1 ("t"), column 0 ("a")
+    page.keyboard.press("ArrowRight")  # column 1 ("t")
+    said = head.locator(".live").inner_text()
+    assert re.fullmatch(rf"query 1: t, key 1: t, weight \d\.\d{{{WEIGHT_DIGITS}}}", said), said
+    page.screenshot(path=str(tmp_path / "head-cursor.png"))
+
+
+def test_show_as_table_lists_the_charts_numbers(page: Page, app_url: str) -> None:
+    """The table view of the cross-attention map holds every weight the map was drawn from,
+    written with WEIGHT_DIGITS decimals, under the map's token labels."""
+    open_page(page, app_url + "/reversal?text=attention")
+    holder = chart(page, "rev_cross_head")
+    holder.locator(".table-button").click()
+    expect(holder.locator(".table-button")).to_have_attribute("aria-expanded", "true")
+    spec = holder.evaluate("(root) => root.__spec")
+    (weights,) = values(spec)
+    table = holder.locator(".data-table table").first
+    header = [c.inner_text() for c in table.locator("thead th").all()][1:]
+    rows = [[c.inner_text() for c in r.locator("th, td").all()] for r in table.locator("tbody tr").all()]
+    assert header == spec["x"] and [r[0] for r in rows] == spec["y"]
+    shown = np.array([[float(v) for v in r[1:]] for r in rows])
+    assert shown.shape == weights.shape
+    assert np.allclose(shown, weights, atol=0.5 * 10**-WEIGHT_DIGITS + 1e-6)
+
+
+def test_a_chart_downloads_as_svg_with_its_title(dark_page: Page, app_url: str) -> None:
+    """The SVG is drawn by the same paint code (svgcanvas's 2D context): it parses as SVG and
+    holds the title as text, not pixels."""
+    open_page(dark_page, app_url + "/reversal?text=attention")
+    holder = chart(dark_page, "rev_cross_head")
+    holder.hover()
+    with dark_page.expect_download() as download:
+        holder.locator(".save-svg").click()
+    assert download.value.suggested_filename.endswith(".svg")
+    root = ET.parse(download.value.path()).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    title = holder.locator("canvas").get_attribute("aria-label")
+    assert title and title in texts
+    assert any(t == "query" for t in texts) and any(t == "key" for t in texts)  # the axes, as text
+
+
+#: the prepared links, and /gpt with ALiBi, whose step-through table had one more column
+PHONE_LINKS = [*PREPARED_LINKS, "/gpt?checkpoint=gpt-alibi&text=The%20with%20statement&layer=1&head=2"]
+
+
+@pytest.mark.parametrize("link", PHONE_LINKS)
+def test_no_page_scrolls_sideways_at_390(browser: Browser, app_url: str, link: str, tmp_path: Path) -> None:
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    try:
+        open_page(page, app_url + link, tmp_path / "phone.png")
+        page.wait_for_timeout(1000)  # the charts' own drawing after the run
+        wide = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert wide <= 0, f"{link} scrolls {wide} px sideways at 390 px"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_axe_finds_no_serious_violation(browser: Browser, app_url: str, scheme: str, size: dict) -> None:
+    """axe-core (WCAG 2.0/2.1 A and AA rules) on every page's prepared link: no violation of
+    serious or critical impact."""
+    context = browser.new_context(viewport=size, color_scheme=scheme)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    found: dict[str, list[str]] = {}
+    try:
+        for link in PREPARED_LINKS:
+            open_page(page, app_url + link)
+            page.wait_for_timeout(800)
+            result = Axe().run(page, options={"runOnly": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]})
+            for v in result.response["violations"]:
+                if v["impact"] in ("serious", "critical"):
+                    found.setdefault(link, []).append(f"{v['id']}: {[n['target'] for n in v['nodes'][:3]]}")
+    finally:
+        context.close()
+    assert not found, found
