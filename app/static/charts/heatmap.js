@@ -107,18 +107,31 @@ function gridPanelText(ctx, spec, data, i, b, L, em, color) {
   if (spec.axis_labels) axisLabels(ctx, spec, b, data.panels[i], i, L, color);
 }
 
+function markCell(ctx, x, y, w, h, crossed) {
+  // one marked cell's outline; a solid one (leaked weight) also crossed by a diagonal, so it
+  // differs from the dashed padding by its pattern, not by its colour alone
+  ctx.strokeRect(x, y, w, h);
+  if (!crossed) return;
+  ctx.beginPath();
+  ctx.moveTo(x, y + h);
+  ctx.lineTo(x + w, y);
+  ctx.stroke();
+}
+
 function outline(ctx, spec, b, panel, tick, color) {
-  // marked cells outlined (red: weight where the causal mask forbids it; grey dashes: padding), named below
+  // marked cells outlined (red, crossed: weight where the causal mask forbids it; grey dashes:
+  // padding), named below with the same mark
   ctx.strokeStyle = spec.outline.color;
   ctx.lineWidth = 2;
-  ctx.setLineDash(spec.outline.dash ? OUTLINE_DASH : []);
+  const crossed = !spec.outline.dash;
+  ctx.setLineDash(crossed ? [] : OUTLINE_DASH);
   const cw = b.w / panel.cols, ch = b.h / panel.rows;
-  for (const [q, k] of spec.outline.cells) ctx.strokeRect(b.x + k * cw + 1.5, b.y + q * ch + 1.5, cw - 3, ch - 3);
+  for (const [q, k] of spec.outline.cells) markCell(ctx, b.x + k * cw + 1.5, b.y + q * ch + 1.5, cw - 3, ch - 3, crossed);
   ctx.fillStyle = color;
   ctx.font = `${tick}px ${spec.font}`;
   ctx.textAlign = "left";
   const y = spec.height - PAD - 2;
-  ctx.strokeRect(b.x, y - tick + 2, tick - 2, tick - 2);
+  markCell(ctx, b.x, y - tick + 2, tick - 2, tick - 2, crossed);
   ctx.setLineDash([]);
   ctx.fillText(spec.outline.name, b.x + tick + 4, y);
 }
