@@ -33,6 +33,8 @@ import streamlit as st
 from lab.chart_component import component
 
 COLORSCALE = "Blues"  # attention weights
+#: px under each chart for its buttons (Show as table, PNG, SVG), so they never cover it
+TOOLS_PX = 22
 #: attention weights are written with this many decimals everywhere: tips, chart tables, page tables
 WEIGHT_DIGITS = 3
 #: ColorBrewer's sequential and diverging scales (the tables plotly names the same way), evenly
@@ -431,4 +433,4 @@ def show(
             on_head(layer, head)
 
     with where if where is not None else contextlib.nullcontext():
-        component(key=key, data=spec, height=spec["height"], on_head_change=clicked)
+        component(key=key, data=spec, height=spec["height"] + TOOLS_PX, on_head_change=clicked)

@@ -109,7 +109,9 @@ def _sizes(n_layers: int, n_heads: int, selectors_above: bool) -> tuple[int, int
     height = max(330, min(520, cell_px * n_layers + 60))
     if st.session_state.get(present.KEY):  # the grid and the large head fit on one projected screen
         cell_px = int(min(cell_px, max(50, (present.GRID_PX - 75) / n_layers)))
-        height = max(250, cell_px * n_layers + 75 - (125 if selectors_above else 0))
+        height = (
+            max(250, cell_px * n_layers + 75 - (125 if selectors_above else 0)) - charts.TOOLS_PX
+        )  # + buttons
     return cell_px, height
 
 

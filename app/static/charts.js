@@ -17,7 +17,7 @@ import * as xy from "./charts/xy.js";
 // tables; about(spec) -> a sentence saying what the chart shows, where Python gave none
 const KINDS = { grid: heatmap, head: heatmap, bars, xy };
 
-function chartRoot(parentElement, spec) {
+function chartRoot(parentElement) {
   // the chart's element, kept across reruns: its canvas (focusable), the keyboard's cursor, the
   // hover tip, a live region reading what the cursor is on, the buttons and the table view
   let root = parentElement.querySelector("div.lab-chart");
@@ -97,7 +97,7 @@ export default function (component) {
   // the keyboard over it, and redraw on resize
   const { data: spec, parentElement, setTriggerValue } = component;
   const host = parentElement.host || parentElement;
-  const root = chartRoot(parentElement, spec);
+  const root = chartRoot(parentElement);
   const canvas = root.querySelector("canvas"), tip = root.querySelector(".tip");
   const kind = KINDS[spec.kind], data = kind.prepare(spec);
   const paint = (ctx, width, em, theme) => kind.paint(ctx, spec, data, width, em, theme);

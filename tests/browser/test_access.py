@@ -113,6 +113,15 @@ def test_show_as_table_lists_the_charts_numbers(page: Page, app_url: str) -> Non
     holder = chart(page, "rev_cross_head")
     holder.locator(".table-button").click()
     expect(holder.locator(".table-button")).to_have_attribute("aria-expanded", "true")
+    # the table and the buttons lie inside the space the page gave the chart (it is fixed:
+    # below it they would be cut off), the buttons under the picture, not over its title
+    outer = page.locator(".st-key-rev_cross_head").bounding_box()
+    table_box = holder.locator(".data-table").bounding_box()
+    tools_box, canvas_box = holder.locator(".tools").bounding_box(), holder.locator("canvas").bounding_box()
+    assert outer and table_box and tools_box and canvas_box
+    assert table_box["y"] + table_box["height"] <= outer["y"] + outer["height"] + 1
+    assert tools_box["y"] >= canvas_box["y"] + canvas_box["height"] - 1
+    assert tools_box["y"] + tools_box["height"] <= outer["y"] + outer["height"] + 1
     spec = holder.evaluate("(root) => root.__spec")
     (weights,) = values(spec)
     table = holder.locator(".data-table table").first

@@ -217,6 +217,11 @@ function valueText(v, spec) {
   return fixed(v, spec.digits ?? 4);
 }
 
+function axisNames(spec) {
+  // what a map's rows and columns are: a grid of attention heads has queries and keys
+  return spec.kind === "grid" && !spec.axis_labels ? ["query", "key"] : [spec.y_title, spec.x_title];
+}
+
 export function tip(spec, data, h) {
   // [bold heading or null, lines...] naming the cell under the pointer
   const p = spec.panels[h.i], values = data.panels[h.i];
@@ -225,7 +230,7 @@ export function tip(spec, data, h) {
     // score maps: rows and columns are numbered already; the panel says what the value is
     return [p.value_name || p.title, `${spec.y_title} ${spec.y[h.q]} · ${spec.x_title} ${spec.x[h.k]}`, value];
   }
-  const [yName, xName] = spec.kind === "grid" ? ["query", "key"] : [spec.y_title, spec.x_title];
+  const [yName, xName] = axisNames(spec);
   const heading = spec.kind === "grid" ? `layer ${p.layer} head ${p.head}` : null;
   const named = (i, label) => (label === String(i) ? label : `${i}: ${label}`); // numbered rows need no label
   if (h.head) {
@@ -274,7 +279,7 @@ export function stops(spec, data, drawn) {
 export function table(spec, data) {
   // every panel's numbers as a table: a row per query (map row), a column per key, each value
   // written as its tip writes it
-  const [yName, xName] = spec.kind === "grid" && !spec.axis_labels ? ["query", "key"] : [spec.y_title, spec.x_title];
+  const [yName, xName] = axisNames(spec);
   return spec.panels.map((p, i) => {
     const values = data.panels[i];
     const rows = spec.y.map((name, q) => [name, ...spec.x.map((_, k) => valueText(values.values[q * values.cols + k], spec))]);
