@@ -503,7 +503,7 @@ def redis_queue(workers: int, logdir: Path) -> Iterator[str | None]:
     try:
         time.sleep(0.5)
         for i in range(workers):
-            with open(logdir / f"app-{i}.log", "wb") as out:
+            with open(logdir / f"worker-{i}.log", "wb") as out:
                 procs.append(
                     subprocess.Popen(
                         [

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.layout import (  # noqa: E402
     MAX_FUNCTION_LINES,
     MAX_MODULE_LINES,
+    PACKAGE_ROOTS,
     cycles,
     function_lines,
     import_graph,
@@ -31,7 +32,7 @@ def main() -> None:
     )
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
     args = parser.parse_args()
-    packages = tuple(p for p in ("transformer_core", "serving", "lessons", "app") if (args.root / p).is_dir())
+    packages = tuple(p for p in PACKAGE_ROOTS if (args.root / p).is_dir())
     modules = sources(args.root, packages)
     lines, functions = module_lines(modules), function_lines(modules)
     per_package = Counter()

@@ -12,7 +12,7 @@ import serving.settings as settings
 from serving.ids import is_run_id, run_checkpoint_path
 from serving.sqlite_store import SQLiteRunStore
 from serving.store import RunStore
-from transformer_core.errors import ConfigError
+from transformer_core.errors import CheckpointError, ConfigError
 
 
 def open_run_store(root: Path | None = None, max_running: int | None = None) -> RunStore:
@@ -43,9 +43,13 @@ def fetch_run(run_id: str, root: Path | None = None) -> None:
 
 def run_checkpoint_source(name: str) -> Path | None:
     """The model library's hook (a `transformer_core.checkpoint_sources` entry point): the
-    folder of run `name`, fetched from Redis first when the runs live there; None for a
-    name that is no run id, a CheckpointError for a run that cannot be opened."""
+    folder of run `name`; fetched from Redis only when it is not here yet (every page run
+    opens its models by name: a run already here asks Redis nothing); None for a name that
+    is no run id, a CheckpointError for a run that cannot be opened."""
     if not name.startswith("run-"):
         return None
-    fetch_run(name)
-    return run_checkpoint_path(name)
+    try:
+        return run_checkpoint_path(name)
+    except CheckpointError:
+        fetch_run(name)
+        return run_checkpoint_path(name)

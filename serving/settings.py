@@ -12,13 +12,13 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from transformer_core.device import DEVICE_CHOICES
 from transformer_core.errors import ConfigError
 from transformer_core.io import CHECKPOINTS_DIR
 
 RUNS_DIR_ENV = "ATTENTION_LAB_RUNS_DIR"
 REDIS_URL_ENV = "ATTENTION_LAB_REDIS_URL"
 DEVICE_ENV = "ATTENTION_LAB_DEVICE"
-DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
 
 def env_int(name: str, default: int, low: int = 1) -> int:

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 from lab import charts, export, state, tables
 from lab.compute import run_cached
-from lab.explorer_compute import gpt_view, reversal_view, top_tokens
+from lab.explorer_compute import top_tokens, trace_of
 from lab.head_view import KIND_LABELS, grid_figure, head_figure, head_selectors, pick_head
 from lab.inference_switches import Switch, Switched, switch_toggles
 from lab.model_input import check_input, checkpoint_note, md_code, show_input_notes
@@ -129,14 +129,8 @@ if checked["b"].unknown != checked["a"].unknown:
 text = checked["a"].text
 
 
-def trace_of(side: str) -> GPTTrace | Seq2SeqTrace:
-    if reversal:
-        return run_cached(reversal_view, names[side], text, options[side])
-    return run_cached(gpt_view, names[side], text, options[side]).trace
-
-
 try:
-    traces = {side: trace_of(side) for side in SIDES}
+    traces = {side: trace_of(ckpts[side], text, options[side]) for side in SIDES}
 except (InputError, ConfigError) as e:
     st.error(str(e), icon=":material/error:")
     st.stop()
