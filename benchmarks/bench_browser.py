@@ -30,13 +30,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -46,6 +42,7 @@ from playwright.sync_api import Browser, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from tests.support.app import running_app  # noqa: E402  (the app started one way)
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one set of browser flags)
 
 #: page -> the deep link a lecturer prepares (path and query)
@@ -111,58 +108,14 @@ SETTLED = """() => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def server(script: str | Path = "app/Home.py", root: Path = ROOT, python_path: str = "") -> Iterator[str]:
     """The real app (or another Streamlit script) of the checkout at `root` on a free
-    loopback port, as tests/browser/conftest.py starts it."""
-    port = _free_port()
-    env = {**os.environ, "ATTENTION_LAB_DEVICE": os.environ.get("ATTENTION_LAB_DEVICE", "cpu")}
-    if python_path:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [python_path, os.environ.get("PYTHONPATH")]))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(script),
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
-        ],
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("streamlit did not start") from None
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    loopback port, started as the browser tests start it (its own packages imported)."""
+    device = {"ATTENTION_LAB_DEVICE": os.environ.get("ATTENTION_LAB_DEVICE", "cpu")}
+    with tempfile.TemporaryDirectory() as folder:
+        with running_app(Path(folder), device, root=root, script=script, python_path=python_path) as url:
+            yield url
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ COLORSCALE = "Blues"  # attention weights
 TOOLS_PX = 22
 #: attention weights are written with this many decimals everywhere: tips, chart tables, page tables
 WEIGHT_DIGITS = 3
+WEIGHT_FORMAT = f"{{:.{WEIGHT_DIGITS}f}}"
 #: ColorBrewer's sequential and diverging scales (the tables plotly names the same way), evenly
 #: spaced; "<name>_r" reverses one
 COLORSCALES: dict[str, list[str]] = {
@@ -65,9 +66,12 @@ GRID_STEP = 1e-4  # a grid's weights travel in these steps (uint16)
 NAN_STEP = 65535  # the uint16 code of a missing value in a quantized map
 FUTURE_COLOR = "rgba(220, 38, 38, 0.9)"  # red outline: weight where the causal mask would forbid it
 MUTED = "#6b7280"  # grey: marked cells (padding), guide lines
-#: Streamlit's chart colours, in its order: ten series before one repeats
-BAR_COLORS = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d",
-              "#7defa1", "#ff8700", "#ffd16a", "#6d3fc0", "#d5dae5"]  # fmt: skip
+#: series colours, in order: Okabe and Ito's colour-blind-safe set (its yellow, unreadable on
+#: white, made brown; its black, lost on a dark page, the theme's text colour): under protan,
+#: deutan and tritan vision every pair stays apart (tests/app/test_colour_vision.py)
+SERIES_COLORS = ["#0072b2", "#e69f00", "#009e73", "#d55e00", "#56b4e9", "#cc79a7", "#8c6d31", "text"]
+#: a curve's marker shapes, in order: with the colours, no two of the first eight curves look alike
+MARKER_SHAPES = ["circle", "square", "triangle", "diamond", "triangle-down", "plus", "cross", "star"]
 # ---------------------------------------------------------------- labels that stay readable
 
 
@@ -404,7 +408,7 @@ def bars_spec(
         "x_every": label_step(n, width_px, tick * (2 if n > 20 else 1)),
         "series": [{"name": k, "z": encoded(np.ravel(v)), "text": text[k]} for k, v in series.items()],
         "legend": len(series) > 1,
-        "colors": colors or BAR_COLORS,
+        "colors": colors or SERIES_COLORS,
         "y_range": list(y_range) if y_range is not None else None,
         "text_angle": -90 if values_turned else 0,
         "digits": digits,

@@ -262,7 +262,7 @@ def _walk_stepper(prefix: str, walk: list[WalkStep], tokens: list[str]) -> None:
     b3.markdown(f"**Step {at + 1} of {len(walk)}**: {walk[at].says}.")
     table = walk_table(tokens, walk, at)
     formats = {c: "{:.4g}" if c[0] == "e" else "{:.4f}" for c in table if c != "key"}
-    formats["weight w"] = f"{{:.{charts.WEIGHT_DIGITS}f}}"  # as every tip and table writes a weight
+    formats["weight w"] = charts.WEIGHT_FORMAT  # as every tip and table writes a weight
     tables.show(pd.DataFrame(table), key=prefix + "walk_table", index=False, height=320, formats=formats)
 
 

@@ -1,7 +1,7 @@
 """Charts of the lesson pages (/basics, /variance; /positions in lab.position_charts) as specs.
 
 Charts only: every number arrives computed (the `lessons` package). Colours are shared
-across pages: scaled/first series indigo, unscaled/second series orange. Every builder is
+across pages (charts.SERIES_COLORS): scaled/first series blue, unscaled/second series orange. Every builder is
 cached by its inputs (`spec_cache`): a rerun that leaves a chart's inputs alone reuses the
 built spec. Long series are thinned and samples binned here, before they are sent.
 """
@@ -18,11 +18,8 @@ from lab.compute import spec_cache
 from lessons.training import Schedules
 from lessons.variance import Saturation
 
-FIRST = "#4f46e5"  # scaled, sinusoidal, Gaussian
-SECOND = "#ea580c"  # unscaled, learned, boxcar
-THIRD = "#059669"
-MUTED = charts.MUTED
-CYCLE = [FIRST, SECOND, THIRD, MUTED, "#db2777", "#0891b2"]
+CYCLE = charts.SERIES_COLORS
+FIRST, SECOND = CYCLE[:2]  # scaled, sinusoidal, Gaussian; unscaled, learned, boxcar
 Spec = dict[str, Any]
 
 
@@ -55,13 +52,16 @@ def value_heatmap(
     marks: np.ndarray | None = None,
     mark_name: str = "padding",
     show_values: bool = True,
-    digits: int = 4,
+    digits: int | None = None,
     height: int = 340,
 ) -> Spec:
-    """A small labelled (rows, cols) matrix with its values written in the cells.
+    """A small labelled (rows, cols) matrix with its values written in the cells, with
+    `digits` decimals (weights: charts.WEIGHT_DIGITS, as everywhere; other values 4).
 
     marks (same shape, bool): cells outlined in grey dashes, e.g. padded keys. zmin/zmax
     None: the data's range (around 0 for RdBu)."""
+    if digits is None:
+        digits = charts.WEIGHT_DIGITS if value_name == "weight" else 4
     z = np.asarray(z, dtype=np.float64)
     lo, hi = _bounds(z, colorscale, zmin, zmax)
     spec = charts.head_spec(
@@ -98,7 +98,8 @@ def retrieval_charts(
         y_title="weight",
         colors=[FIRST],
         y_range=(0.0, 1.15),
-        values_shown="{:.4f}",
+        values_shown=charts.WEIGHT_FORMAT,
+        digits=charts.WEIGHT_DIGITS,
         file="weight_per_key",
     )
     v = np.asarray(values, dtype=np.float64)
@@ -160,7 +161,7 @@ def kernel_charts(
         file="weight_per_house",
     )
     lines = [
-        xy_charts.line(f"{name} prediction", grid, pred, color=CYCLE[i % len(CYCLE)])
+        xy_charts.line(f"{name} prediction", grid, pred, **xy_charts.look(i))
         for i, (name, pred) in enumerate(curves.items())
     ]
     houses = xy_charts.points(
@@ -169,7 +170,11 @@ def kernel_charts(
     curve = xy_charts.xy_spec(
         [
             xy_charts.panel(
-                [houses, *lines], x_title="location", y_title="price", vlines=[(query, f"query {query:g}")]
+                [houses, *lines],
+                x_title="location",
+                y_title="price",
+                vlines=[(query, f"query {query:g}")],
+                end_labels=len(lines) > 1,
             )
         ],
         title="prediction as the query moves",
@@ -224,13 +229,13 @@ def saturation_chart(sat: Saturation, d_k: int, n_keys: int) -> Spec:
         ("max", "largest weight", (0.0, 1.02)),
         ("grad", "gradient norm ‖∂softmax/∂s‖", None),
     )
-    ways = (("scaled", "scaled by 1/√d_k", FIRST), ("raw", "unscaled", SECOND))
+    ways = (("scaled", "scaled by 1/√d_k", 0), ("raw", "unscaled", 1))
     return xy_charts.xy_spec(
         [
             xy_charts.panel(
                 [
-                    xy_charts.line(label, sat.dims, getattr(sat, f"{name}_{tag}"), color=color, markers=True)
-                    for tag, label, color in ways
+                    xy_charts.line(label, sat.dims, getattr(sat, f"{name}_{tag}"), **xy_charts.look(i))
+                    for tag, label, i in ways
                 ],
                 title=title,
                 x_title="d_k",

@@ -10,7 +10,7 @@ import numpy as np
 
 from lab import charts, xy_charts
 from lab.compute import spec_cache
-from lab.lesson_charts import CYCLE, FIRST, Spec
+from lab.lesson_charts import FIRST, Spec
 
 
 def _numbered(n: int) -> list[str]:
@@ -54,14 +54,14 @@ def waves_chart(table: np.ndarray, dims: Sequence[int]) -> Spec:
                         f"dim {d} ({'sin' if d % 2 == 0 else 'cos'})",
                         positions,
                         table[:, d],
-                        color=CYCLE[i % len(CYCLE)],
-                        markers=table.shape[0] <= 64,
+                        **xy_charts.look(i),
                     )
                     for i, d in enumerate(dims)
                 ],
                 x_title="position",
                 y_title="value",
                 y_range=(-1.1, 1.1),
+                end_labels=len(dims) > 1,
             )
         ],
         title="chosen dimensions as waves",
@@ -110,13 +110,14 @@ def lines_chart(
         [
             xy_charts.panel(
                 [
-                    xy_charts.line(name, np.arange(len(y)), y, color=CYCLE[i % len(CYCLE)])
+                    xy_charts.line(name, np.arange(len(y)), y, **xy_charts.look(i))
                     for i, (name, y) in enumerate(series.items())
                 ],
                 x_title=x_title,
                 y_title=y_title,
                 y_range=y_range,
                 vlines=[] if marker_x is None else [(marker_x, marker_text)],
+                end_labels=len(series) > 1,
             )
         ],
         title=title,

@@ -9,7 +9,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lab.charts import BAR_COLORS, encoded
+from lab.charts import MARKER_SHAPES, SERIES_COLORS, encoded
+
+
+def look(i: int) -> dict[str, str]:
+    """The i-th series' colour and marker shape (line keywords): no two of the first eight alike."""
+    return {"color": SERIES_COLORS[i % len(SERIES_COLORS)], "marker": MARKER_SHAPES[i % len(MARKER_SHAPES)]}
 
 
 def line(
@@ -18,13 +23,14 @@ def line(
     y: np.ndarray,
     *,
     color: str,
-    markers: bool = False,
+    marker: str | None = None,
     dash: str | None = None,
     legend: bool = True,
 ) -> dict[str, Any]:
-    """A curve through (x, y) points, (n,) each; NaN in y leaves a gap. dash: "dash", "dot",
-    "dashdot" or None (solid)."""
-    return {"type": "line", "name": name, "color": color, "x": _xy(x), "y": _xy(y), "markers": markers,
+    """A curve through (x, y) points, (n,) each; NaN in y leaves a gap. marker: a MARKER_SHAPES
+    name drawn on its points (every one up to 40, else 20 spread along it), so curves differ
+    by more than colour; dash: "dash", "dot", "dashdot" or None (solid)."""
+    return {"type": "line", "name": name, "color": color, "x": _xy(x), "y": _xy(y), "marker": marker,
             "dash": dash, "legend": legend}  # fmt: skip
 
 
@@ -75,16 +81,19 @@ def panel(
     equal: bool = False,
     vlines: list[tuple[float, str]] = (),  # type: ignore[assignment]
     width: float = 1.0,
+    end_labels: bool = False,
 ) -> dict[str, Any]:
     """One plot of an xy chart: its series, axis titles and ranges (else fitted to the data),
     a log x axis (ticks at `x_ticks`), equal units across and up (`equal`: circles stay
-    round), dashed vertical lines at x with their text, and its share of the chart's width."""
+    round), dashed vertical lines at x with their text, its share of the chart's width, and
+    (`end_labels`) each curve named at its last point, so a curve is told by more than colour."""
     return {
         "series": series, "title": title, "x_title": x_title, "y_title": y_title,
         "x_range": None if x_range is None else [float(v) for v in x_range],
         "y_range": None if y_range is None else [float(v) for v in y_range],
         "x_log": x_log, "x_ticks": None if x_ticks is None else [[float(v), f"{v:g}"] for v in x_ticks],
         "equal": equal, "vlines": [{"x": float(x), "text": text} for x, text in vlines], "width": width,
+        "end_labels": end_labels,
     }  # fmt: skip
 
 
@@ -107,17 +116,16 @@ def frame_lines(
     height: int = 240,
     file: str = "curves",
 ) -> dict[str, Any]:
-    """Every column of `frame` as a curve over its index (steps), in the theme's colours;
-    dashes: column -> "dash" | "dot" | "dashdot" (e.g. one style per layer)."""
+    """Every column of `frame` as a curve over its index (steps), each its own colour and
+    marker shape and, with more than one, named at its end; dashes: column -> "dash" | "dot" |
+    "dashdot" (e.g. one style per layer)."""
     x = frame.index.to_numpy(dtype=np.float64)
     series = [
-        line(str(name), x, frame[name].to_numpy(dtype=np.float64), color=BAR_COLORS[i % len(BAR_COLORS)],
-             markers=len(x) <= 40, dash=(dashes or {}).get(name))
+        line(str(name), x, frame[name].to_numpy(dtype=np.float64), **look(i), dash=(dashes or {}).get(name))
         for i, name in enumerate(frame.columns)
     ]  # fmt: skip
-    return xy_spec(
-        [panel(series, x_title=x_title, y_title=y_title, y_range=y_range)], height=height, file=file, digits=4
-    )
+    curves = panel(series, x_title=x_title, y_title=y_title, y_range=y_range, end_labels=len(series) > 1)
+    return xy_spec([curves], height=height, file=file, digits=4)
 
 
 def _xy(values: np.ndarray) -> dict[str, Any]:

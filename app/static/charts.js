@@ -74,6 +74,7 @@ function describe(root, canvas, spec, kind, drawn) {
     '"Show as table" lists every number.';
   root.dataset.legend = JSON.stringify(kind.legend(spec));
   root.__spec = spec; // what was drawn, for probes: the table view and tests read the same numbers
+  root.__drawn = drawn;
   root.dataset.drawn = String(Date.now());
 }
 

@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 from lab import lesson_charts as lc
 from lab import tables
+from lab.charts import WEIGHT_DIGITS, WEIGHT_FORMAT
 from lab.lesson_page import chart_writer, in_range, matrix_frame
 from lab.state import init_state, write_state
 
@@ -63,7 +64,8 @@ chart = chart_writer(P)
 # Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V in plain HTML: st.latex would load KaTeX
 # (265 kB and fonts), which holds back the whole page's first drawing.
 FORMULA = """<style>
-.lab-formula { text-align: center; font-size: 1.45rem; margin: 0.4rem 0 1rem; white-space: nowrap;
+.lab-formula { text-align: center; font-size: clamp(1rem, 4.6vw, 1.45rem); margin: 0.4rem 0 1rem;
+  white-space: nowrap;  /* the line fits a phone's width: smaller there */
   font-family: "Latin Modern Roman", "Cambria Math", "STIX Two Math", "Times New Roman", serif; }
 .lab-formula .paren { display: inline-block; vertical-align: middle; font-size: 2.3em; line-height: 1;
   font-weight: 200; transform: scaleX(0.6); }
@@ -138,11 +140,12 @@ with left:
         key=P + "qkv_table",
         digits=4,
         index=False,
-        formats={"key": "{:.1f}"},
+        formats={"key": "{:.1f}", "weight": WEIGHT_FORMAT},
     )
     st.markdown(f"**context vector** = Σ weight · value = **({res.context[0]:.4f}, {res.context[1]:.4f})**")
     st.caption(
-        f"The weights sum to {res.weights.sum():.4f}. Larger scores win, but nobody gets exactly zero."
+        f"The weights sum to {WEIGHT_FORMAT.format(res.weights.sum())}. "
+        "Larger scores win, but nobody gets exactly zero."
     )
 bars, cloud = lc.retrieval_charts(lesson.QKV_TOKENS, np.asarray(lesson.QKV_VALUES), res.weights, res.context)
 with right:
@@ -186,7 +189,10 @@ with c1:
         "mask_plain",
     )
     leak = (plain * pad).sum(-1)
-    st.caption("Weight wasted on padding: " + ", ".join(f"row {i + 1}: {v:.4f}" for i, v in enumerate(leak)))
+    st.caption(
+        "Weight wasted on padding: "
+        + ", ".join(f"row {i + 1}: {WEIGHT_FORMAT.format(v)}" for i, v in enumerate(leak))
+    )
 with c2:
     chart(
         lc.value_heatmap(
@@ -195,11 +201,15 @@ with c2:
         "mask_masked",
     )
     st.caption(
-        "Row sums: " + ", ".join(f"{s:.4f}" for s in masked_w.sum(-1)) + " (renormalised over the real keys)"
+        "Row sums: "
+        + ", ".join(WEIGHT_FORMAT.format(s) for s in masked_w.sum(-1))
+        + " (renormalised over the real keys)"
     )
 c1, _ = st.columns([3, 2])
 c1.markdown("**Masked softmax weights**")
-tables.show(matrix_frame(masked_w, row_labels, key_labels), key=P + "masked_table", digits=4, where=c1)
+tables.show(
+    matrix_frame(masked_w, row_labels, key_labels), key=P + "masked_table", digits=WEIGHT_DIGITS, where=c1
+)
 
 # ---------------------------------------------------------------------------------------
 st.header("3 · Attention without learning: kernel regression")
@@ -247,7 +257,7 @@ tables.show(
         }
     ),
     key=P + "kernel_table",
-    digits=4,
+    digits=WEIGHT_DIGITS,
     where=c1,
     index=False,
     formats={"location": "{:.1f}", "price": "{:.0f}"},
@@ -382,7 +392,9 @@ with c2:
     )
 equivariant = check.max_abs_diff < 1e-9
 st.metric(
-    "largest difference: output on shuffled input vs. output shuffled afterwards", f"{check.max_abs_diff:.1e}"
+    "largest difference",
+    f"{check.max_abs_diff:.1e}",
+    help="Between the output on the shuffled input and the output shuffled afterwards.",
 )
 if equivariant:
     st.success("Identical rows, only reordered: without positions, order is invisible to attention.")

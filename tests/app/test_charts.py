@@ -49,7 +49,7 @@ def test_the_padding_maps_show_the_masked_weights_and_outline_the_padding() -> N
     np.testing.assert_allclose(sent, masked, rtol=1e-6)
     assert sent[0, 2:].tolist() == [0.0, 0.0] and sent[1, 3] == 0.0  # exactly zero on padding
     assert spec["outline"]["dash"] and spec["outline"]["cells"] == [[0, 2], [0, 3], [1, 3]]
-    assert spec["cell_digits"] == 4 and (spec["zmin"], spec["zmax"]) == (0.0, 1.0)
+    assert spec["cell_digits"] == charts.WEIGHT_DIGITS and (spec["zmin"], spec["zmax"]) == (0.0, 1.0)
     unbounded = lc.value_heatmap(
         np.array([[-3.0, 1.0]]), ["a", "b"], ["q"], colorscale="RdBu_r", zmin=None, zmax=None
     )
@@ -97,7 +97,7 @@ def test_bars_write_their_values_and_keep_a_given_range() -> None:
     assert spec["y_range"] == [0.0, pytest.approx(0.8)]
     bars, cloud = lc.retrieval_charts(["a", "b"], np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([0.25, 0.75]),
                                       np.array([0.75, 0.25]))  # fmt: skip
-    assert bars["series"][0]["text"] == ["0.2500", "0.7500"]
+    assert bars["series"][0]["text"] == ["0.250", "0.750"]  # weights: WEIGHT_DIGITS decimals
     values, context = charts.values(cloud)
     assert values.T.tolist() == [[0.0, 1.0], [1.0, 0.0]] and context.T.tolist() == [[0.75, 0.25]]
     assert cloud["panels"][0]["series"][0]["sizes"] == [24.5, 49.5]  # sized by weight

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from lab.charts import values
+from lab.charts import WEIGHT_DIGITS, values
 from streamlit.testing.v1 import AppTest
 
 from tests.app.figures import charts, tables
@@ -68,10 +68,11 @@ def figure_specs(at: AppTest) -> dict[str, dict]:
 def test_basics_shows_the_worked_numbers() -> None:
     at = open_view("basics")
     qkv = table(at, "token", "weight")
-    assert qkv["weight"].round(4).tolist() == [0.0087, 0.0388, 0.1738, 0.7788]
+    seed = [0.0087, 0.0388, 0.1738, 0.7788]  # the chapter's weights; shown with WEIGHT_DIGITS decimals
+    assert qkv["weight"].tolist() == np.round(seed, WEIGHT_DIGITS).tolist()
     assert any("(0.5718, 0.6019)" in m.value for m in at.markdown)
     masked = table(at, "k0", "k3")
-    assert masked.round(4).values.tolist() == [[0.7311, 0.2689, 0.0, 0.0], [0.2037, 0.612, 0.1843, 0.0]]
+    assert masked.round(4).values.tolist() == [[0.731, 0.269, 0.0, 0.0], [0.204, 0.612, 0.184, 0.0]]
     assert metric(at, "Gaussian prediction") == "103.753"
     assert metric(at, "Boxcar prediction") == "120.000"
     kernel = table(at, "Gaussian weight", "boxcar weight")
@@ -90,7 +91,7 @@ def test_basics_widgets_change_the_numbers() -> None:
     assert_ok(at)
     assert table(at, "token", "weight")["weight"].tolist() == [0.25] * 4  # all scores 0
     at.slider(key="basics_len1").set_value(4).run()
-    assert table(at, "k0", "k3").round(4).iloc[0].tolist() == [0.6103, 0.2245, 0.0826, 0.0826]
+    assert table(at, "k0", "k3").iloc[0].tolist() == [0.610, 0.225, 0.083, 0.083]  # 0.6103, 0.2245, 0.0826
     at.slider(key="basics_house").set_value(7.5).run()
     assert metric(at, "Boxcar prediction") == "none"  # no house within 1 of 7.5
     at.slider(key="basics_sigma").set_value(5.0).run()
@@ -140,23 +141,23 @@ def test_basics_score_inputs_drive_the_masked_softmax_and_the_url() -> None:
     masked = tables(at)["basics_masked_table"]
     assert list(masked.index) == ["row 1", "row 2"] and list(masked.columns) == ["k0", "k1", "k2", "k3"]
     scores = np.array(PADDED_SCORES, dtype=float)
-    assert masked.values.tolist() == masked_softmax(scores, PADDED_VALID_LENS).round(4).tolist()
+    assert masked.values.tolist() == masked_softmax(scores, PADDED_VALID_LENS).round(WEIGHT_DIGITS).tolist()
     at.number_input(key="basics_s21").set_value(-1.5).run()  # row 2, key 1
     assert_ok(at)
     scores[1, 1] = -1.5
-    expected = masked_softmax(scores, PADDED_VALID_LENS).round(4)
+    expected = masked_softmax(scores, PADDED_VALID_LENS).round(WEIGHT_DIGITS)
     masked = tables(at)["basics_masked_table"]
     assert masked.values.tolist() == expected.tolist()
-    assert masked.loc["row 1"].tolist() == [0.7311, 0.2689, 0.0, 0.0]  # the other row is unchanged
+    assert masked.loc["row 1"].tolist() == [0.731, 0.269, 0.0, 0.0]  # the other row is unchanged
     assert at.query_params["s21"] == "-1.5" and at.query_params["s10"] == "2.0"
     at.number_input(key="basics_s13").set_value(9.0).run()  # padding of row 1: still 0 weight
-    assert tables(at)["basics_masked_table"].loc["row 1"].tolist() == [0.7311, 0.2689, 0.0, 0.0]
+    assert tables(at)["basics_masked_table"].loc["row 1"].tolist() == [0.731, 0.269, 0.0, 0.0]
     assert at.query_params["s13"] == "9.0"
     linked = open_view("basics", s21="-1.5", len2="2")
     assert linked.number_input(key="basics_s21").value == -1.5
     assert (
         tables(linked)["basics_masked_table"].values.tolist()
-        == masked_softmax(scores, (2, 2)).round(4).tolist()
+        == masked_softmax(scores, (2, 2)).round(WEIGHT_DIGITS).tolist()
     )
     bad = open_view("basics", s12="abc", s20="99", s11="nan")
     assert bad.number_input(key="basics_s12").value == PADDED_SCORES[0][2]
@@ -164,8 +165,8 @@ def test_basics_score_inputs_drive_the_masked_softmax_and_the_url() -> None:
     assert bad.number_input(key="basics_s11").value == PADDED_SCORES[0][1]
     assert bad.warning and all(f"`{p}" in bad.warning[0].value for p in ("s12=abc", "s20=99", "s11=nan"))
     assert tables(bad)["basics_masked_table"].values.tolist() == [
-        [0.7311, 0.2689, 0.0, 0.0],
-        [0.2037, 0.612, 0.1843, 0.0],
+        [0.731, 0.269, 0.0, 0.0],
+        [0.204, 0.612, 0.184, 0.0],
     ]
 
 

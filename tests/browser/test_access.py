@@ -16,10 +16,18 @@ from lab.charts import WEIGHT_DIGITS, values
 from lab.explorer_html import contrast_ratio
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.browser import PREPARED_LINKS, chart, open_page, params
+from tests.support.app import running_app
+from tests.support.browser import PREPARED_LINKS, chart, chart_cells, open_page, params
 
 PHONE = {"width": 390, "height": 844}
+TABLET = {"width": 768, "height": 1024}
 DESKTOP = {"width": 1280, "height": 720}
+#: a theme of one's own in config ([theme] in .streamlit/config.toml; here as environment)
+CUSTOM_THEME = {
+    "STREAMLIT_THEME_BASE": "dark",
+    "STREAMLIT_THEME_BACKGROUND_COLOR": "#1b1035",
+    "STREAMLIT_THEME_TEXT_COLOR": "#fde68a",
+}
 
 
 @pytest.fixture
@@ -56,6 +64,81 @@ def test_chart_titles_contrast_in_dark_theme(dark_page: Page, app_url: str, tmp_
         bg, ink = found["bg"], found["ink"]
         assert contrast_ratio(bg, (0, 0, 0)) < 2.0, bg  # a dark background, not the old white
         assert contrast_ratio(bg, ink) >= 4.5, (bg, ink)
+
+
+def canvas_background(page: Page, key: str) -> list[int]:
+    return chart(page, key).locator("canvas").evaluate(CANVAS_INK)["bg"]
+
+
+def test_charts_follow_the_theme_picked_in_the_menu(page: Page, app_url: str, tmp_path: Path) -> None:
+    """Streamlit's own menu switches light and dark without a rerun: every chart redraws in the
+    theme it picked, its title readable on it."""
+    open_page(page, app_url + "/reversal?text=attention")
+    assert canvas_background(page, "rev_cross_head") == [255, 255, 255]
+    for theme, dark in (("Dark", True), ("Light", False)):
+        page.get_by_test_id("stMainMenu").click()
+        page.get_by_role("menuitemradio", name=theme).click()
+        page.keyboard.press("Escape")
+        for key in ("rev_cross_grid", "rev_cross_head", "rev_enc_head"):
+            for _ in range(50):  # the charts remount with the theme's colours
+                if (contrast_ratio(canvas_background(page, key), (0, 0, 0)) < 2.0) == dark:
+                    break
+                page.wait_for_timeout(200)
+            found = chart(page, key).locator("canvas").evaluate(CANVAS_INK)
+            assert (contrast_ratio(found["bg"], (0, 0, 0)) < 2.0) == dark, (theme, key, found)
+            assert contrast_ratio(found["bg"], found["ink"]) >= 4.5, (theme, key, found)
+        page.screenshot(path=str(tmp_path / f"menu-{theme}.png"))
+
+
+def test_a_custom_theme_reaches_charts_tips_and_tables(browser: Browser, tmp_path: Path) -> None:
+    """A [theme] of one's own: the chart's background, its tip and its table view take its colours."""
+    with running_app(tmp_path, CUSTOM_THEME) as url:
+        context = browser.new_context(viewport=DESKTOP)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        try:
+            open_page(page, url + "/reversal?text=attention", tmp_path / "custom-theme.png")
+            found = chart(page, "rev_cross_head").locator("canvas").evaluate(CANVAS_INK)
+            assert found["bg"] == [0x1B, 0x10, 0x35]
+            assert contrast_ratio(found["bg"], found["ink"]) >= 4.5, found
+            holder = chart(page, "rev_cross_head")
+            _, _, x, y, w, h = chart_cells(page, "rev_cross_head")[0]
+            holder.locator("canvas").hover(position={"x": x + w / 2, "y": y + h / 2})
+            tip = holder.locator(".tip")
+            expect(tip).to_be_visible()
+            look = "(el) => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]"
+            assert tip.evaluate(look) == ["rgb(27, 16, 53)", "rgb(253, 230, 138)"]
+            holder.locator(".table-button").click()
+            assert holder.locator(".data-table").evaluate(look) == ["rgb(27, 16, 53)", "rgb(253, 230, 138)"]
+        finally:
+            context.close()
+
+
+def test_a_tap_shows_what_hover_shows(browser: Browser, app_url: str, tmp_path: Path) -> None:
+    """A phone has no hover: a tap on a cell of the cross-attention map shows its tip (tokens
+    and weight), inside the chart."""
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        open_page(page, app_url + "/reversal?text=attention")
+        holder = chart(page, "rev_cross_head")
+        holder.scroll_into_view_if_needed()
+        _, _, x, y, w, h = chart_cells(page, "rev_cross_head")[0]
+        holder.locator("canvas").tap(position={"x": x + 3, "y": y + 3})  # query 0, key 0
+        tip = holder.locator(".tip")
+        expect(tip).to_be_visible()
+        assert re.search(rf"weight \d\.\d{{{WEIGHT_DIGITS}}}", tip.inner_text()), tip.inner_text()
+        box, canvas = tip.bounding_box(), holder.locator("canvas").bounding_box()
+        assert (
+            box
+            and canvas
+            and box["x"] >= canvas["x"] - 1
+            and box["x"] + box["width"] <= canvas["x"] + canvas["width"] + 1
+        )
+        page.screenshot(path=str(tmp_path / "tap.png"))
+    finally:
+        context.close()
 
 
 def focused_chart_key(page: Page) -> str | None:
@@ -154,17 +237,26 @@ def test_a_chart_downloads_as_svg_with_its_title(dark_page: Page, app_url: str) 
 PHONE_LINKS = [*PREPARED_LINKS, "/gpt?checkpoint=gpt-alibi&text=The%20with%20statement&layer=1&head=2"]
 
 
-@pytest.mark.parametrize("link", PHONE_LINKS)
-def test_no_page_scrolls_sideways_at_390(browser: Browser, app_url: str, link: str, tmp_path: Path) -> None:
-    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+#: how far the page scrolls sideways: the document, and Streamlit's own scrolling main area
+SIDEWAYS = """() => Math.max(...[document.documentElement, document.querySelector('[data-testid="stMain"]')]
+    .filter(Boolean).map((el) => el.scrollWidth - el.clientWidth))"""
+
+
+@pytest.mark.parametrize("size", [PHONE, TABLET], ids=["390", "768"])
+def test_no_page_scrolls_sideways(browser: Browser, app_url: str, size: dict, tmp_path: Path) -> None:
+    context = browser.new_context(viewport=size, is_mobile=True, has_touch=True)
     page = context.new_page()
+    page.set_default_timeout(60_000)
+    wide: dict[str, int] = {}
     try:
-        open_page(page, app_url + link, tmp_path / "phone.png")
-        page.wait_for_timeout(1000)  # the charts' own drawing after the run
-        wide = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        assert wide <= 0, f"{link} scrolls {wide} px sideways at 390 px"
+        for i, link in enumerate(PHONE_LINKS):
+            open_page(page, app_url + link, tmp_path / f"page-{i}.png")
+            page.wait_for_timeout(800)  # the charts' own drawing after the run
+            if (by := page.evaluate(SIDEWAYS)) > 0:
+                wide[link] = by
     finally:
         context.close()
+    assert not wide, f"pages scroll sideways at {size['width']} px: {wide}"
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -98,6 +98,11 @@ def test_an_induction_run_plots_every_heads_scores_and_opens_on_heads(
     for score in ("previous_token", "induction"):  # one line per head, L0 H0 .. L1 H1
         legend = json.loads(chart(page, f"train_{score}_fig").get_attribute("data-legend") or "[]")
         assert legend == ["L0 H0", "L0 H1", "L1 H0", "L1 H1"], legend
+        # each curve named at its end too, in its own place (not by colour alone)
+        drawn = chart(page, f"train_{score}_fig").evaluate("(root) => root.__drawn.labels")
+        assert sorted(d["name"] for d in drawn) == legend
+        ys = sorted(d["y"] for d in drawn)
+        assert all(b - a >= 12 for a, b in zip(ys, ys[1:], strict=False)), ys
     main.get_by_text("Induction score of every head").scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "train-induction-done.png"))
     scrubber = chart(page, "snap_fig")  # the scrubber over the snapshots

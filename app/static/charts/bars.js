@@ -4,6 +4,12 @@
 import { fixedTicks, niceTicks, yGridLines } from "./axes.js";
 import { PAD, boxAt, decode, startChart, upright } from "./canvas.js";
 
+function colorOf(spec, j, text) {
+  // series j's colour from the spec's cycle; "text" is the theme's text colour
+  const c = spec.colors[j % spec.colors.length];
+  return c === "text" ? text : c;
+}
+
 export function prepare(spec) {
   // every series' (n,) values decoded
   return spec.series.map((s) => decode(s.z));
@@ -28,11 +34,11 @@ function layout(ctx, spec, series, width, em) {
   return { plot, scale, tick, titlePx, yOf, slot, bar };
 }
 
-function fillBars(ctx, spec, series, L) {
+function fillBars(ctx, spec, series, L, text) {
   // series j's bar k in the j-th place of slot k, from 0 to its value
   const { plot, yOf, slot, bar } = L;
   series.forEach((s, j) => {
-    ctx.fillStyle = spec.colors[j % spec.colors.length];
+    ctx.fillStyle = colorOf(spec, j, text);
     for (let k = 0; k < spec.x.length; k++) {
       const x = plot.x + k * slot + slot * 0.1 + j * bar, y0 = yOf(0), y1 = yOf(s.values[k]);
       ctx.fillRect(x, Math.min(y0, y1), Math.max(1, bar - (series.length > 1 ? 1 : 0)), Math.abs(y1 - y0));
@@ -94,7 +100,7 @@ function key(ctx, spec, L, width, color) {
   const y = plot.y - tick - 10;
   for (let j = spec.series.length - 1; j >= 0; j--) {
     x -= ctx.measureText(spec.series[j].name).width + tick + 18;
-    ctx.fillStyle = spec.colors[j % spec.colors.length];
+    ctx.fillStyle = colorOf(spec, j, color);
     ctx.fillRect(x, y - tick / 2 + 1, tick - 2, tick - 2);
     ctx.fillStyle = color;
     ctx.fillText(spec.series[j].name, x + tick + 2, y);
@@ -107,7 +113,7 @@ export function paint(ctx, spec, series, width, em, theme) {
   startChart(ctx, spec, width, L.titlePx, theme);
   ctx.font = `${L.tick}px ${spec.font}`;
   yGridLines(ctx, L.plot, L.scale.ticks.map((v) => [L.yOf(v), String(v)]), theme);
-  fillBars(ctx, spec, series, L);
+  fillBars(ctx, spec, series, L, theme.text);
   barValues(ctx, spec, series, L, theme.text);
   xAxis(ctx, spec, L, theme);
   if (spec.legend) key(ctx, spec, L, width, theme.text);

@@ -20,10 +20,17 @@ export function startChart(ctx, spec, width, titlePx, theme) {
   ctx.fillStyle = theme.text;
   ctx.textAlign = "left";
   ctx.textBaseline = "alphabetic";
-  if (spec.title) {
-    ctx.font = `600 ${titlePx}px ${spec.font}`;
-    ctx.fillText(spec.title, PAD, PAD + titlePx);
-  }
+  if (spec.title) fitText(ctx, spec.title, PAD, PAD + titlePx, width - 2 * PAD, titlePx, `600 %spx ${spec.font}`);
+}
+
+export function fitText(ctx, text, x, y, room, px, font) {
+  // text at x, y in `font` ("%s" stands for its px size), smaller down to 3/4 of px where it
+  // would not fit `room` px (a phone's narrow chart), then cut with an ellipsis
+  let size = px, shown = text;
+  ctx.font = font.replace("%s", size);
+  while (ctx.measureText(shown).width > room && size > Math.round(px * 0.75)) ctx.font = font.replace("%s", --size);
+  while (ctx.measureText(shown).width > room && shown.length > 1) shown = `${shown.slice(0, -2)}…`;
+  ctx.fillText(shown, x, y);
 }
 
 export function upright(ctx, text, x, y, align, baseline = ctx.textBaseline) {

@@ -39,6 +39,10 @@ export function followPointer(canvas, tip, spec, hitAt, tipOf, onHead) {
     canvas.style.cursor = h && spec.clickable ? "pointer" : "default";
     if (h) showTip(tip, canvas, h, tipOf(h), spec.clickable);
   };
+  canvas.onpointerdown = (ev) => {
+    // a tap shows what hover shows (a touch screen has no hover; the tip stays until the next tap)
+    if (ev.pointerType !== "mouse") canvas.onmousemove(ev);
+  };
   canvas.onmouseleave = () => {
     tip.hidden = true;
   };

@@ -1,6 +1,6 @@
 // The series of an xy plot, each drawn through the panel's scales sx and sy (data -> px):
-// curves, histogram bars, arrows from the origin, points (circles or stars) with their names,
-// and each one's swatch in the legend.
+// curves (with marker shapes on them), histogram bars, arrows from the origin, points (circles
+// or stars) with their names, each one's swatch in the legend and a curve's name at its end.
 
 import { dashOf } from "./axes.js";
 
@@ -15,8 +15,34 @@ function star(ctx, x, y, r) {
   ctx.fill();
 }
 
+export function shape(ctx, name, x, y, r) {
+  // a filled marker of radius r centred at (x, y): "circle", "square", "triangle", "diamond",
+  // "triangle-down", "plus", "cross" or "star" (curves told apart by shape, not only colour)
+  if (name === "star") return star(ctx, x, y, r * 1.3);
+  const w = Math.max(1.5, r * 0.55);
+  const polygons = {
+    square: [[-0.85, -0.85], [0.85, -0.85], [0.85, 0.85], [-0.85, 0.85]],
+    triangle: [[0, -1.15], [1.05, 0.8], [-1.05, 0.8]],
+    "triangle-down": [[0, 1.15], [1.05, -0.8], [-1.05, -0.8]],
+    diamond: [[0, -1.2], [1.1, 0], [0, 1.2], [-1.1, 0]],
+  };
+  ctx.beginPath();
+  if (polygons[name]) polygons[name].forEach(([a, b]) => ctx.lineTo(x + a * r, y + b * r));
+  else if (name === "plus" || name === "cross") {
+    ctx.save();
+    ctx.translate(x, y);
+    if (name === "cross") ctx.rotate(Math.PI / 4);
+    ctx.rect(-r * 1.15, -w / 2, r * 2.3, w);
+    ctx.rect(-w / 2, -r * 1.15, w, r * 2.3);
+    ctx.restore();
+  } else ctx.arc(x, y, r, 0, 2 * Math.PI);
+  ctx.closePath();
+  ctx.fill();
+}
+
 function curve(ctx, s, d, sx, sy) {
-  // a line through the points, broken where a value is missing; dots on it where asked
+  // a line through the points, broken where a value is missing; its marker shape on every
+  // point (up to 40), else on 20 spread along it
   const n = d.x.length;
   ctx.beginPath();
   let open = false;
@@ -28,12 +54,11 @@ function curve(ctx, s, d, sx, sy) {
   }
   ctx.stroke();
   ctx.setLineDash([]);
-  if (!s.markers) return;
-  for (let i = 0; i < n; i++) {
-    if (!Number.isFinite(d.y[i])) continue;
-    ctx.beginPath();
-    ctx.arc(sx(d.x[i]), sy(d.y[i]), 3.5, 0, 2 * Math.PI);
-    ctx.fill();
+  if (!s.marker) return;
+  const every = n <= 40 ? 1 : n / 20;
+  for (let k = 0; k < n; k += every) {
+    const i = Math.min(n - 1, Math.round(k));
+    if (Number.isFinite(d.y[i]) && Number.isFinite(d.x[i])) shape(ctx, s.marker, sx(d.x[i]), sy(d.y[i]), 3.5);
   }
 }
 
@@ -123,6 +148,40 @@ export function swatch(ctx, s, x, y, tick, color) {
     ctx.lineTo(x + 24, y);
     ctx.stroke();
     ctx.setLineDash([]);
+    if (s.marker) shape(ctx, s.marker, x + 12, y, 4);
   } else if (s.symbol === "star") star(ctx, x + 12, y, tick / 1.6);
   else ctx.fillRect(x + 6, y - tick / 2 + 1, tick - 2, tick - 2);
+}
+
+export const END_LABEL_PX = 23; // what an end label needs beside its name: gap, marker, gap
+
+export function endLabels(ctx, series, data, { sx, sy }, box, font, tick, color) {
+  // each curve's marker and name right of the plot box, level with its last point, moved
+  // apart just enough not to overlap, with a thin line back to the point; returns [{name, y}]
+  const ends = [];
+  series.forEach((s, j) => {
+    const d = data[j];
+    let n = d.x.length - 1;
+    while (n >= 0 && !(Number.isFinite(d.y[n]) && Number.isFinite(d.x[n]))) n--;
+    if (s.type === "line" && s.name && n >= 0) ends.push({ s, px: sx(d.x[n]), py: sy(d.y[n]), y: sy(d.y[n]) });
+  });
+  ends.sort((a, b) => a.py - b.py);
+  const gap = tick + 3, top = box.y, bottom = box.y + box.h, x = box.x + box.w;
+  for (let i = 0; i < ends.length; i++) ends[i].y = Math.max(top + gap / 2, i ? ends[i - 1].y + gap : -Infinity, ends[i].y);
+  for (let i = ends.length - 1; i >= 0; i--) ends[i].y = Math.min(ends[i].y, bottom - gap / 2, i < ends.length - 1 ? ends[i + 1].y - gap : Infinity);
+  ctx.font = `${tick}px ${font}`;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  for (const e of ends) {
+    ctx.strokeStyle = ctx.fillStyle = inkOf(e.s, color);
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    ctx.moveTo(e.px + 4, e.py);
+    ctx.lineTo(x + 2, e.y);
+    ctx.stroke();
+    shape(ctx, e.s.marker || "circle", x + 9, e.y, 4);
+    ctx.fillStyle = color;
+    ctx.fillText(e.s.name, x + 17, e.y);
+  }
+  return ends.map((e) => ({ name: e.s.name, y: e.y }));
 }

@@ -3,7 +3,7 @@
 
 import { GUIDE, fixedTicks, markerLine, niceTicks, tickText, yGridLines } from "./axes.js";
 import { PAD, decode, numText, startChart, upright } from "./canvas.js";
-import { drawSeries, swatch } from "./series.js";
+import { END_LABEL_PX, drawSeries, endLabels, swatch } from "./series.js";
 
 export function prepare(spec) {
   // every series of every panel decoded: {x, y, sizes} arrays
@@ -89,7 +89,10 @@ function panelBox(ctx, spec, panel, axes, x0, w, top, tick) {
   const yLabels = Math.max(...axes.y.ticks.map(([, label]) => ctx.measureText(label).width));
   const left = x0 + (panel.y_title ? tick + 8 : 0) + yLabels + 6;
   const bottom = spec.height - PAD - (panel.x_title ? tick + 8 : 0) - tick - 8;
-  const box = { x: left, y: top, w: x0 + w - left - 4, h: 0 };
+  const names = panel.end_labels ? panel.series.filter((s) => s.type === "line" && s.name) : [];
+  let labels = names.length ? Math.max(...names.map((s) => ctx.measureText(s.name).width)) + END_LABEL_PX : 0;
+  if (labels > 0.3 * w) labels = 0; // names too long for this column: the legend and markers tell the curves apart
+  const box = { x: left, y: top, w: x0 + w - left - 4 - labels, h: 0, endLabels: labels > 0 };
   box.h = bottom - box.y;
   if (panel.equal) {
     // one unit is as long across as up: a circle stays round
@@ -157,10 +160,12 @@ function plotPanel(ctx, spec, panel, data, box, { sx, sy }, tick, theme) {
   panel.series.forEach((s, j) => drawSeries(ctx, s, data[j], sx, sy, spec.font, tick, theme.text));
   for (const v of panel.vlines || []) markerLine(ctx, sx(v.x), box, v.text, GUIDE, spec.font, tick, theme);
   ctx.restore();
+  return box.endLabels ? endLabels(ctx, panel.series, data, { sx, sy }, box, spec.font, tick, theme.text) : [];
 }
 
 export function paint(ctx, spec, data, width, em, theme) {
-  // the whole chart at this width: panels share it by their `width`; returns their boxes and scales
+  // the whole chart at this width: panels share it by their `width`; returns their boxes and
+  // scales, and where the curves' end labels went
   const tick = Math.round((spec.tick_px || 13) * em), titlePx = Math.round(15 * em);
   startChart(ctx, spec, width, titlePx, theme);
   const top = key(ctx, spec, PAD + (spec.title ? titlePx + 8 : 0), tick, width, theme.text);
@@ -169,7 +174,7 @@ export function paint(ctx, spec, data, width, em, theme) {
   const shares = spec.panels.map((p) => p.width || 1);
   const total = shares.reduce((a, b) => a + b, 0);
   const free = width - 2 * PAD - gap * (spec.panels.length - 1);
-  const boxes = [];
+  const boxes = [], labels = [];
   let x0 = PAD;
   spec.panels.forEach((panel, i) => {
     const axes = panelAxes(panel, data[i]);
@@ -178,11 +183,11 @@ export function paint(ctx, spec, data, width, em, theme) {
     const box = panelBox(ctx, spec, panel, axes, x0, w, top + panelTitle + tick / 2, tick);
     const scale = scales(box, axes);
     frame(ctx, spec, panel, box, axes, scale.sy, x0, tick, em, width, theme);
-    plotPanel(ctx, spec, panel, data[i], box, scale, tick, theme);
+    labels.push(...plotPanel(ctx, spec, panel, data[i], box, scale, tick, theme));
     boxes.push({ ...box, ...scale });
     x0 += w + gap;
   });
-  return { boxes };
+  return { boxes, labels };
 }
 
 export function hit(spec, data, drawn, x, y) {
