@@ -37,7 +37,16 @@ COLORSCALE = "Blues"  # attention weights
 TOOLS_PX = 22
 #: attention weights are written with this many decimals everywhere: tips, chart tables, page tables
 WEIGHT_DIGITS = 3
-WEIGHT_FORMAT = f"{{:.{WEIGHT_DIGITS}f}}"
+
+
+def weight_text(w: float) -> str:
+    """An attention weight as tips, tables and captions write it: WEIGHT_DIGITS decimals; one
+    too small for them but not zero in e-notation ("8.7e-4"), so no non-zero weight reads 0.000."""
+    if w != 0 and abs(w) < 0.5 * 10**-WEIGHT_DIGITS:
+        return f"{w:.1e}".replace("e-0", "e-")
+    return f"{w:.{WEIGHT_DIGITS}f}"
+
+
 #: ColorBrewer's sequential and diverging scales (the tables plotly names the same way), evenly
 #: spaced; "<name>_r" reverses one
 COLORSCALES: dict[str, list[str]] = {
@@ -381,7 +390,7 @@ def bars_spec(
     file: str = "bars",
     colors: list[str] | None = None,
     y_range: tuple[float, float] | None = None,
-    values_shown: str | None = None,
+    values_shown: str | Callable[[float], str] | None = None,
     values_turned: bool = False,
     digits: int = 4,
     width_px: float = 600,
@@ -394,7 +403,7 @@ def bars_spec(
     n = len(labels)
     tick = tick_font(n)["size"]
     text = {
-        name: [values_shown.format(float(x)) for x in np.ravel(v)] if values_shown else None
+        name: [_shown(values_shown, float(x)) for x in np.ravel(v)] if values_shown else None
         for name, v in series.items()
     }
     return {
@@ -415,6 +424,10 @@ def bars_spec(
         "tick_px": tick,
         "file": file,
     }
+
+
+def _shown(fmt: str | Callable[[float], str], x: float) -> str:
+    return fmt(x) if callable(fmt) else fmt.format(x)
 
 
 def show(

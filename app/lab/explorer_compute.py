@@ -16,6 +16,7 @@ import torch
 from lab.compute import cached_call
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
 from transformer_core.interp import GPTTrace, Seq2SeqTrace, record_arrays, trace_gpt, trace_seq2seq
+from transformer_core.interp.report import report_detectors
 from transformer_core.io import PAD_ID, CharTokenizer, Checkpoint, encode_source
 
 
@@ -74,6 +75,17 @@ def sampled_distribution(next_probs: np.ndarray, temperature: float, top_k: int,
     can never drift from what `generate` does (log-probabilities are logits up to a constant)."""
     logits = torch.log(torch.as_tensor(next_probs, dtype=torch.float64).clamp_min(0))
     return filter_logits(logits, temperature, top_k or None, top_p if top_p < 1 else None).numpy()
+
+
+def lesson_head(ckpt: Checkpoint) -> tuple[int, int]:
+    """A GPT's most telling head, (layer, head): its strongest previous-token or induction head
+    on the detectors' probe set (the scores /heads shows)."""
+    scores = report_detectors(ckpt).scores["self"]
+    best = np.fmax(
+        np.nan_to_num(scores["previous_token"], nan=-1.0), np.nan_to_num(scores["induction"], nan=-1.0)
+    )
+    layer, head = np.unravel_index(int(np.argmax(best)), best.shape)
+    return int(layer), int(head)
 
 
 def gpt_view(ckpt: Checkpoint, text: str, options: InferenceOptions) -> GPTView:

@@ -178,10 +178,14 @@ def next_character(
 
 
 def query_picker(prefix: str, tokens: list[str], where: Any) -> int:
-    """Which query character to walk through (the last one unless the state names another)."""
+    """Which query character to walk through: the last one, unless the state (a link, or the
+    picker itself) names another for this same prompt; a new prompt starts at its last one."""
     positions = list(range(len(tokens)))
-    if st.session_state.get(prefix + "query") not in positions:
-        st.session_state[prefix + "query"] = len(tokens) - 1
+    key, picked_for = prefix + "query", prefix + "query_prompt"
+    new_prompt = picked_for in st.session_state and st.session_state[picked_for] != tokens
+    if new_prompt or st.session_state.get(key) not in positions:
+        st.session_state[key] = len(tokens) - 1
+    st.session_state[picked_for] = list(tokens)
     return int(
         where.selectbox(
             "Query character",
@@ -247,10 +251,11 @@ def query_and_keys(
 
 
 def _walk_stepper(prefix: str, walk: list[WalkStep], tokens: list[str]) -> None:
-    """Previous / Next through the walk, and the table of the steps revealed so far."""
+    """Previous / Next through the walk, and the table of the steps revealed so far; it opens
+    on step 1, as a lecture walks it."""
     key = prefix + "walk_step"
     last = len(walk) - 1
-    st.session_state[key] = min(st.session_state.get(key, last), last)
+    st.session_state[key] = min(st.session_state.get(key, 0), last)
 
     def walk_to(step: int) -> None:
         st.session_state[key] = max(0, min(last, step))
@@ -262,7 +267,7 @@ def _walk_stepper(prefix: str, walk: list[WalkStep], tokens: list[str]) -> None:
     b3.markdown(f"**Step {at + 1} of {len(walk)}**: {walk[at].says}.")
     table = walk_table(tokens, walk, at)
     formats = {c: "{:.4g}" if c[0] == "e" else "{:.4f}" for c in table if c != "key"}
-    formats["weight w"] = charts.WEIGHT_FORMAT  # as every tip and table writes a weight
+    formats["weight w"] = charts.weight_text  # as every tip and table writes a weight
     tables.show(pd.DataFrame(table), key=prefix + "walk_table", index=False, height=320, formats=formats)
 
 

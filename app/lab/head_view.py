@@ -18,11 +18,19 @@ from transformer_core.interp import future_cells
 from transformer_core.io import Checkpoint
 
 KIND_LABELS = {
-    "self": "self-attention (causal)",
+    "self": "self-attention",
     "cross": "cross-attention (output → input)",
     "encoder_self": "encoder self-attention",
     "decoder_self": "decoder self-attention",
 }
+MASKED_KINDS = ("self", "decoder_self")  # the kinds the causal mask applies to
+
+
+def kind_label(kind: str, options: InferenceOptions = InferenceOptions()) -> str:  # noqa: B008  (frozen)
+    """What a map of `kind` shows, with its causal mask on or off where it has one."""
+    if kind not in MASKED_KINDS:
+        return KIND_LABELS[kind]
+    return f"{KIND_LABELS[kind]} ({'causal' if options.causal else 'causal mask off'})"
 
 
 # Figures are cached like the numbers: a rerun that leaves text and options alone (a click on
@@ -45,7 +53,7 @@ def grid_figure(
         tr.attention[kind],
         queries,
         keys,
-        title=f"Every head: {KIND_LABELS[kind]}, a layer per row",
+        title=f"Every head: {kind_label(kind, options)}, a layer per row",
         cell_titles=cell_titles,
         selected=selected,
         cell_px=cell_px,
@@ -71,7 +79,7 @@ def head_figure(
     queries, keys = tr.axes(kind)
     weights = tr.attention[kind][layer, head]
     highlight = future_cells(weights) if mark_future else None
-    says = f"{KIND_LABELS[kind].capitalize()}, layer {layer} head {head}: "
+    says = f"{kind_label(kind, options).capitalize()}, layer {layer} head {head}: "
     says += attention_sentence(weights, queries, keys, kind)
     return charts.head_spec(
         weights, queries, keys, title, height=height, highlight=highlight, file=file, description=says
@@ -88,6 +96,24 @@ def head_selectors(
     layer = c1.selectbox("Layer", list(range(n_layers)), key=prefix + "layer", persist_state="session")
     head = c2.selectbox("Head", list(range(n_heads)), key=prefix + "head", persist_state="session")
     return int(layer), int(head)
+
+
+def names_no_head(prefix: str) -> bool:
+    """True when neither the link nor this session names a layer and head for the page (call
+    it before the page seeds its state): the page then opens on its lesson's head."""
+    return not any(name in st.query_params or prefix + name in st.session_state for name in ("layer", "head"))
+
+
+def open_on_lesson(prefix: str, about: Any, lesson: tuple[int, int], unnamed: bool) -> None:
+    """Set the page's layer and head to `lesson`, the most telling head for what is shown
+    (`about`: the checkpoint, or checkpoint and input), where nobody named one (`unnamed`, from
+    names_no_head) or the head shown is still the lesson's head of something shown before."""
+    memo = prefix + "lesson_head"  # (about, layer, head) of the last head opened this way
+    shown = (st.session_state.get(prefix + "layer"), st.session_state.get(prefix + "head"))
+    last = st.session_state.get(memo)
+    if unnamed or (last is not None and last[0] != about and tuple(last[1:]) == shown):
+        st.session_state[prefix + "layer"], st.session_state[prefix + "head"] = (int(v) for v in lesson)
+        st.session_state[memo] = (about, *(int(v) for v in lesson))
 
 
 def pick_head(prefix: str, layer: int, head: int) -> None:

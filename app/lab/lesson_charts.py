@@ -98,7 +98,7 @@ def retrieval_charts(
         y_title="weight",
         colors=[FIRST],
         y_range=(0.0, 1.15),
-        values_shown=charts.WEIGHT_FORMAT,
+        values_shown=charts.weight_text,
         digits=charts.WEIGHT_DIGITS,
         file="weight_per_key",
     )

@@ -9,6 +9,7 @@ session keeps only the ids of its own runs (MY_MODELS_KEY), to offer them as cho
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -104,6 +105,13 @@ def checkpoint_label(name: str) -> str:
     """What a selector shows: shipped names as they are, runs as 'label · run-1a2b3c4d…'."""
     mine = st.session_state.get(MY_MODELS_KEY, {}).get(name)
     return f"{mine['label']} · {name[:12]}…" if mine else name
+
+
+def checkpoint_labels(names: list[str]) -> Callable[[str], str]:
+    """A selector's format_func over `names`: their labels as they are now (a frozen table:
+    Streamlit may format again outside this run, where the session's runs cannot be read)."""
+    labels = {name: checkpoint_label(name) for name in names}
+    return lambda name: labels.get(name, name)
 
 
 def _saved_run_task(run_id: str) -> str | None:

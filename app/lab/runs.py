@@ -19,11 +19,19 @@ import streamlit as st
 from lab import xy_charts
 from lab.resources import MY_MODELS_KEY, remember_run
 from serving import RunInfo, RunProgress, RunRequest, RunStore, open_run_store, settings
+from transformer_core.interp.heads import (
+    anti_diagonal_scores,
+    induction_template,
+    previous_token_template,
+    template_score,
+)
 from transformer_core.io import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE
 from transformer_core.train import REPORT_LENGTHS
 
 __all__ = ["REPORT_LENGTHS"]
-CURRENT_KEY, PROGRESS_KEY = "train_current", "train_progress"  # session_state: run id; {run id: RunProgress}
+#: session_state: the run shown (URL parameter `run`: lab.state's prefix + name); {run id: RunProgress}
+CURRENT_PREFIX = "train_"
+CURRENT_KEY, PROGRESS_KEY = CURRENT_PREFIX + "run", "train_progress"
 LENGTH_TABLE = CHECKPOINTS_DIR / "length_generalization.json"
 MAX_POINTS = 400  # points per chart line: the live panel stays cheap to redraw
 
@@ -180,6 +188,22 @@ def head_score_curves(p: RunProgress, score: str) -> pd.DataFrame:
     names = [f"L{layer} H{head}" for layer in range(layers) for head in range(heads)]
     return pd.DataFrame(np.stack([v.reshape(-1) for v in values]), index=pd.Index(steps, name="step"),
                         columns=names)  # fmt: skip
+
+
+def telling_head(snap: dict[str, Any], kind: str, task: str) -> tuple[int, int]:
+    """The head a snapshot of the probe input opens on, (layer, head): the most anti-diagonal
+    cross-attention head, the strongest induction head of an induction run, else the
+    strongest previous-token head."""
+    weights = snap[kind]  # (L, H, Tq, Tk)
+    if kind == "cross":
+        scores = anti_diagonal_scores(weights, sum(not t.startswith("<") for t in snap["source_tokens"]))
+    elif task == "induction":
+        ids = {t: i for i, t in enumerate(dict.fromkeys(snap["source_tokens"]))}
+        scores = template_score(weights, induction_template([ids[t] for t in snap["source_tokens"]]))
+    else:
+        scores = template_score(weights, previous_token_template(weights.shape[-2]))
+    layer, head = np.unravel_index(int(np.argmax(np.nan_to_num(scores, nan=-1.0))), scores.shape)
+    return int(layer), int(head)
 
 
 def head_score_chart(p: RunProgress, score: str, height: int = 300) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 from lab import lesson_charts as lc
 from lab import tables
-from lab.charts import WEIGHT_DIGITS, WEIGHT_FORMAT
+from lab.charts import WEIGHT_DIGITS, weight_text
 from lab.lesson_page import chart_writer, in_range, matrix_frame
 from lab.state import init_state, write_state
 
@@ -140,11 +140,11 @@ with left:
         key=P + "qkv_table",
         digits=4,
         index=False,
-        formats={"key": "{:.1f}", "weight": WEIGHT_FORMAT},
+        formats={"key": "{:.1f}", "weight": weight_text},
     )
     st.markdown(f"**context vector** = Σ weight · value = **({res.context[0]:.4f}, {res.context[1]:.4f})**")
     st.caption(
-        f"The weights sum to {WEIGHT_FORMAT.format(res.weights.sum())}. "
+        f"The weights sum to {weight_text(res.weights.sum())}. "
         "Larger scores win, but nobody gets exactly zero."
     )
 bars, cloud = lc.retrieval_charts(lesson.QKV_TOKENS, np.asarray(lesson.QKV_VALUES), res.weights, res.context)
@@ -190,8 +190,7 @@ with c1:
     )
     leak = (plain * pad).sum(-1)
     st.caption(
-        "Weight wasted on padding: "
-        + ", ".join(f"row {i + 1}: {WEIGHT_FORMAT.format(v)}" for i, v in enumerate(leak))
+        "Weight wasted on padding: " + ", ".join(f"row {i + 1}: {weight_text(v)}" for i, v in enumerate(leak))
     )
 with c2:
     chart(
@@ -202,7 +201,7 @@ with c2:
     )
     st.caption(
         "Row sums: "
-        + ", ".join(WEIGHT_FORMAT.format(s) for s in masked_w.sum(-1))
+        + ", ".join(weight_text(s) for s in masked_w.sum(-1))
         + " (renormalised over the real keys)"
     )
 c1, _ = st.columns([3, 2])
@@ -260,7 +259,12 @@ tables.show(
     digits=WEIGHT_DIGITS,
     where=c1,
     index=False,
-    formats={"location": "{:.1f}", "price": "{:.0f}"},
+    formats={
+        "location": "{:.1f}",
+        "price": "{:.0f}",
+        "Gaussian weight": weight_text,
+        "boxcar weight": weight_text,
+    },
     bars={"Gaussian weight": (0.0, 1.0), "boxcar weight": (0.0, 1.0)},
 )
 st.caption("A narrow σ trusts only the closest houses; a wide σ drifts towards the overall average price.")

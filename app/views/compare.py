@@ -13,10 +13,10 @@ import streamlit as st
 from lab import charts, export, state, tables
 from lab.compute import run_cached
 from lab.explorer_compute import top_tokens, trace_of
-from lab.head_view import KIND_LABELS, grid_figure, head_figure, head_selectors, pick_head
+from lab.head_view import grid_figure, head_figure, head_selectors, kind_label, pick_head
 from lab.inference_switches import Switch, Switched, switch_toggles
 from lab.model_input import check_input, checkpoint_note, md_code, show_input_notes
-from lab.resources import load_model, model_choices
+from lab.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
 from lab.state import visible
 
 from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
@@ -74,12 +74,15 @@ state.clamp_state(P + "b", choices, default_b)
 # ---------------------------------------------------------------- the two sides and the input
 c_a, c_b, c_text = st.columns([1, 1, 1.3])
 names = {
-    "a": c_a.selectbox("Model A", choices, key=P + "a", persist_state="session", format_func=str),
+    "a": c_a.selectbox(
+        "Model A", choices, key=P + "a", persist_state="session", format_func=checkpoint_labels(choices)
+    ),
     "b": c_b.selectbox(
         "Model B",
         choices,
         key=P + "b",
         persist_state="session",
+        format_func=checkpoint_labels(choices),
         help="Pick the same model to compare switches.",
     ),
 }
@@ -115,7 +118,7 @@ if shape_a != shape_b:
     st.stop()
 arch, n_layers, n_heads = shape_a
 for side in SIDES:
-    st.caption(f"**{side.upper()}** · {names[side]} · " + checkpoint_note(ckpts[side]))
+    st.caption(f"**{side.upper()}** · {checkpoint_label(names[side])} · " + checkpoint_note(ckpts[side]))
 
 reversal = arch == "seq2seq"
 limit = min((min(MAX_CHARS, c.config.max_len - 2) if reversal else c.config.max_len) for c in ckpts.values())
@@ -156,9 +159,7 @@ def answer(side: str) -> str:
 st.subheader("1 · What each side answers, and every head")
 kinds = KINDS[arch]
 state.clamp_state(P + "kind", kinds, kinds[0])
-kind = c_text.selectbox(
-    "Attention", kinds, key=P + "kind", persist_state="session", format_func=KIND_LABELS.get
-)
+kind = c_text.selectbox("Attention", kinds, key=P + "kind", persist_state="session", format_func=kind_label)
 l_col, h_col = c_text.columns(2)  # under the input, beside the switches
 layer, head = head_selectors(P, n_layers, n_heads, [l_col, h_col])
 state.write_state(URL_KEYS, prefix=P)  # kind, layer and head settled
@@ -242,7 +243,7 @@ for side, col in (("a", col_a), ("b", col_b)):
             kind,
             layer,
             head,
-            f"{side.upper()}: {names[side]}",
+            f"{side.upper()}: {checkpoint_label(names[side])}",
             False,
             400,
             export.file_stem("compare", names[side], side, kind, f"L{layer}H{head}"),

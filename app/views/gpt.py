@@ -5,11 +5,11 @@ import re
 import streamlit as st
 from lab import export, gpt_panels, state
 from lab.compute import run_cached
-from lab.explorer_compute import gpt_view, sample
-from lab.head_view import grid_and_head, grid_columns, head_selectors
+from lab.explorer_compute import gpt_view, lesson_head, sample
+from lab.head_view import grid_and_head, grid_columns, head_selectors, names_no_head, open_on_lesson
 from lab.inference_switches import NO_POSITIONS, Switch, Switched, ablation_picker, head_name, switch_toggles
 from lab.model_input import check_input, checkpoint_note, show_input_notes, stop_on_problem
-from lab.resources import load_model, model_choices
+from lab.resources import checkpoint_labels, load_model, model_choices
 
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
 from transformer_core.interp import query_steps
@@ -55,6 +55,7 @@ if not choices:
     st.stop()
 
 default_ckpt = "gpt-sinusoidal" if "gpt-sinusoidal" in choices else choices[0]
+unnamed = names_no_head(P)  # then the page opens on the model's strongest previous-token or induction head
 state.init_state(
     {
         "checkpoint": default_ckpt,
@@ -93,6 +94,7 @@ name = top_left.selectbox(
     choices,
     key=P + "checkpoint",
     persist_state="session",
+    format_func=checkpoint_labels(choices),
     help="The same model trained once per positional scheme; then your own runs.",
 )
 raw = top_mid.text_area(
@@ -128,6 +130,7 @@ except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()
 grid_col, head_col = grid_columns()
+open_on_lesson(P, name, run_cached(lesson_head, name), unnamed)
 layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
 titles = [
     [f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in switched.ablate else "") for h in range(cfg.n_heads)]

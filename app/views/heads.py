@@ -14,7 +14,7 @@ from lab import charts, state, tables
 from lab import head_plots as hp
 from lab.compute import run_cached
 from lab.model_input import checkpoint_note
-from lab.resources import load_model, model_choices
+from lab.resources import checkpoint_labels, load_model, model_choices
 
 from transformer_core import CheckpointError, ConfigError, InputError
 from transformer_core.interp import (
@@ -59,6 +59,7 @@ name = c1.selectbox(
     choices,
     key=P + "checkpoint",
     persist_state="session",
+    format_func=checkpoint_labels(choices),
     help="A shipped model, or one of your runs from the Train page.",
 )
 probe = c2.text_input(

@@ -5,10 +5,10 @@ import streamlit as st
 from lab import export, state
 from lab.compute import run_cached
 from lab.explorer_compute import padding_view, reversal_view
-from lab.head_view import grid_and_head, grid_columns, head_selectors
+from lab.head_view import grid_and_head, grid_columns, head_selectors, names_no_head, open_on_lesson
 from lab.inference_switches import NO_POSITIONS, Switch, Switched, switch_toggles
 from lab.model_input import char_name, check_input, checkpoint_note, show_input_notes, stop_on_problem
-from lab.resources import load_model, model_choices
+from lab.resources import checkpoint_labels, load_model, model_choices
 from lab.reversal_panels import answer, padded_batch
 
 from transformer_core import CheckpointError, ConfigError, InputError
@@ -42,6 +42,7 @@ if not choices:
     st.stop()
 
 default_ckpt = "reverse-sinusoidal" if "reverse-sinusoidal" in choices else choices[0]
+unnamed = names_no_head(P)  # then the page opens on the most anti-diagonal head
 state.init_state(
     {
         "checkpoint": default_ckpt,
@@ -65,6 +66,7 @@ name = top_left.selectbox(
     choices,
     key=P + "checkpoint",
     persist_state="session",
+    format_func=checkpoint_labels(choices),
     help="Same model and training, one per positional scheme. `none` has no way to know letter order.",
 )
 raw = top_mid.text_input(
@@ -105,6 +107,7 @@ plain_titles = [[f"L{l} H{h}" for h in range(cfg.n_heads)] for l in range(cfg.n_
 # ------------------------------------------------------------ 1 cross
 st.subheader("1 · Cross-attention: where each output step reads the input")
 grid_col, head_col = grid_columns()
+open_on_lesson(P, (name, text), best, unnamed)
 layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
 titles = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
 grid_and_head(

@@ -12,9 +12,11 @@ import time
 import pandas as pd
 import streamlit as st
 from lab import charts, tables, xy_charts
+from lab.head_view import open_on_lesson
 from lab.model_input import md_code
 from lab.resources import current_device
 from lab.runs import (
+    CURRENT_PREFIX,
     HEAD_SCORES,
     REPORT_LENGTHS,
     checkpoint_zip,
@@ -33,9 +35,10 @@ from lab.runs import (
     scrub_following,
     scrub_position,
     submit,
+    telling_head,
     toggle_follow,
 )
-from lab.state import visible
+from lab.state import visible, write_state
 
 from serving import LIMITS, RunError, RunInfo, RunProgress, RunRequest, page_config
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
@@ -174,6 +177,8 @@ for gone in evicted_runs():
 
 queue = run_queue()
 run_id = current_run_id()
+if run_id:  # the URL names the run shown, also after a visit to another page: a copied URL reopens it
+    write_state(["run"], prefix=CURRENT_PREFIX)
 info = queue.info(run_id) if run_id else None
 active = info is not None and info.active
 start_col, stop_col, info_col = st.columns([1, 1, 4])
@@ -313,16 +318,23 @@ def show_snapshots(info: RunInfo, p: RunProgress) -> None:
         return
     kinds = [k for k in ("cross", "encoder_self", "decoder_self", "self") if k in snap]
     probe = "".join(t for t in snap["source_tokens"] if not t.startswith("<"))
-    where = f"snapshot {index} of {last}, step {snap['step']:,}"
+    where = f"snapshot {index + 1} of {last + 1}, step {snap['step']:,}"
     if playable and not scrub_following():
         where = f"paused at {where} (latest: step {p.snapshots[-1]['step']:,})"
     elif playable:
         where = f"following the latest: {where}"
     st.caption(f"Attention of the probe input “{probe}” during training · {where}")
-    kind = c2.selectbox("Attention", kinds, key="snap_kind")
+    kind = c2.selectbox("Attention", kinds, key="snap_kind", persist_state="session")
     L, H = snap[kind].shape[:2]
-    layer = c3.number_input("Layer", 0, L - 1, L - 1, key="snap_layer")
-    head = c4.number_input("Head", 0, H - 1, 0, key="snap_head")
+    # on the best-scoring head of this snapshot, until the reader picks another
+    open_on_lesson(
+        "snap_",
+        (info.id, kind, index),
+        telling_head(snap, kind, info.task),
+        "snap_layer" not in st.session_state,
+    )
+    layer = c3.number_input("Layer", 0, L - 1, key="snap_layer", persist_state="session")
+    head = c4.number_input("Head", 0, H - 1, key="snap_head", persist_state="session")
     queries = snap["target_tokens"] if kind in ("cross", "decoder_self") else snap["source_tokens"]
     keys = snap["target_tokens"] if kind == "decoder_self" else snap["source_tokens"]
     title = f"step {snap['step']}: {kind} layer {layer} head {head}"
@@ -445,8 +457,7 @@ st.divider()
 st.subheader("Length generalisation: which positional scheme reverses longer strings?")
 st.caption(
     "Every reversal model was trained on strings of 3 to 10 letters. Lengths 12 and 15 were "
-    "never seen. The first three rows are the seed chapter's static numbers (teacher-forced "
-    "token accuracy); our rows are measured on 200 random strings per length."
+    "never seen. Our rows are measured on 200 random strings per length."
 )
 SEED_ROWS = {  # teacher-forced per-token accuracy, from the seed chapter (static)
     "vanilla seq2seq (seed)": {"3": 0.92, "5": 0.55, "7": 0.28, "10": 0.10, "15": 0.05},
@@ -455,9 +466,18 @@ SEED_ROWS = {  # teacher-forced per-token accuracy, from the seed chapter (stati
 }
 results = length_table()
 metric = st.radio(
-    "Metric", ["greedy exact match", "token accuracy (teacher-forced)"], horizontal=True, key="length_metric"
+    "Metric",
+    ["greedy exact match", "token accuracy (teacher-forced)"],
+    horizontal=True,
+    key="length_metric",
+    persist_state="session",
 )
 key = "exact_match" if metric.startswith("greedy") else "token_accuracy"
+st.caption(
+    "The first three rows are the seed chapter's static numbers, which it measured as token accuracy."
+    if key == "token_accuracy"
+    else "The seed chapter measured token accuracy: choose it to see its three rows beside ours."
+)
 rows = []
 if key == "token_accuracy":
     for name, values in SEED_ROWS.items():
@@ -473,6 +493,8 @@ if rows:
 else:
     st.info("No precomputed results shipped (checkpoints/length_generalization.json is missing).")
 rerun_cols = st.columns([2, 1])
-row_scheme = rerun_cols[0].selectbox("Re-run one row yourself", SCHEMES, key="length_rerun_scheme")
+row_scheme = rerun_cols[0].selectbox(
+    "Re-run one row yourself", SCHEMES, key="length_rerun_scheme", persist_state="session"
+)
 if rerun_cols[1].button("Train this row", disabled=active, key="length_rerun"):
     start("reverse", row_scheme, DEFAULT_SIZE, {})  # the shipped model's size and schedule

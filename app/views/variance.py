@@ -113,6 +113,7 @@ tables.show(
             "d_k": vt.dims,
             "variance of q·k": vt.raw,
             "variance of q·k / √d_k": vt.scaled,
+            "": ["◀ the slider's d_k" if d == d_k else "" for d in vt.dims],  # the row this page is on
         }
     ),
     key=P + "var_table",

@@ -164,3 +164,11 @@ def test_the_loaders_url_changes_with_any_module(monkeypatch: pytest.MonkeyPatch
     with open(static / "charts" / "axes.js", "a") as module:
         module.write("// changed\n")
     assert chart_component.script() != before
+
+
+def test_a_weight_reads_one_way_and_never_zero_unless_it_is() -> None:
+    """WEIGHT_DIGITS decimals; a non-zero weight too small for them in e-notation (as the
+    charts' tips write it), so no caption says 0.000 above "nobody gets exactly zero"."""
+    assert [charts.weight_text(w) for w in (0.0, 1.0, 0.0087, 0.0005, 0.00049, 2.5e-9)] == [
+        "0.000", "1.000", "0.009", "0.001", "4.9e-4", "2.5e-9"
+    ]  # fmt: skip

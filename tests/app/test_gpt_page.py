@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from lab import explorer_compute
-from lab.compute import canonical
-from lab.explorer_compute import gpt_view
+from lab.compute import canonical, run_cached
+from lab.explorer_compute import gpt_view, lesson_head
 from lab.explorer_html import contrast_ratio, text_colour
 from streamlit.testing.v1 import AppTest
 
@@ -67,10 +67,44 @@ def test_model_view_has_every_layer_and_head_on_the_prompt(at: AppTest) -> None:
     spec = figs["gpt_self_grid"]
     assert (spec["zmin"], spec["zmax"], spec["digits"]) == (0.0, 1.0, 3)
     assert [(p["layer"], p["head"]) for p in spec["panels"]] == [(la, h) for la in range(4) for h in range(4)]
+    layer, head_no = at.selectbox(key="gpt_layer").value, at.selectbox(key="gpt_head").value
     head = heatmaps(figs["gpt_self_head"])[0]
-    assert np.allclose(head, grid[0], atol=5e-5)  # the grid travels in steps of 1e-4 (charts.GRID_STEP)
+    assert np.allclose(head, grid[layer * 4 + head_no], atol=5e-5)  # the grid travels in steps of 1e-4
     labels = figs["gpt_self_head"]["x"]
     assert labels[:3] == ["T", "h", "e"] and labels[3] == "␣"
+
+
+def test_a_new_prompt_walks_its_last_character_a_picked_one_stays_for_its_prompt(at: AppTest) -> None:
+    """Issue 23 #1: the picker kept position 28 of the old prompt when a longer one came."""
+    set_prompt(at, "abc")
+    assert at.selectbox(key="gpt_query").value == 2
+    set_prompt(at, "hello world, said the model")
+    assert at.selectbox(key="gpt_query").value == 26
+    at.selectbox(key="gpt_query").set_value(3).run()
+    at.slider(key="gpt_temperature").set_value(0.5).run()  # another widget: the pick stays
+    assert ok(at).selectbox(key="gpt_query").value == 3
+    set_prompt(at, PROMPT)
+    assert at.selectbox(key="gpt_query").value == len(PROMPT) - 1
+    at.slider(key="gpt_temperature").set_value(0.8).run()
+
+
+def shown_head(at: AppTest) -> tuple[int, int]:
+    return at.selectbox(key="gpt_layer").value, at.selectbox(key="gpt_head").value
+
+
+def test_the_page_opens_on_the_models_most_telling_head() -> None:
+    """Issue 23: unless a link or the reader names one, the strongest previous-token or
+    induction head (the /heads detectors); a new checkpoint opens on its own, a head the
+    reader picked stays."""
+    fresh = open_gpt()
+    assert shown_head(fresh) == run_cached(lesson_head, "gpt-sinusoidal") == (0, 3)
+    fresh.selectbox(key="gpt_checkpoint").set_value("gpt-induction").run()
+    assert shown_head(ok(fresh)) == run_cached(lesson_head, "gpt-induction") == (1, 1)  # induction 0.79
+    fresh.selectbox(key="gpt_layer").set_value(1)
+    fresh.selectbox(key="gpt_head").set_value(0).run()
+    fresh.selectbox(key="gpt_checkpoint").set_value("gpt-sinusoidal").run()
+    assert shown_head(ok(fresh)) == (1, 0)
+    assert shown_head(open_gpt({"layer": "0", "head": "0"})) == (0, 0)
 
 
 def test_sampling_shows_tokens_with_probabilities_and_follows_the_seed(at: AppTest) -> None:
@@ -126,10 +160,13 @@ def test_causal_mask_off_puts_weight_on_future_characters(at: AppTest) -> None:
     figs = charts(ok(at))
     grid = heatmaps(figs["gpt_self_grid"])
     assert any(np.triu(m, 1).max() > 0.01 for m in grid)
+    assert figs["gpt_self_grid"]["title"] == "Every head: self-attention (causal mask off), a layer per row"
+    assert figs["gpt_self_head"]["description"].startswith("Self-attention (causal mask off), layer ")
     outline = figs["gpt_self_head"]["outline"]
     assert outline["name"] == "future position"
     assert all(k > q for q, k in outline["cells"])  # only cells right of the diagonal
     at.toggle(key="gpt_nocausal").set_value(False).run()
+    assert charts(ok(at))["gpt_self_grid"]["title"] == "Every head: self-attention (causal), a layer per row"
 
 
 def test_dropping_positions_changes_the_attention(at: AppTest) -> None:
@@ -164,7 +201,7 @@ def test_step_by_step_panel_matches_the_head_view(at: AppTest) -> None:
     at.selectbox(key="gpt_query").set_value(5).run()
     figs = charts(ok(at))
     row = heatmaps(figs["gpt_self_head"])[0][5]
-    table = walk_table(at)  # as shown: weights to 3 decimals (as every tip writes them), scores to 4
+    table = walk_to_the_end(at)  # as shown: weights to 3 decimals (as every tip writes them), scores to 4
     assert np.allclose(table["weight w"].to_numpy(dtype=float), row, atol=5e-4 + 6e-5)
     assert np.isneginf(table["masked s"].iloc[6:]).all() and (table["weight w"].iloc[6:] == 0).all()
     assert table["weight w"].sum() == pytest.approx(1.0, abs=1e-3)
@@ -182,7 +219,7 @@ def test_checkpoints_show_their_own_positional_steps(at: AppTest) -> None:
     assert np.allclose(rotated[0], raw[0], atol=1e-5)  # position 0 is turned by angle 0
     assert not np.allclose(rotated[1:], raw[1:], atol=1e-3)
     at.selectbox(key="gpt_checkpoint").set_value("gpt-alibi").run()
-    assert "+ ALiBi bias" in walk_table(at).columns
+    assert "+ ALiBi bias" in walk_to_the_end(at).columns
     at.selectbox(key="gpt_checkpoint").set_value("gpt-sinusoidal").run()
     assert [t["name"] for t in charts(ok(at))["gpt_qvec"]["series"]] == ["q"]
     assert "gpt_kraw" not in charts(at)
@@ -423,13 +460,21 @@ def walk_table(at: AppTest) -> pd.DataFrame:
     return tables(at)["gpt_walk_table"]
 
 
+def walk_to_the_end(at: AppTest) -> pd.DataFrame:
+    """Next until the walk's last step (it opens on step 1); its table then."""
+    while not at.button(key="gpt_walk_next").disabled:
+        at.button(key="gpt_walk_next").click().run()
+    return walk_table(ok(at))
+
+
 def test_the_single_query_walk_steps_through_and_shows_masked_keys_as_minus_infinity() -> None:
     """Issue 11 (step-through): q·k -> scale -> mask -> softmax as numbered steps with
     Previous / Next; at the mask step the later keys' scores are −∞."""
     at = open_gpt({"query": "3"})
-    walk = walk_table(at)
+    assert list(walk_table(at).columns) == ["key", "q·k"]  # it opens on step 1
+    assert any("Step 1 of 6" in m.value for m in at.markdown)
     steps = ["q·k", "× 1/√32", "score s", "masked s", "e^(s − max)", "weight w"]
-    assert list(walk.columns) == ["key", *steps]
+    assert list(walk_to_the_end(at).columns) == ["key", *steps]
     at.button(key="gpt_walk_prev").click().run()
     at.button(key="gpt_walk_prev").click().run()
     walk = walk_table(ok(at))

@@ -217,7 +217,9 @@ def test_variance_table_and_sliders() -> None:
         assert abs(row["variance of q·k / √d_k"] - 1) < 0.1
     at.slider(key="variance_d_k").set_value(128).run()
     assert_ok(at)
-    assert 128 in table(at, "d_k")["d_k"].tolist()
+    var = table(at, "d_k")
+    assert var["d_k"].tolist() == [4, 16, 64, 128, 256]
+    assert var[""].tolist() == ["", "", "", "◀ the slider's d_k", ""]  # the row the page is on, marked
     assert any(t.startswith("d_k = 128") for t in figure_titles(at))
     row = table(at, "unscaled", "scaled")
     assert row.loc["largest weight", "unscaled"] > row.loc["largest weight", "scaled"]
@@ -284,7 +286,7 @@ def test_variance_histogram_holds_every_sample_at_d_k_512_and_the_table_has_one_
     centres, width = values(hist)[0][0], hist["panels"][0]["series"][0]["bar_width"]
     assert centres[0] - width / 2 <= raw.min() and centres[-1] + width / 2 >= raw.max()
     var = table(at, "d_k", "variance of q·k")
-    assert list(var.columns) == ["d_k", "variance of q·k", "variance of q·k / √d_k"]
+    assert list(var.columns) == ["d_k", "variance of q·k", "variance of q·k / √d_k", ""]
     small = open_view("variance", d_k=4, samples=10000)
     small_hist = next(s for key, s in figure_specs(small).items() if key.endswith("var_hist"))
     assert small_hist["panels"][0]["x_range"] == [-50, 50]  # fixed while the data fit: growth shows

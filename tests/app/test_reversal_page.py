@@ -70,7 +70,8 @@ def test_every_grid_has_layers_x_heads_maps_of_the_right_shape(at: AppTest) -> N
         assert all(np.allclose(m.sum(-1), 1, atol=1e-3) for m in maps), key  # rows are softmaxes
     # the large head is the selected one from the grid
     enc_grid = heatmaps(figs["rev_enc_grid"])  # the grid travels in steps of 1e-4 (charts.GRID_STEP)
-    assert np.allclose(heatmaps(figs["rev_enc_head"])[0], enc_grid[0], atol=5e-5)
+    shown = at.selectbox(key="rev_layer").value * 4 + at.selectbox(key="rev_head").value
+    assert np.allclose(heatmaps(figs["rev_enc_head"])[0], enc_grid[shown], atol=5e-5)
 
 
 def test_cross_attention_titles_carry_the_anti_diagonal_score(at: AppTest) -> None:
@@ -81,6 +82,18 @@ def test_cross_attention_titles_carry_the_anti_diagonal_score(at: AppTest) -> No
     scores = [float(t.rsplit(" ", 1)[1]) for t in titles]
     # a trained reversal model has at least one head that reads the mirrored letter
     assert max(scores) > 0.5
+
+
+def test_the_page_opens_on_the_most_anti_diagonal_head_unless_a_link_names_one() -> None:
+    """Issue 23: the large map opened on layer 0 head 0 (0.27) while the caption named L1 H2."""
+    fresh = open_reversal({"text": "attention"})
+    scores = [float(p["title"].rsplit(" ", 1)[1]) for p in charts(fresh)["rev_cross_grid"]["panels"]]
+    best = int(np.argmax(scores))
+    assert (fresh.selectbox(key="rev_layer").value, fresh.selectbox(key="rev_head").value) == divmod(best, 4)
+    assert f"**L{best // 4} H{best % 4}**" in " ".join(m.value for m in fresh.caption)
+    assert charts(fresh)["rev_cross_head"]["title"].endswith(f"{max(scores):.2f}")
+    named = open_reversal({"text": "attention", "layer": "0", "head": "0"})
+    assert (named.selectbox(key="rev_layer").value, named.selectbox(key="rev_head").value) == (0, 0)
 
 
 def test_selectors_pick_the_head_drawn_large(at: AppTest) -> None:
@@ -345,7 +358,7 @@ def test_every_grid_says_what_it_shows(at: AppTest) -> None:
     titles = {key: figs[key]["title"] for key in ("rev_cross_grid", "rev_dec_grid", "rev_enc_grid")}
     assert titles == {
         "rev_cross_grid": "Every head: cross-attention (output → input), a layer per row",
-        "rev_dec_grid": "Every head: decoder self-attention, a layer per row",
+        "rev_dec_grid": "Every head: decoder self-attention (causal), a layer per row",
         "rev_enc_grid": "Every head: encoder self-attention, a layer per row",
     }
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lab import runs
 from streamlit.testing.v1 import AppTest
 
 from serving import ProgressWriter, RunRequest, new_run_id
@@ -68,7 +69,7 @@ def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     at.select_slider(key="train_preset").set_value("tiny")
     set_steps(at, 20)
     click(at, "Start")
-    run_id = at.session_state["train_current"]
+    run_id = at.session_state["train_run"]
     assert run_id.startswith("run-") and at.query_params["run"] == run_id
     wait_until(lambda: status(run_id) == "done", timeout=180)
     info = queue().info(run_id)
@@ -109,7 +110,7 @@ def test_a_tiny_induction_run_plots_every_heads_detector_scores_beside_the_loss(
     assert (at.number_input(key="train_n_layers").value, at.number_input(key="train_n_heads").value) == (2, 2)
     set_steps(at, 20)
     click(at, "Start")
-    run_id = at.session_state["train_current"]
+    run_id = at.session_state["train_run"]
     assert queue().info(run_id).task == "induction"
     wait_until(lambda: status(run_id) == "done", timeout=180)
     at.run()
@@ -137,6 +138,14 @@ def test_a_tiny_induction_run_plots_every_heads_detector_scores_beside_the_loss(
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert at.session_state[prefix + "checkpoint"] == run_id
+        label = f"{queue().info(run_id).label} · {run_id[:12]}…"  # the run by its name, the id still the link
+        assert label in at.selectbox(key=prefix + "checkpoint").options, at.selectbox(
+            key=prefix + "checkpoint"
+        ).options
+    at.switch_page("views/train.py")
+    at.query_params.clear()  # back by the menu: the page names its run in the URL again
+    at.run()
+    assert at.query_params["run"] in (run_id, [run_id])
 
 
 def test_stop_ends_the_run_within_a_second() -> None:
@@ -144,7 +153,7 @@ def test_stop_ends_the_run_within_a_second() -> None:
     at.select_slider(key="train_preset").set_value("tiny")
     set_steps(at, 10_000)
     click(at, "Start")
-    run_id = at.session_state["train_current"]
+    run_id = at.session_state["train_run"]
     from serving import RunProgress
 
     progress = RunProgress(queue().folder(run_id))
@@ -170,10 +179,10 @@ def test_runs_beyond_the_cap_wait_in_a_visible_queue(monkeypatch: pytest.MonkeyP
         at.select_slider(key="train_preset").set_value("tiny")
         set_steps(at, 10_000)
     click(first, "Start")
-    run_a = first.session_state["train_current"]
+    run_a = first.session_state["train_run"]
     wait_until(lambda: status(run_a) == "running", timeout=180)
     click(second, "Start")
-    run_b = second.session_state["train_current"]
+    run_b = second.session_state["train_run"]
     assert queue().info(run_b).position == 1
     second.run()
     assert any("number 1 in the queue" in i.value for i in second.info)
@@ -250,7 +259,7 @@ def test_the_scrubber_plays_and_holds_across_refreshes_of_a_running_run() -> Non
     run.snapshots(3)  # steps 25, 50, 75
     at = open_train({"run": run.id})
     assert scrubber(at)[:2] == (75, 75) and play_label(at) == "Pause"
-    assert any("following the latest: snapshot 2 of 2, step 75" in c.value for c in at.caption)
+    assert any("following the latest: snapshot 3 of 3, step 75" in c.value for c in at.caption)
     run.snapshots(2)
     at.run()  # a refresh of the live panel
     assert scrubber(at)[:2] == (125, 125)
@@ -266,7 +275,7 @@ def test_the_scrubber_plays_and_holds_across_refreshes_of_a_running_run() -> Non
         value, latest, title = scrubber(at)
         assert (value, title.split(":")[0]) == (50, "step 50")
     assert latest == 200
-    assert any("paused at snapshot 1 of 7, step 50 (latest: step 200)" in c.value for c in at.caption)
+    assert any("paused at snapshot 2 of 8, step 50 (latest: step 200)" in c.value for c in at.caption)
 
     at.button(key="snap_play").click().run()  # Follow latest: plays again
     assert scrubber(at)[:2] == (200, 200) and play_label(at) == "Pause"
@@ -287,3 +296,49 @@ def test_the_scrubber_plays_and_holds_across_refreshes_of_a_running_run() -> Non
     assert "stopped" in at.get("progress")[0].proto.text
     assert scrubber(at)[:2] == (225, 275)
     assert not [b for b in at.button if b.key == "snap_play"]  # nothing to play once it ended
+
+
+def test_a_snapshot_opens_on_its_most_telling_head() -> None:
+    """Issue 23: the snapshot view opened on the last layer's head 0. Now: the most
+    anti-diagonal cross-attention head, the induction head of an induction run, else the
+    previous-token head; each planted in one head of random attention here."""
+    rng = np.random.default_rng(0)
+    letters = list("abcabc")
+    n = len(letters)
+
+    def planted(at: tuple[int, int], pattern: np.ndarray) -> np.ndarray:
+        weights = rng.dirichlet(np.ones(pattern.shape[-1]), size=(2, 4, pattern.shape[0]))
+        weights[at] = pattern
+        return weights
+
+    mirror = np.zeros((n + 1, n + 1))  # <sos> + 6 letters read the source (6 letters + <eos>) backwards
+    mirror[np.arange(n), n - 1 - np.arange(n)] = 1.0
+    mirror[n, n] = 1.0
+    source = [*letters, "<eos>"]
+    assert runs.telling_head(
+        {"cross": planted((1, 2), mirror), "source_tokens": source}, "cross", "reverse"
+    ) == (1, 2)
+
+    previous = np.eye(n, k=-1)
+    previous[0, 0] = 1.0
+    snap = {"self": planted((0, 3), previous), "source_tokens": letters}
+    assert runs.telling_head(snap, "self", "lm") == (0, 3)
+    induction = np.eye(n, k=-1)  # abcabc: the second "a" reads the "b" after the first
+    induction[3:, :] = np.eye(n)[[1, 2, 3]]
+    assert runs.telling_head(
+        {"self": planted((1, 1), induction), "source_tokens": letters}, "self", "induction"
+    ) == (1, 1)
+
+
+def test_the_length_table_says_where_the_seed_rows_are_and_keeps_its_metric() -> None:
+    """Issue 23: the caption named three seed rows the default metric hides, and the metric
+    went back to greedy exact match after a visit to another page."""
+    at = open_train()
+    assert any("choose it to see its three rows" in c.value for c in at.caption)
+    assert not any("(seed)" in m for m in tables(at)["length_table"].index)
+    at.radio(key="length_metric").set_value("token accuracy (teacher-forced)").run()
+    assert sum("(seed)" in m for m in tables(at)["length_table"].index) == 3
+    assert any("The first three rows are the seed chapter's" in c.value for c in at.caption)
+    at.switch_page("views/gpt.py").run()
+    at.switch_page("views/train.py").run()
+    assert at.radio(key="length_metric").value == "token accuracy (teacher-forced)"

@@ -124,6 +124,10 @@ def test_gpt_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
     type_into(page, "Prompt", "def main():", "text", tmp_path / "gpt-prompt.png", submit="Control+Enter")
     assert params(page)["query"] == "10"  # the step-by-step panel starts at the last character
     assert "query : at position 10" in main_text(page)
+    longer = "def main(): return the answer"  # a new prompt: the walk moves to its last character
+    type_into(page, "Prompt", longer, "text", tmp_path / "gpt-longer.png", submit="Control+Enter")
+    assert params(page)["query"] == str(len(longer) - 1)
+    expect(page.locator(".st-key-gpt_query")).to_contain_text(f"position {len(longer) - 1}: r")
 
     for label, key in [("Drop positional information", "nopos"), ("Causal mask off", "nocausal")]:
         flip(page, label, key, "true", tmp_path / f"gpt-{key}.png")

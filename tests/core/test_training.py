@@ -71,6 +71,9 @@ def test_trainer_overfits_a_tiny_batch(tiny_config) -> None:
     assert sum(isinstance(e, StepEvent) for e in events) == 150
     assert [e.step for e in events if isinstance(e, EvalEvent)] == [50, 100]
     assert [e.step for e in events if isinstance(e, SnapshotEvent)] == [1, 50, 100, 150]
+    short = TrainConfig(task="lm", steps=7, snapshot_every=3, eval_every=0, device="cpu")
+    snaps = [e.step for e in Trainer(model, task, short).run() if isinstance(e, SnapshotEvent)]
+    assert snaps == [1, 3, 6, 7]  # the last step too
     steps = [e for e in events if isinstance(e, StepEvent)]
     assert steps[0].tokens_per_s > 0 and steps[-1].lr < steps[20].lr  # cosine decays after warm-up
 

@@ -169,7 +169,8 @@ class Trainer:
             yield StepEvent(
                 step, cfg.steps, float(loss.detach()), lr, tokens_seen / max(elapsed, 1e-9), elapsed
             )
-            if cfg.snapshot_every and (step % cfg.snapshot_every == 0 or step == 1):
+            # at the first step, every snapshot_every and the last: a scrubber ends on the run's end
+            if cfg.snapshot_every and (step % cfg.snapshot_every == 0 or step in (1, cfg.steps)):
                 yield SnapshotEvent(step, self.task.snapshot(self.model))
             if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
                 yield EvalEvent(step, self.task.evaluate(self.model))
