@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import streamlit as st
-from lab import present, tables
+from lab import classroom, present, tables, tours
 from lab.resources import configure_torch, device_picker
 from lab.state import enter_page, page_links
 
@@ -59,7 +59,15 @@ SECTIONS = {
 navigation = st.navigation(SECTIONS, position="hidden")
 page_links(SECTIONS)
 device_picker()
+classroom.lecturer_panel()
+tours.recorder(navigation.url_path)
 present.apply()
 tables.style()  # once per run, for every table the page shows
+BY_PATH = {p.url_path: p for pages in SECTIONS.values() for p in pages}
+classroom.join_from_link()
+tours.follow_link(BY_PATH, navigation.url_path)
 enter_page(navigation.url_path)
+classroom.follower_banner(BY_PATH)
+tours.tour_bar()
+classroom.share(navigation.url_path, dict(st.query_params))  # a lecturer's page switch goes to the class
 navigation.run()

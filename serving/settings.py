@@ -119,7 +119,12 @@ def gpu_fraction(max_running: int) -> float:
     )
 
 
+def class_hours() -> float:
+    """ATTENTION_LAB_CLASS_HOURS, default 3: how long a class session's follow link works."""
+    return env_float("ATTENTION_LAB_CLASS_HOURS", 3.0, lambda v: 0 < v <= 24 * 7, "must be in (0, 168] hours")
+
+
 def check_all() -> None:
     """Parse every setting once (a server's start): a bad value stops it with its message."""
     runs_dir(), device_setting(), torch_threads(), runs_max_bytes(), run_max_seconds()
-    run_threads(), run_nice(), run_yield(), gpu_fraction(max_runs())
+    run_threads(), run_nice(), run_yield(), gpu_fraction(max_runs()), class_hours()

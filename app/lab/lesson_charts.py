@@ -20,6 +20,7 @@ from lessons.variance import Saturation
 
 CYCLE = charts.SERIES_COLORS
 FIRST, SECOND = CYCLE[:2]  # scaled, sinusoidal, Gaussian; unscaled, learned, boxcar
+MUTED = charts.MUTED
 Spec = dict[str, Any]
 
 
@@ -114,7 +115,7 @@ def retrieval_charts(
                         color=FIRST,
                         sizes=12 + 50 * np.asarray(weights),
                         labels=list(tokens),
-                        opacity=0.45,
+                        opacity=0.75,
                     ),
                     xy_charts.points(
                         "context",
@@ -281,17 +282,15 @@ def lr_chart(schedules: Schedules, warmup: int) -> Spec:
     through at most ~800 steps, always including the peak at the end of warm-up."""
     idx = _thin(len(schedules.steps), [warmup - 2, warmup - 1, warmup])
     steps = schedules.steps[idx]
-    curves = (
-        ("warm-up, then 1/√step", schedules.vaswani, FIRST),
-        ("warm-up, then cosine", schedules.cosine, SECOND),
-    )
+    curves = (("warm-up, then 1/√step", schedules.vaswani, 0), ("warm-up, then cosine", schedules.cosine, 1))
     return xy_charts.xy_spec(
         [
             xy_charts.panel(
-                [xy_charts.line(name, steps, lr[idx], color=color) for name, lr, color in curves],
+                [xy_charts.line(name, steps, lr[idx], **xy_charts.look(i)) for name, lr, i in curves],
                 x_title="step",
                 y_title="learning rate",
                 vlines=[(warmup, "end of warm-up")],
+                end_labels=True,
             )
         ],
         height=360,
@@ -309,7 +308,7 @@ def smoothing_chart(distribution: np.ndarray, target: int) -> Spec:
         [f"class {i}" for i in range(len(distribution))],
         {"one-hot target": one_hot, "smoothed target": np.asarray(distribution)},
         height=340,
-        colors=["#d1d5db", FIRST],
+        colors=[MUTED, FIRST],  # grey with 3:1 against either theme's background
         y_range=(0.0, 1.05),
         file="label_smoothing",
     )

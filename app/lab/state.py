@@ -39,6 +39,8 @@ from typing import Any
 
 import streamlit as st
 
+from lab import classroom, tours
+
 LINKS = "_view_links"  # session_state: page url_path -> the parameters its URL had last
 FIRST = "_view_first_run"  # session_state: this run opens a page never shown, by a bare URL
 EXPLAINED = "_view_explained"  # session_state: link parameters a notice of this run explained
@@ -137,7 +139,7 @@ def clamp_state(key: str, options: list[Any], default: Any) -> None:
 def enter_page(page: str) -> None:
     """The router calls this on every run, before the page: note whether the run opens a
     page or reruns the one shown (the widgets keep their own values: persist_state)."""
-    entered = st.session_state.get(PAGE) != page
+    entered = st.session_state.get(PAGE) != page or bool(st.session_state.pop(classroom.REOPEN, False))
     st.session_state[ENTERED] = entered
     st.session_state[EXPLAINED] = set()
     # a bare first visit shows the defaults: its URL stays bare (see write_state)
@@ -171,12 +173,14 @@ def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()
             continue
         params[name] = _format(value)
     links[page] = dict(params)
+    classroom.share(page, params)  # a lecturer's view goes to the class (nothing for anyone else)
     if st.session_state.get(FIRST):
         # the URL of a bare first visit stays bare, so that opening a page is one history entry
         # (a write now could land before the browser has left the last page)
         return
     if st.session_state.get("present"):  # projector mode travels with every link (lab.present)
         params["present"] = "1"
+    params.update(tours.link_params())  # so does a tour's scene while it is on
     if dict(st.query_params) != params:  # every change is a new entry in the browser's history
         st.query_params.from_dict(params)
 

@@ -41,6 +41,9 @@ CSS = """<style>
   border-radius: 4px; }
 .lab-table tbody th { color: color-mix(in srgb, currentColor 78%, Canvas); font-weight: 400; }
 .lab-table td.num, .lab-table th.num { text-align: right; }
+.lab-table td:not(.num):not(.bar), .lab-table tbody th { white-space: normal; min-width: 4rem; }  /* wraps */
+@media (max-width: 640px) { .lab-table table { font-size: 0.8rem; }
+  .lab-table th, .lab-table td { padding: 0.2rem 0.35rem; } }  /* a phone: more columns on screen */
 .lab-table td.bar { min-width: 4.5rem; }
 .lab-table td.bar span { display: block; padding: 0 0.3rem; border-radius: 0.2rem; text-align: right;
   background: linear-gradient(90deg, rgba(28, 131, 225, 0.3) var(--share), transparent var(--share)); }

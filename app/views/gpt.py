@@ -201,7 +201,7 @@ st.caption(
 # ---------------------------------------------------------------- downloads
 st.subheader("Take the numbers with you")
 st.caption(
-    "PNG: the button at the top right of each chart (hover over it). The files hold every head's weights as "
+    "PNG and SVG: the buttons under each chart (on hover or focus). The files hold every head's weights as "
     "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`."
 )
 continuation = "".join(s.text for s in samples)

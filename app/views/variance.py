@@ -155,9 +155,9 @@ with c2:
             index=["largest weight", "entropy (nats)", "gradient norm"],
         )
         .astype(float)
-        .round(4),
+        .round(3),
         key=P + "row_table",
-        digits=4,
+        digits=3,  # the largest weight as every weight reads (charts.WEIGHT_DIGITS)
     )
     st.caption(
         f"A uniform row over {n_keys} keys has entropy ln {n_keys} = {np.log(n_keys):.3f} nats; "
@@ -225,9 +225,9 @@ else:
                     "mean entropy (nats), scaled",
                     "mean entropy (nats), no scaling",
                 ],
-            ).round(4)
+            ).round(3)
             c1, _ = st.columns([3, 2])
-            tables.show(stats, key=P + "scale_stats", where=c1, digits=4)
+            tables.show(stats, key=P + "scale_stats", where=c1, digits=3)  # weights: WEIGHT_DIGITS
             if ckpt.task == "reverse":
                 st.caption(
                     f"Output as trained: **{cmp.output['scaled']}** · without scaling: "

@@ -127,7 +127,8 @@ def test_gpt_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
     longer = "def main(): return the answer"  # a new prompt: the walk moves to its last character
     type_into(page, "Prompt", longer, "text", tmp_path / "gpt-longer.png", submit="Control+Enter")
     assert params(page)["query"] == str(len(longer) - 1)
-    expect(page.locator(".st-key-gpt_query")).to_contain_text(f"position {len(longer) - 1}: r")
+    picker = page.get_by_role("combobox", name="Query character")
+    expect(picker).to_have_value(f"position {len(longer) - 1}: r")
 
     for label, key in [("Drop positional information", "nopos"), ("Causal mask off", "nocausal")]:
         flip(page, label, key, "true", tmp_path / f"gpt-{key}.png")
@@ -155,7 +156,7 @@ def test_gpt_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
     box.press("Control+Enter")
     page.get_by_text("empty").first.wait_for()
     assert_no_exception(page)
-    assert params(page)["text"] == "def main():"  # the link keeps the last accepted prompt
+    assert params(page)["text"] == longer  # the link keeps the last accepted prompt
 
 
 def test_gpt_deep_link(page: Page, app_url: str, tmp_path: Path) -> None:

@@ -205,7 +205,7 @@ def test_the_scrubber_holds_its_position_while_the_run_goes_on(
     assert held < top
     wait_for_snapshots(page, top + 4)  # several refreshes, each with new snapshots
     assert scrubber_state(page)[0] == held
-    expect(main.get_by_text(f"paused at snapshot {held} of", exact=False)).to_be_visible()
+    expect(main.get_by_text(f"paused at snapshot {held + 1} of", exact=False)).to_be_visible()  # counts 1..n
     page.screenshot(path=str(tmp_path / "train-scrubber-paused.png"))
     assert_no_exception(page)
 

@@ -35,8 +35,7 @@ from tests.support.serve import (
     get,
     in_own_loop,
     process_tree,
-    start_serve,
-    stop_serve,
+    serving,
     upstream_of,
 )
 
@@ -44,13 +43,8 @@ from tests.support.serve import (
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """serve.sh --workers 2 on a free port; the last test of this file stops it."""
-    run_dir = tmp_path_factory.mktemp("serve")
-    env = {**os.environ, "ATTENTION_LAB_DEVICE": "cpu", "ATTENTION_LAB_RUNS_DIR": str(run_dir / "runs")}
-    served = start_serve(run_dir, env)
-    try:
+    with serving(tmp_path_factory.mktemp("serve")) as served:
         yield served
-    finally:
-        stop_serve(served)
 
 
 async def streamlit_session(url: str, cookie: str, link: str) -> tuple[str | None, list[str], int]:

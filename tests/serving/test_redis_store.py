@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -36,22 +36,12 @@ from serving import RunProgress, RunRequest, fetch_run, redis_worker
 from serving.redis_store import ALIVE_SECONDS, RedisRunStore, rq_queue
 from serving.redis_worker import RunWorker, work_root
 from tests.support.browser import assert_no_exception, open_page, wait_for_app
+from tests.support.redis_server import RedisServer, wait
 from tests.support.serve import ROUTE, free_port, process_tree, start_serve, stop_serve, upstream_of
 from transformer_core import cli
 from transformer_core.io.checkpoint import load_checkpoint
 
-REDIS_SERVER = "/usr/bin/redis-server"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait(predicate: Callable[[], bool], timeout: float = 60.0, every: float = 0.05) -> float:
-    """Poll until `predicate` holds; returns the seconds it took."""
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"timed out after {timeout} s waiting")
-        time.sleep(every)
-    return time.monotonic() - start
 
 
 def kill(pids: set[int]) -> None:
@@ -60,41 +50,6 @@ def kill(pids: set[int]) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-@dataclass
-class RedisServer:
-    """Debian's redis-server on 127.0.0.1:port, append-only file in `folder`."""
-
-    port: int
-    folder: Path
-    proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        with open(self.folder / "redis.log", "a") as log:  # the child keeps its own copy
-            self.proc = subprocess.Popen(
-                [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-                 "--save", "", "--appendonly", "yes", "--protected-mode", "yes"],
-                stdout=log,
-            )  # fmt: skip
-        wait(self._pong, timeout=20)
-
-    def _pong(self) -> bool:
-        try:
-            return bool(Redis(port=self.port, socket_connect_timeout=0.5).ping())
-        except Exception:
-            return False
-
-    def stop(self) -> None:
-        """SIGTERM: Redis flushes its append-only file and exits."""
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(timeout=20)
-            self.proc = None
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import re
 import shutil
@@ -12,7 +13,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -95,6 +96,17 @@ def start_serve(run_dir: Path, env: dict[str, str], workers: int = 2) -> Served:
         proc.kill()
         raise RuntimeError("serve.sh did not get ready:\n" + "".join(output) + proc.stdout.read())
     return Served(proc, url, run_dir, output)
+
+
+@contextlib.contextmanager
+def serving(run_dir: Path, workers: int = 2) -> Iterator[Served]:
+    """serve.sh --workers N on CPU with its runs under `run_dir`, stopped when the block ends."""
+    env = {**os.environ, "ATTENTION_LAB_DEVICE": "cpu", "ATTENTION_LAB_RUNS_DIR": str(run_dir / "runs")}
+    served = start_serve(run_dir, env, workers)
+    try:
+        yield served
+    finally:
+        stop_serve(served)
 
 
 def stop_serve(served: Served) -> None:

@@ -15,6 +15,12 @@ export function dashOf(name, where) {
   return DASHES[name]?.[where] ?? [];
 }
 
+export function labelStep(given, slot, need) {
+  // every how many'th label to write: the given step, more where labels `need` px each and
+  // their slots are `slot` px apart (a narrow chart), so that no two touch
+  return Math.max(given || 1, Math.ceil(need / Math.max(slot, 1e-6)));
+}
+
 export function niceTicks(lo, hi) {
   // about five round values spanning [lo, hi], and the span they cover
   const raw = (hi - lo || 1) / 5;

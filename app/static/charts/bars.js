@@ -1,7 +1,7 @@
 // Grouped bars over labels (tokens, vocabulary entries, vector dimensions): one series per
 // colour, each bar's value written above it where asked, hover names every series' value.
 
-import { fixedTicks, niceTicks, yGridLines } from "./axes.js";
+import { fixedTicks, labelStep, niceTicks, yGridLines } from "./axes.js";
 import { PAD, boxAt, decode, startChart, upright } from "./canvas.js";
 
 function colorOf(spec, j, text) {
@@ -74,8 +74,11 @@ function xAxis(ctx, spec, L, theme) {
   ctx.lineTo(plot.x + plot.w, Math.round(yOf(0)) + 0.5);
   ctx.stroke();
   ctx.fillStyle = theme.text;
+  const shown = spec.x.filter((_, k) => k % spec.x_every === 0);
+  const need = spec.x_angle ? L.tick + 2 : Math.max(0, ...shown.map((t) => ctx.measureText(t).width)) + 6;
+  const step = labelStep(spec.x_every, slot, need); // labels that would touch are thinned out
   spec.x.forEach((t, k) => {
-    if (k % spec.x_every) return;
+    if (k % step) return;
     const x = plot.x + (k + 0.5) * slot, y = plot.y + plot.h + 6;
     if (spec.x_angle) {
       upright(ctx, t, x, y, "right");
@@ -92,19 +95,25 @@ function xAxis(ctx, spec, L, theme) {
 }
 
 function key(ctx, spec, L, width, color) {
-  // the series' names and colours in one row, right-aligned above the plot
+  // the series' names and colours in one row, right-aligned above the plot; smaller where
+  // the row would not fit the chart (a narrow column), never cut off at its left
   const { plot, tick } = L;
+  const names = spec.series.map((s) => s.name);
+  let px = tick;
+  const rowWidth = () => names.reduce((w, n) => w + px + 2 + ctx.measureText(n).width, 0) + 14 * (names.length - 1);
+  ctx.font = `${px}px ${spec.font}`;
+  while (rowWidth() > width - 2 * PAD && px > Math.min(9, tick)) ctx.font = `${--px}px ${spec.font}`;
   ctx.textAlign = "left";
   ctx.textBaseline = "middle";
-  let x = width - PAD;
+  let x = Math.max(PAD, width - PAD - rowWidth());
   const y = plot.y - tick - 10;
-  for (let j = spec.series.length - 1; j >= 0; j--) {
-    x -= ctx.measureText(spec.series[j].name).width + tick + 18;
+  names.forEach((name, j) => {
     ctx.fillStyle = colorOf(spec, j, color);
-    ctx.fillRect(x, y - tick / 2 + 1, tick - 2, tick - 2);
+    ctx.fillRect(x, y - px / 2 + 1, px - 2, px - 2);
     ctx.fillStyle = color;
-    ctx.fillText(spec.series[j].name, x + tick + 2, y);
-  }
+    ctx.fillText(name, x + px + 2, y);
+    x += px + 2 + ctx.measureText(name).width + 14;
+  });
 }
 
 export function paint(ctx, spec, series, width, em, theme) {

@@ -19,6 +19,13 @@ export function withAlpha(c, alpha) {
   return `rgba(${parseColor(c).join(",")},${alpha})`;
 }
 
+export function inkOn(r, g, b) {
+  // black or white text on the colour (r, g, b), whichever contrasts more (WCAG luminance)
+  const lin = (c) => ((c /= 255) <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+  const lum = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  return (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) ? "#000000" : "#ffffff";
+}
+
 export function lookupTable(stops) {
   // 256 RGB entries interpolated along the colour scale's [position, colour] stops
   const parsed = stops.map(([at, c]) => [at, parseColor(c)]);

@@ -2,9 +2,9 @@
 // or one large "head" map (one head's weights, any labelled matrix). Each map is painted as
 // one image of one pixel per cell, scaled up: a 4 x 4 grid draws in a few milliseconds.
 
-import { MARKER, OUTLINE_DASH, markerLine } from "./axes.js";
-import { PAD, boxAt, decode, fixed, startChart, upright } from "./canvas.js";
-import { colorBar, heatImage, lookupTable, shade } from "./colors.js";
+import { MARKER, OUTLINE_DASH, labelStep, markerLine } from "./axes.js";
+import { PAD, boxAt, decode, fitText, fixed, startChart, upright } from "./canvas.js";
+import { colorBar, heatImage, inkOn, lookupTable, shade } from "./colors.js";
 
 function range(spec, i) {
   // [zmin, zmax] of panel i: its own where it has one (score maps), else the chart's
@@ -69,8 +69,7 @@ function cellNumbers(ctx, panel, b, range, digits, font, em, lut) {
       const v = panel.values[q * panel.cols + k];
       if (Number.isNaN(v)) continue;
       const c = 3 * shade(v, range);
-      const light = 0.299 * lut[c] + 0.587 * lut[c + 1] + 0.114 * lut[c + 2];
-      ctx.fillStyle = light < 150 ? "#fff" : "#31333f"; // white on dark cells, whatever the scale
+      ctx.fillStyle = inkOn(lut[c], lut[c + 1], lut[c + 2]); // black or white, whichever reads better
       ctx.fillText(fixed(v, digits, top), b.x + (k + 0.5) * cw, b.y + (q + 0.5) * ch);
     }
   }
@@ -93,11 +92,10 @@ function axisLabels(ctx, spec, b, panel, i, L, color) {
 function gridPanelText(ctx, spec, data, i, b, L, em, color) {
   // a grid panel's title (and its row's title), the values in its cells, its numbered axes
   const p = spec.panels[i];
-  ctx.font = `${Math.round(12 * em)}px ${spec.font}`;
   ctx.textAlign = "center";
   ctx.textBaseline = "alphabetic";
   ctx.fillStyle = color;
-  ctx.fillText(p.title, b.x + b.w / 2, b.y - 5);
+  fitText(ctx, p.title, b.x + b.w / 2, b.y - 5, b.w + 6, Math.round(12 * em), `%spx ${spec.font}`);
   if (spec.row_titles && i % spec.columns === 0) {
     ctx.font = `600 ${Math.round(13 * em)}px ${spec.font}`;
     ctx.textAlign = "left";
@@ -154,11 +152,15 @@ function headLabels(ctx, spec, b, panel, L, color) {
   const rowH = b.h / panel.rows, colW = b.w / panel.cols;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
+  const yStep = labelStep(spec.y_every, rowH, L.tick + 1); // labels that would touch are thinned out
   spec.y.forEach((t, q) => {
-    if (q % spec.y_every === 0) ctx.fillText(t, b.x - 6, b.y + (q + 0.5) * rowH);
+    if (q % yStep === 0) ctx.fillText(t, b.x - 6, b.y + (q + 0.5) * rowH);
   });
+  const shown = spec.x.filter((_, k) => k % (spec.x_every || 1) === 0);
+  const need = spec.x_angle ? L.tick + 1 : Math.max(0, ...shown.map((t) => ctx.measureText(t).width)) + 4;
+  const xStep = labelStep(spec.x_every, colW, need);
   spec.x.forEach((t, k) => {
-    if (k % (spec.x_every || 1)) return;
+    if (k % xStep) return;
     const x = b.x + (k + 0.5) * colW;
     if (spec.x_angle) {
       upright(ctx, t, x, b.y - 6, "left");
@@ -183,6 +185,9 @@ export function paint(ctx, spec, data, width, em, theme) {
   spec.panels.forEach((p, i) => {
     const b = L.boxes[i];
     ctx.drawImage(data.images[i], b.x, b.y, b.w, b.h);
+    ctx.strokeStyle = theme.frame; // a thin frame: a map's dark or light edge never melts into the page
+    ctx.lineWidth = 1;
+    ctx.strokeRect(b.x - 0.5, b.y - 0.5, b.w + 1, b.h + 1);
     if (spec.kind === "grid") gridPanelText(ctx, spec, data, i, b, L, em, color);
   });
   const first = L.boxes[0], last = L.boxes[L.boxes.length - 1], panel = data.panels[0];

@@ -80,6 +80,7 @@ export function followKeys(root, spec, stopsOf, tipOf, onHead) {
     if (!rows.length) return;
     if (ev.key in MOVES || ev.key === "Home" || ev.key === "End") {
       ev.preventDefault();
+      ev.stopPropagation(); // the chart's own: not the page's shortcuts (a tour's arrow keys)
       at ??= [0, -1];
       if (ev.key === "Home") at[1] = 0;
       else if (ev.key === "End") at[1] = rows[at[0]].length - 1;

@@ -2,7 +2,7 @@
 // legend of every named series under the title; hover names the nearest point or the bar under it.
 
 import { GUIDE, fixedTicks, markerLine, niceTicks, tickText, yGridLines } from "./axes.js";
-import { PAD, decode, numText, startChart, upright } from "./canvas.js";
+import { PAD, decode, fitText, numText, startChart, upright } from "./canvas.js";
 import { END_LABEL_PX, drawSeries, endLabels, swatch } from "./series.js";
 
 export function prepare(spec) {
@@ -137,9 +137,8 @@ function frame(ctx, spec, panel, box, axes, sy, x0, tick, em, width, theme) {
   }
   if (panel.y_title) upright(ctx, panel.y_title, x0, box.y + box.h / 2, "center", "top");
   if (panel.title) {
-    ctx.font = `${Math.round(14 * em)}px ${spec.font}`;
     ctx.textBaseline = "bottom";
-    ctx.fillText(panel.title, box.x + box.w / 2, box.y - tick / 2 - 2);
+    fitText(ctx, panel.title, box.x + box.w / 2, box.y - tick / 2 - 2, box.w + 20, Math.round(14 * em), `%spx ${spec.font}`);
   }
 }
 

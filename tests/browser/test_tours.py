@@ -1,0 +1,33 @@
+"""Issue 23, tours in the browser: the starter tour projected (present=1) steps with the arrow
+keys alone, the scene's note above the page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.support.browser import assert_no_exception, open_page, wait_for_app
+
+
+def test_the_arrow_keys_step_through_a_projected_tour(page: Page, app_url: str, tmp_path: Path) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, app_url + "/?tour=seed-chapters&present=1")
+    expect(page).to_have_url(re.compile(r"/basics\?.*tour=seed-chapters"), timeout=30_000)
+    expect(page.get_by_text("scene 1 of 6")).to_be_visible()
+    page.screenshot(path=str(tmp_path / "tour-1.png"))
+    page.locator("body").press("ArrowRight")
+    expect(page).to_have_url(re.compile(r"/positions\?.*scene=2"), timeout=30_000)
+    expect(page).to_have_url(re.compile(r"present=1"))  # projector mode stays on
+    wait_for_app(page)
+    expect(page.get_by_text("scene 2 of 6")).to_be_visible()
+    page.locator("body").press("ArrowRight")
+    expect(page).to_have_url(
+        re.compile(r"/variance\?.*d_k=256.*scene=3|/variance\?.*scene=3.*d_k=256"), timeout=30_000
+    )
+    page.locator("body").press("ArrowLeft")
+    expect(page).to_have_url(re.compile(r"/positions\?.*scene=2"), timeout=30_000)
+    wait_for_app(page)
+    page.screenshot(path=str(tmp_path / "tour-2.png"))
+    assert_no_exception(page)
