@@ -183,8 +183,9 @@ def query_picker(prefix: str, tokens: list[str], where: Any) -> int:
     positions = list(range(len(tokens)))
     key, picked_for = prefix + "query", prefix + "query_prompt"
     new_prompt = picked_for in st.session_state and st.session_state[picked_for] != tokens
-    if new_prompt or st.session_state.get(key) not in positions:
+    if new_prompt or st.session_state.get(key) in (None, -1):  # -1: the page's default, the last one
         st.session_state[key] = len(tokens) - 1
+    clamp_state(key, positions, len(tokens) - 1)  # a link's query past the prompt is named
     st.session_state[picked_for] = list(tokens)
     return int(
         where.selectbox(

@@ -5,7 +5,6 @@ workers of the serving layer (`serving`); this module only submits, stops and re
 
 from __future__ import annotations
 
-import bisect
 import io
 import json
 import zipfile
@@ -19,12 +18,6 @@ import streamlit as st
 from lab import xy_charts
 from lab.resources import MY_MODELS_KEY, remember_run
 from serving import RunInfo, RunProgress, RunRequest, RunStore, open_run_store, settings
-from transformer_core.interp.heads import (
-    anti_diagonal_scores,
-    induction_template,
-    previous_token_template,
-    template_score,
-)
 from transformer_core.io import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE
 from transformer_core.train import REPORT_LENGTHS
 
@@ -81,63 +74,6 @@ def progress(run_id: str) -> RunProgress:
     return readers[run_id]
 
 
-# ---------------------------------------------------------------- the snapshot scrubber
-# Playing: the scrubber follows the latest snapshot as the run saves new ones. Paused (the
-# Pause button, or the user moving the scrubber): it holds its step across the live
-# panel's refreshes until "Follow latest" plays again. Kept per session, reset per run.
-#
-# The server never sets the scrubber's value (a value set through st.session_state while
-# the panel refreshes can come back from the browser as a stale "change" and pause it):
-# each position it must show is a fresh widget whose default is that position. Playing,
-# the key names the number of snapshots, so each new snapshot is a new widget at the
-# latest; paused, the key is fixed (a select_slider keeps its identity and the user's
-# choice while its options grow); every switch between the two gets a new generation.
-SCRUB_STATE = "snap_scrub"  # {"run": id, "follow": bool, "held": step, "shown": step, "gen": int, "key": str}
-
-
-def _scrub() -> dict[str, Any]:
-    return st.session_state.setdefault(
-        SCRUB_STATE, {"run": None, "follow": True, "held": 0, "shown": 0, "gen": 0}
-    )
-
-
-def scrub_position(run_id: str, steps: list[int]) -> tuple[int, str]:
-    """(index into `steps`, the snapshots' steps in order, of the snapshot to show now; the
-    scrubber's widget key): the latest while playing, else the held one (the last one at
-    or before its step)."""
-    state = _scrub()
-    if state["run"] != run_id:
-        state.update(run=run_id, follow=True, held=0, shown=0, gen=state["gen"] + 1)
-    if state["follow"]:
-        index, key = len(steps) - 1, f"snap_step-{state['gen']}-{len(steps)}"
-    else:
-        index, key = max(0, bisect.bisect_right(steps, state["held"]) - 1), f"snap_step-{state['gen']}"
-    state.update(shown=steps[index], key=key)
-    return index, key
-
-
-def scrub_following() -> bool:
-    return bool(_scrub()["follow"])
-
-
-def hold_scrubber(key: str) -> None:
-    """The scrubber's on_change: the user picked a snapshot, so the scrubber holds it.
-    Only the scrubber drawn last counts: the browser reports a replaced one (a previous
-    snapshot count's) as changed when it is dropped, which is no choice of the user's."""
-    state = _scrub()
-    if key != state.get("key"):
-        return
-    if state["follow"]:
-        state.update(follow=False, gen=state["gen"] + 1)
-    state["held"] = int(st.session_state[key])
-
-
-def toggle_follow() -> None:
-    """The play/pause button: pause holds the snapshot shown now; play follows the latest."""
-    state = _scrub()
-    state.update(follow=not state["follow"], held=state["shown"], gen=state["gen"] + 1)
-
-
 def evicted_runs() -> list[RunInfo]:
     """This session's runs that were deleted to keep the runs folder within its budget."""
     infos = [run_queue().info(r) for r in st.session_state.get(MY_MODELS_KEY, {})]
@@ -188,22 +124,6 @@ def head_score_curves(p: RunProgress, score: str) -> pd.DataFrame:
     names = [f"L{layer} H{head}" for layer in range(layers) for head in range(heads)]
     return pd.DataFrame(np.stack([v.reshape(-1) for v in values]), index=pd.Index(steps, name="step"),
                         columns=names)  # fmt: skip
-
-
-def telling_head(snap: dict[str, Any], kind: str, task: str) -> tuple[int, int]:
-    """The head a snapshot of the probe input opens on, (layer, head): the most anti-diagonal
-    cross-attention head, the strongest induction head of an induction run, else the
-    strongest previous-token head."""
-    weights = snap[kind]  # (L, H, Tq, Tk)
-    if kind == "cross":
-        scores = anti_diagonal_scores(weights, sum(not t.startswith("<") for t in snap["source_tokens"]))
-    elif task == "induction":
-        ids = {t: i for i, t in enumerate(dict.fromkeys(snap["source_tokens"]))}
-        scores = template_score(weights, induction_template([ids[t] for t in snap["source_tokens"]]))
-    else:
-        scores = template_score(weights, previous_token_template(weights.shape[-2]))
-    layer, head = np.unravel_index(int(np.argmax(np.nan_to_num(scores, nan=-1.0))), scores.shape)
-    return int(layer), int(head)
 
 
 def head_score_chart(p: RunProgress, score: str, height: int = 300) -> dict[str, Any]:

@@ -136,6 +136,21 @@ def clamp_state(key: str, options: list[Any], default: Any) -> None:
         st.session_state[key] = default
 
 
+def clamp_list_state(key: str, options: list[str], default: list[str], at_most: int) -> None:
+    """Keep a multiselect's state to its options (at most `at_most`), naming what had to go;
+    with nothing left, the page's default (what it can show of it)."""
+    value = [str(v) for v in st.session_state.get(key, [])]
+    kept = [v for v in value if v in options][:at_most]
+    if kept != value:
+        name, gone = key.split("_", 1)[-1], [v for v in value if v not in kept]
+        kept = kept or [v for v in default if v in options][:at_most] or options[:1]
+        st.info(
+            f"`{name}`: {', '.join(shown(v) for v in gone)} not available here; showing {', '.join(kept)}.",
+            icon=":material/info:",
+        )
+    st.session_state[key] = kept
+
+
 def enter_page(page: str) -> None:
     """The router calls this on every run, before the page: note whether the run opens a
     page or reruns the one shown (the widgets keep their own values: persist_state)."""

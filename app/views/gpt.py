@@ -76,6 +76,7 @@ state.init_state(
         "checkpoint": lambda v: v in choices,
         "layer": lambda v: v >= 0,
         "head": lambda v: v >= 0,
+        "query": lambda v: v >= 0,
         "ablate": lambda v: all(re.fullmatch(r"\d+\.\d+", a) for a in v),
         "max_new": lambda v: 1 <= v <= 200,
         "temperature": lambda v: 0.0 <= v <= 2.0,

@@ -169,8 +169,7 @@ st.download_button(
 
 # ---------------------------------------------------------------- open a head (deep link)
 head_ids = list(table["head"])
-if st.session_state.get(P + "open") not in head_ids:
-    st.session_state[P + "open"] = head_ids[0]
+state.clamp_state(P + "open", head_ids, head_ids[0])  # a link's unknown head is named
 o1, o2 = st.columns([1, 2], vertical_alignment="bottom")
 chosen = o1.selectbox(
     "Head to open",

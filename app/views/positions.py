@@ -12,7 +12,7 @@ from lab import position_charts as pc
 from lab import tables
 from lab.lesson_page import chart_writer, in_range
 from lab.resources import load_model, model_choices, shipped_checkpoints
-from lab.state import init_state, write_state
+from lab.state import clamp_list_state, init_state, write_state
 
 from lessons import positions as lesson
 from lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
@@ -122,8 +122,7 @@ sin = sinusoids(length, d_model)
 chart(pc.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
 
 dim_options = [str(i) for i in range(d_model)]
-chosen = [d for d in st.session_state.get(P + "dims", []) if d in dim_options][:6] or ["0"]
-st.session_state[P + "dims"] = chosen
+clamp_list_state(P + "dims", dim_options, DEFAULTS["dims"], at_most=6)  # a link's or a wider table's, named
 st.multiselect(
     "dimensions to draw as waves", dim_options, key=P + "dims", persist_state="session", max_selections=6
 )

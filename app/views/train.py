@@ -12,7 +12,6 @@ import time
 import pandas as pd
 import streamlit as st
 from lab import charts, tables, xy_charts
-from lab.head_view import open_on_lesson
 from lab.model_input import md_code
 from lab.resources import current_device
 from lab.runs import (
@@ -26,22 +25,18 @@ from lab.runs import (
     head_score_chart,
     head_score_curves,
     head_scores_csv,
-    hold_scrubber,
     in_context_curves,
     length_table,
     open_run,
     progress,
     run_queue,
-    scrub_following,
-    scrub_position,
     submit,
-    telling_head,
-    toggle_follow,
 )
+from lab.scrubber import show_snapshots
 from lab.state import visible, write_state
 
 from serving import LIMITS, RunError, RunInfo, RunProgress, RunRequest, page_config
-from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
+from transformer_core import POSITION_SCHEMES, ConfigError, InputError
 from transformer_core.io import corpus_from_bytes
 from transformer_core.train import DEFAULT_SIZE, TASKS, TRAIN_LENGTHS
 
@@ -279,70 +274,6 @@ def show_induction(p: RunProgress) -> None:
         "a layer-1 head uses it to find the earlier copy: watch the repeat loss drop as those two "
         "scores rise together."
     )
-
-
-def show_snapshots(info: RunInfo, p: RunProgress) -> None:
-    """The snapshot scrubber: attention of the probe input at each saved step. While the run
-    trains it plays (follows the latest snapshot) until paused or moved; a held position
-    stays across the live panel's refreshes."""
-    if not p.snapshots:
-        return
-    last = len(p.snapshots) - 1
-    steps = [int(m["step"]) for m in p.snapshots]
-    index, key = scrub_position(info.id, steps)
-    playable = info.active and last > 0
-    if playable:
-        c0, c1, c2, c3, c4 = st.columns([2, 3, 2, 1, 1], vertical_alignment="bottom")
-        following = scrub_following()
-        c0.button(
-            "Pause" if following else "Follow latest",
-            icon=":material/pause:" if following else ":material/play_arrow:",
-            key="snap_play",
-            on_click=toggle_follow,
-            help="Hold the scrubber at this snapshot while the run goes on"
-            if following
-            else "Play: follow the latest snapshot as the run saves new ones",
-            width="stretch",
-        )
-    else:
-        c1, c2, c3, c4 = st.columns([3, 2, 1, 1], vertical_alignment="bottom")
-    if last:
-        c1.select_slider(
-            "Snapshot at step", steps, value=steps[index], key=key, format_func="{:,}".format,
-            on_change=hold_scrubber, args=(key,),
-        )  # fmt: skip
-    try:
-        snap = p.load_snapshot(index)
-    except CheckpointError as e:
-        st.warning(str(e))
-        return
-    kinds = [k for k in ("cross", "encoder_self", "decoder_self", "self") if k in snap]
-    probe = "".join(t for t in snap["source_tokens"] if not t.startswith("<"))
-    where = f"snapshot {index + 1} of {last + 1}, step {snap['step']:,}"
-    if playable and not scrub_following():
-        where = f"paused at {where} (latest: step {p.snapshots[-1]['step']:,})"
-    elif playable:
-        where = f"following the latest: {where}"
-    st.caption(f"Attention of the probe input “{probe}” during training · {where}")
-    kind = c2.selectbox("Attention", kinds, key="snap_kind", persist_state="session")
-    L, H = snap[kind].shape[:2]
-    # on the best-scoring head of this snapshot, until the reader picks another
-    open_on_lesson(
-        "snap_",
-        (info.id, kind, index),
-        telling_head(snap, kind, info.task),
-        "snap_layer" not in st.session_state,
-    )
-    layer = c3.number_input("Layer", 0, L - 1, key="snap_layer", persist_state="session")
-    head = c4.number_input("Head", 0, H - 1, key="snap_head", persist_state="session")
-    queries = snap["target_tokens"] if kind in ("cross", "decoder_self") else snap["source_tokens"]
-    keys = snap["target_tokens"] if kind == "decoder_self" else snap["source_tokens"]
-    title = f"step {snap['step']}: {kind} layer {layer} head {head}"
-    if "output" in snap:
-        title += f" — output “{snap['output']}”"
-    weights = snap[kind][int(layer), int(head)]
-    stem = f"train_step{snap['step']}_{kind}_L{int(layer)}H{int(head)}"
-    charts.show(charts.head_spec(weights, queries, keys, title, height=380, file=stem), key="snap_fig")
 
 
 def poll_interval(idle: float) -> float:

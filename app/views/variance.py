@@ -12,7 +12,7 @@ from lab.compute import run_cached
 from lab.lesson_page import chart_writer, in_range
 from lab.model_input import char_name
 from lab.resources import load_model, model_choices
-from lab.state import init_state, write_state
+from lab.state import clamp_state, init_state, write_state
 
 from lessons import training
 from lessons import variance as lesson
@@ -174,9 +174,8 @@ choices = model_choices("reverse") + model_choices("lm")
 if not choices:
     st.info("No trained model is available yet: the shipped checkpoints appear here once trained.")
 else:
-    if st.session_state.get(P + "scale_model") not in choices:
-        reversal = [c for c in choices if c.startswith("reverse-")]
-        st.session_state[P + "scale_model"] = (reversal or choices)[0]
+    reversal = [c for c in choices if c.startswith("reverse-")]
+    clamp_state(P + "scale_model", choices, (reversal or choices)[0])  # a link's unknown model is named
     c1, c2, c3 = st.columns([1, 2, 1], vertical_alignment="bottom")
     c1.selectbox("model", choices, key=P + "scale_model", persist_state="session")
     try:
@@ -207,8 +206,7 @@ else:
                 chars = ", ".join(char_name(c) for c in sorted({c for _, c in cmp.unknown}))
                 st.warning(f"Not in this model's alphabet, read as <unk>: {chars}.")
             kinds = list(cmp.scaled)
-            if st.session_state.get(P + "scale_kind") not in kinds:
-                st.session_state[P + "scale_kind"] = "cross" if "cross" in kinds else kinds[0]
+            clamp_state(P + "scale_kind", kinds, "cross" if "cross" in kinds else kinds[0])
             stats = pd.DataFrame(
                 {
                     SHORT_KIND.get(kind, kind): [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from lab import runs
+from lab.scrubber import telling_head
 from streamlit.testing.v1 import AppTest
 
 from serving import ProgressWriter, RunRequest, new_run_id
@@ -315,17 +315,18 @@ def test_a_snapshot_opens_on_its_most_telling_head() -> None:
     mirror[np.arange(n), n - 1 - np.arange(n)] = 1.0
     mirror[n, n] = 1.0
     source = [*letters, "<eos>"]
-    assert runs.telling_head(
-        {"cross": planted((1, 2), mirror), "source_tokens": source}, "cross", "reverse"
-    ) == (1, 2)
+    assert telling_head({"cross": planted((1, 2), mirror), "source_tokens": source}, "cross", "reverse") == (
+        1,
+        2,
+    )
 
     previous = np.eye(n, k=-1)
     previous[0, 0] = 1.0
     snap = {"self": planted((0, 3), previous), "source_tokens": letters}
-    assert runs.telling_head(snap, "self", "lm") == (0, 3)
+    assert telling_head(snap, "self", "lm") == (0, 3)
     induction = np.eye(n, k=-1)  # abcabc: the second "a" reads the "b" after the first
     induction[3:, :] = np.eye(n)[[1, 2, 3]]
-    assert runs.telling_head(
+    assert telling_head(
         {"self": planted((1, 1), induction), "source_tokens": letters}, "self", "induction"
     ) == (1, 1)
 
@@ -342,3 +343,33 @@ def test_the_length_table_says_where_the_seed_rows_are_and_keeps_its_metric() ->
     at.switch_page("views/gpt.py").run()
     at.switch_page("views/train.py").run()
     assert at.radio(key="length_metric").value == "token accuracy (teacher-forced)"
+
+
+def test_the_scrubber_saves_one_heads_film_as_a_gif() -> None:
+    """Issue 23: "Save as GIF" exports the scrubber's frames for slides: one frame per
+    snapshot, each the head's weights in the charts' colours, its step written above it."""
+    import io
+
+    from lab.gif import BAND_PX, colour_table
+    from lab.scrubber import scrubber_gif
+    from PIL import Image
+
+    from serving import RunProgress
+
+    run = FakeRun()
+    run.snapshots(3)
+    p = RunProgress(run.queue.folder(run.id))
+    p.refresh()
+    film = Image.open(io.BytesIO(scrubber_gif(p, "cross", 0, 1)))
+    assert film.format == "GIF" and film.n_frames == 3
+    lut = colour_table()
+    for i in range(3):
+        film.seek(i)
+        weights = p.load_snapshot(i)["cross"][0, 1]
+        rgb = film.convert("RGB")
+        cell = (rgb.height - BAND_PX) // weights.shape[0]
+        for q, k in ((0, 0), (weights.shape[0] - 1, weights.shape[1] - 1)):
+            shown = rgb.getpixel((k * cell + cell // 2, BAND_PX + q * cell + cell // 2))
+            expected = lut[int(round(float(weights[q, k]) * 255))]
+            assert max(abs(int(a) - int(b)) for a, b in zip(shown, expected, strict=True)) <= 12, (i, q, k)
+    run.queue.finish(run.id, "stopped")

@@ -105,14 +105,14 @@ def test_an_induction_run_writes_every_heads_detector_scores_to_its_progress(run
     wait(lambda: status(queue, run_id) == "done", timeout=120)
     lines = [json.loads(s) for s in (queue.folder(run_id) / PROGRESS_FILE).read_text().splitlines()]
     evals = [r["metrics"] for r in lines if r["kind"] == "eval"] + [lines[-1]["metrics"]]
-    assert [r["step"] for r in lines if r["kind"] == "eval"] == [4] and lines[-1]["kind"] == "done"
+    assert [r["step"] for r in lines if r["kind"] == "eval"] == [1, 2, 4] and lines[-1]["kind"] == "done"
     for metrics in evals:  # tiny: 2 layers x 2 heads, scores in [0, 1]; both in-context losses
         for score in ("previous_token", "induction"):
             values = np.asarray(metrics[score])
             assert values.shape == (2, 2) and ((values >= 0) & (values <= 1)).all()
         assert metrics["loss_first_copy"] > 0 and metrics["loss_repeat"] > 0
     progress = RunProgress(queue.folder(run_id))  # what /train reads back
-    assert progress.refresh() and [e["step"] for e in progress.evals] == [4, 8]
+    assert progress.refresh() and [e["step"] for e in progress.evals] == [1, 2, 4, 8]
     assert np.asarray(progress.evals[-1]["induction"]).shape == (2, 2)
     snap = progress.load_snapshot(len(progress.snapshots) - 1)
     assert snap["self"].shape[:2] == (2, 2) and len(snap["source_tokens"]) == snap["self"].shape[-1]

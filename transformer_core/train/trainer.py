@@ -113,6 +113,15 @@ class DoneEvent:
 TrainEvent = StepEvent | EvalEvent | SnapshotEvent | DoneEvent
 
 
+def evaluation_due(step: int, every: int, total: int) -> bool:
+    """Evaluate at every `every`-th step and three times before the first (every/8, /4, /2),
+    so a watched run's chart shows the early rise rather than starting where it has already
+    risen; never at the last step (the end evaluates anyway) nor when every is 0."""
+    if not every or step >= total:
+        return False
+    return step % every == 0 or step in {every // 8, every // 4, every // 2} - {0}
+
+
 class Trainer:
     """AdamW with a schedule, gradient clipping and optional label smoothing.
 
@@ -172,7 +181,7 @@ class Trainer:
             # at the first step, every snapshot_every and the last: a scrubber ends on the run's end
             if cfg.snapshot_every and (step % cfg.snapshot_every == 0 or step in (1, cfg.steps)):
                 yield SnapshotEvent(step, self.task.snapshot(self.model))
-            if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
+            if evaluation_due(step, cfg.eval_every, cfg.steps):
                 yield EvalEvent(step, self.task.evaluate(self.model))
         metrics = {} if cancelled else self.task.evaluate(self.model)  # a stop returns at once
         self.model.eval()

@@ -1,0 +1,61 @@
+"""Issue 27 #2: every link value a page cannot use is named in a notice, and the page shows
+its default (or the nearest it can) instead; nothing is replaced silently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def open_page(page: str, **params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=120)
+    at.run()
+    at.switch_page(f"views/{page}.py")
+    at.query_params = dict(params)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def notices(at: AppTest) -> str:
+    return " | ".join(n.value for kind in ("info", "warning", "error") for n in at.get(kind))
+
+
+def test_a_query_past_the_prompt_or_below_zero_is_named() -> None:
+    text = "The with statement"
+    at = open_page("gpt", text=text, query="99999")
+    assert (
+        "`query=99999` is not available" in notices(at)
+        and at.selectbox(key="gpt_query").value == len(text) - 1
+    )
+    at = open_page("gpt", text=text, query="-5")
+    assert "`query=-5`" in notices(at) and at.selectbox(key="gpt_query").value == len(text) - 1
+    at = open_page("gpt", text=text, query="3")
+    assert "query" not in notices(at) and at.selectbox(key="gpt_query").value == 3
+
+
+def test_unknown_wave_dimensions_are_named_and_the_default_shown() -> None:
+    at = open_page("positions", dims="abc,999")
+    said = notices(at)
+    assert "`dims`: abc, 999 not available here; showing 0, 8, 14, 20" in said, said
+    assert at.multiselect(key="positions_dims").value == ["0", "8", "14", "20"]
+    at = open_page("positions", dims="3,abc")
+    assert "`dims`: abc not available here; showing 3" in notices(at)
+
+
+@pytest.mark.parametrize(
+    ("page", "params", "key", "says"),
+    [
+        ("variance", {"scale_model": "nonexistent"}, "variance_scale_model", "`scale_model=nonexistent`"),
+        ("variance", {"scale_kind": "bogus"}, "variance_scale_kind", "`scale_kind=bogus`"),
+        ("heads", {"checkpoint": "gpt-induction", "open": "self:9.9"}, "heads_open", "`open=self:9.9`"),
+    ],
+)
+def test_unknown_choices_are_named(page: str, params: dict[str, str], key: str, says: str) -> None:
+    at = open_page(page, **params)
+    assert f"{says} is not available" in notices(at), notices(at)
+    assert at.session_state[key] != params[key.split("_", 1)[1]]  # what is shown instead
