@@ -270,7 +270,7 @@ def maps_spec(
         y_title=y_title,
         axis_labels=True,
         row_titles=row_titles,
-        digits=4,
+        digits=3,  # tips and the table view: scores with 3 decimals, as the /heads table writes them
         tick_px=11,
         file=file,
     )

@@ -154,7 +154,7 @@ tables.show(
     key=P + "table",
     index=False,
     height=420,
-    formats=dict.fromkeys(numeric, "{:.3f}") | {BEST: "{:.2f}", "|∂loss/∂gate|": "{:.3g}"},
+    formats=dict.fromkeys(numeric, "{:.3f}") | {"|∂loss/∂gate|": "{:.3g}"},  # as the maps' tips
     bars={BEST: (0.0, 1.0)},
 )
 st.caption(
