@@ -2,9 +2,17 @@
 training length (3, 5, 7, 10).
 
     python benchmarks/bench_time_to_accuracy.py [--positions rope] [--device cpu] [--every 250]
+        [--size small] [--lr 2e-3] [--batch-size 64] [--steps N]
 
 Training time only: the clock pauses while the model is evaluated (200 strings per length)
 every --every steps.
+
+    python benchmarks/bench_time_to_accuracy.py --page-run [--positions rope]
+
+instead starts the /train page's default run as a student's Start does (a run process of
+the box's run store, one thread, its evaluations and snapshots included) and prints the
+wall-clock seconds until a snapshot shows a clearly anti-diagonal cross-attention head
+(score >= 0.6), until the run is done, and its final greedy exact match per length.
 """
 
 from __future__ import annotations
@@ -12,15 +20,47 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from pathlib import Path
 
 import torch
 
 from serving import page_config
+from transformer_core.train import DEFAULT_SIZE
 from transformer_core.train.evaluation import evaluate_reversal
 from transformer_core.train.presets import prepare_run
 from transformer_core.train.trainer import StepEvent, Trainer
 
 LENGTHS = [3, 5, 7, 10]
+
+
+def page_run(positions: str) -> None:
+    """The /train default reversal run through the run store, timed from submission."""
+    import tempfile
+
+    from serving import RunProgress, RunRequest
+    from serving.sqlite_store import SQLiteRunStore
+    from transformer_core.interp.heads import anti_diagonal_scores
+
+    with tempfile.TemporaryDirectory() as root:
+        store = SQLiteRunStore(Path(root), max_running=1)
+        config = page_config("reverse", device="cpu")
+        start = time.monotonic()
+        run_id = store.submit(RunRequest(config.to_dict(), positions, DEFAULT_SIZE, {}, label="bench"))
+        progress, seen, clear_at = RunProgress(store.folder(run_id)), 0, None
+        while store.info(run_id).active:
+            time.sleep(0.2)
+            progress.refresh()
+            for i in range(seen, len(progress.snapshots)):
+                snap = progress.load_snapshot(i)
+                n = sum(not t.startswith("<") for t in snap["source_tokens"])
+                if clear_at is None and float(anti_diagonal_scores(snap["cross"], n).max()) >= 0.6:
+                    clear_at = (time.monotonic() - start, int(snap["step"]))
+            seen = len(progress.snapshots)
+        done = time.monotonic() - start
+        progress.refresh()
+        print(f"{positions}: {config.steps} steps, lr {config.lr}; an anti-diagonal head (>= 0.6) "
+              f"{'never' if clear_at is None else f'at {clear_at[0]:.1f} s (step {clear_at[1]})'}; "
+              f"done in {done:.1f} s; exact match {progress.metrics.get('exact_match')}")  # fmt: skip
 
 
 def main() -> None:
@@ -30,13 +70,26 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="default: the /train page's")
     parser.add_argument("--every", type=int, default=250)
     parser.add_argument("--target", type=float, default=0.99)
-    args = parser.parse_args()
-    config = dataclasses.replace(  # the default /train run, without its periodic evaluations
-        page_config("reverse", steps=args.steps, device=args.device), eval_every=0, snapshot_every=0
+    parser.add_argument(
+        "--size", default=DEFAULT_SIZE, help="a model size of the reversal task (tiny, small, ...)"
     )
-    model, task = prepare_run(config, args.positions)
+    parser.add_argument("--lr", type=float, default=None, help="default: the /train page's")
+    parser.add_argument("--batch-size", type=int, default=None, help="default: the /train page's")
+    parser.add_argument("--page-run", action="store_true", help="time the /train default run end to end")
+    args = parser.parse_args()
+    if args.page_run:
+        page_run(args.positions)
+        return
+    page = page_config(
+        "reverse", steps=args.steps, device=args.device, lr=args.lr, batch_size=args.batch_size
+    )
+    config = dataclasses.replace(
+        page, eval_every=0, snapshot_every=0
+    )  # the /train run, no periodic evaluations
+    model, task = prepare_run(config, args.positions, size=args.size)
     task = dataclasses.replace(task, eval_lengths=(3,), eval_samples=10)  # a cheap final check
-    print(f"{args.positions}, device {model.lm_head.weight.device}, {torch.get_num_threads()} threads")
+    print(f"{args.positions}, {args.size}, lr {config.lr}, batch {config.batch_size}, {config.steps} steps, "
+          f"device {model.lm_head.weight.device}, {torch.get_num_threads()} threads")  # fmt: skip
     trained, mark = 0.0, time.perf_counter()
     for event in Trainer(model, task, config).run():
         if not isinstance(event, StepEvent) or event.step % args.every:

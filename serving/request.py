@@ -63,13 +63,14 @@ def page_config(
     device: str = "auto",
 ) -> TrainConfig:
     """The config of a run started on /train (the form and "Train this row" alike)."""
-    steps = steps or task_recipe(task).optim.steps
+    watched = task_recipe(task).page_optim
+    steps = steps or watched.steps
     LIMITS.check(steps=steps, **({"batch_size": batch_size} if batch_size else {}))
     return train_config(
         task,
         steps=steps,
-        batch_size=batch_size,
-        lr=lr,
+        batch_size=batch_size or watched.batch_size,
+        lr=lr or watched.lr,
         schedule=schedule,
         device=device,
         **page_schedule(steps, task),

@@ -72,7 +72,7 @@ def apply_task() -> None:
     recipe = TASKS[task]
     if recipe.positions:
         st.session_state["train_positions"] = recipe.positions
-    defaults = recipe.optim
+    defaults = recipe.page_optim
     st.session_state.update(train_steps=defaults.steps, train_batch=defaults.batch_size, train_lr=defaults.lr)
 
 

@@ -207,7 +207,7 @@ def test_tasks_are_immutable_and_share_one_batch_type() -> None:
 def test_presets_are_the_one_home_of_the_defaults() -> None:
     from serving import page_config
     from transformer_core.io.checkpoint import load_checkpoint
-    from transformer_core.train.presets import model_config
+    from transformer_core.train.presets import model_config, train_config
     from transformer_core.train.registry import REPORT_LENGTHS
 
     for task, name in (("reverse", "reverse-rope"), ("lm", "gpt-rope")):
@@ -215,8 +215,15 @@ def test_presets_are_the_one_home_of_the_defaults() -> None:
         assert model_config(task, "rope", shipped.vocab_size, max_len=shipped.max_len) == shipped
     row = page_config("reverse")  # "Train this row" and the form's defaults are one config
     assert (row.steps, row.batch_size, row.lr, row.warmup, row.eval_every, row.snapshot_every) == (
-        3000, 64, 2e-3, 200, 600, 75,
-    )  # fmt: skip
+        800,
+        64,
+        5e-3,
+        80,
+        160,
+        20,
+    )  # fmt: skip  (a watched run: short enough for a lecture)
+    cli = train_config("reverse")  # the command line's, which trained the shipped checkpoints
+    assert (cli.steps, cli.batch_size, cli.lr) == (3000, 64, 2e-3)
     assert page_config("lm", steps=100).snapshot_every == 2
     _, task = prepare_run(row, "rope")
     assert task.eval_lengths == REPORT_LENGTHS == (3, 5, 7, 10, 12, 15)
