@@ -236,8 +236,12 @@ def test_a_chart_downloads_as_svg_with_its_title(dark_page: Page, app_url: str) 
     assert any(t == "query" for t in texts) and any(t == "key" for t in texts)  # the axes, as text
 
 
-#: the prepared links, and /gpt with ALiBi, whose step-through table had one more column
-PHONE_LINKS = [*PREPARED_LINKS, "/gpt?checkpoint=gpt-alibi&text=The%20with%20statement&layer=1&head=2"]
+#: the prepared links, /gpt with ALiBi (its step-through table had one more column), a tour's bar
+PHONE_LINKS = [
+    *PREPARED_LINKS,
+    "/gpt?checkpoint=gpt-alibi&text=The%20with%20statement&layer=1&head=2",
+    "/?tour=seed-chapters&scene=4",
+]
 
 
 #: how far the page scrolls sideways: the document, and Streamlit's own scrolling main area
