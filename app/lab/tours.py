@@ -58,9 +58,14 @@ def follow_link(pages: dict[str, Any], current: str) -> None:
     """The router's part: a `tour` in the link (or Previous / Next) opens that scene's page
     and view; an unknown tour, a damaged file or a bad scene number gets a notice."""
     name = st.query_params.get("tour")
-    if name is None or name == st.session_state.get(LEFT):
+    if name is None:
         st.session_state[ACTIVE] = None
-        st.session_state.pop(LEFT, None) if name is None else [st.query_params.pop(k, None) for k in URL_KEYS]
+        st.session_state.pop(LEFT, None)
+        return
+    if name == st.session_state.get(LEFT):  # just left: its name may linger in the URL for a run
+        st.session_state[ACTIVE] = None
+        for key in URL_KEYS:
+            st.query_params.pop(key, None)
         return
     active = st.session_state.get(ACTIVE)
     if active is None or active[0] != name:
