@@ -121,7 +121,7 @@ def tour_bar() -> None:
     tour, k = active[1], at[1]
     n = len(tour.scenes)
     with st.container(border=True):
-        left, prev_col, next_col, leave_col = st.columns([5, 1.2, 1.2, 1.2], vertical_alignment="center")
+        left, prev_col, next_col, leave_col = st.columns([4, 1.1, 1.1, 1.6], vertical_alignment="center")
         title = f"{tour.title} · " if tour.title else ""
         left.markdown(
             f"**{title}scene {k} of {n}**"
