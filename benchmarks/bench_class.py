@@ -1,79 +1,313 @@
 """A class following its lecturer: how long after the lecturer's change each follower shows it.
 
-    python benchmarks/bench_class.py --followers 10 --rounds 6 [--url http://127.0.0.1:8080]
+    python benchmarks/bench_class.py --followers 50,100,200 --minutes 5     # the issue's table
+    python benchmarks/bench_class.py --followers 20 --minutes 1 --others 5
+    python benchmarks/bench_class.py --browsers 10 --rounds 6               # real Chromium tabs
 
-Without --url it starts `deploy/serve.sh --workers 2` on a free port. A lecturer (one
-Chromium context) starts a class session on /reversal and changes the text every --every
-seconds; each follower is its own Chromium context that opened the follow link. For every
-change it prints when each follower's text box showed the new text (p50 / p95 / max over
-all followers and rounds), how many never did within --timeout, and exceptions shown on any
-page. Every follower here is a whole browser tab on the same box, so the box itself limits
-how many can be measured this way (about 10-20 on 2 cores); it is a measurement, not a test.
+It starts `deploy/serve.sh --workers 2` on a free port (or measures --url). The lecturer
+opens /reversal, presses "Start a class session", reads the follow link from the sidebar
+and changes the text every --every seconds. Each follower opens the follow link.
+
+Followers (default) speak Streamlit's own protocol, as benchmarks/bench_load.py's users do:
+GET the link (nginx sets the route cookie: followers spread over the app processes), open
+the websocket, run the page, then answer the follow poll's auto-rerun requests at their
+interval and take the page runs the server pushes when the lecturer's view moves, keeping
+the URL and page the server sets - what an open tab does, without drawing. A follower's
+delay is from the lecturer sending the change to the first page run that shows the new text
+in the text box. --others users (bench_load's closed loop over its deep links) open pages
+for --baseline seconds without the class, then all through it; their page p95 is reported
+with and without the class. Memory is the server's resident set (app processes + nginx) at
+the start and end of each level; exceptions are Exception elements on any run; errors are
+closed websockets and runs that did not finish within --timeout. "idle" is the server's CPU
+(cores busy) while the class follows and the lecturer changes nothing: the polls' cost.
+
+With --browsers N, each follower is a whole Chromium tab instead (the same delay, read from
+the drawn page); the box itself limits how many tabs can be measured that way.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import re
 import statistics
 import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from playwright.sync_api import Page, sync_playwright
+from streamlit.proto.BackMsg_pb2 import BackMsg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one set of browser flags)
-from tests.support.serve import serving  # noqa: E402  (serve.sh started one way)
+from bench_load import (  # noqa: E402  (one protocol client for every load benchmark)
+    Browser,
+    RunOutcome,
+    Server,
+    descendants,
+    load_step,
+    pct,
+    read_run,
+    rerun_msg,
+    started,
+    warm_up,
+)
 
-TEXT_BOX = 'input[aria-label^="Text to reverse"]'
+START = "/reversal?text=attention"
+TEXT_LABEL = "Text to reverse"
+POLL_LABEL = "auto-rerun"
 
 
-def text_of(page: Page) -> str:
-    try:
-        return page.eval_on_selector(TEXT_BOX, "(el) => el.value", strict=False) or ""
-    except Exception:  # a follower between two page runs has no text box for a moment
-        return ""
+def word_for(round_no: int) -> str:
+    """A new text the reversal page accepts (letters a-z), one per change."""
+    return "".join("abcdefghij"[int(c)] for c in f"{round_no:04d}") + "class"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--followers", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--every", type=float, default=10.0, help="seconds between the lecturer's changes")
-    parser.add_argument("--timeout", type=float, default=20.0)
-    parser.add_argument("--url", default=None, help="a running lab; default: start serve.sh --workers 2")
-    args = parser.parse_args()
-    with ExitStack() as stack, sync_playwright() as p:
-        url = (
-            args.url
-            or stack.enter_context(serving(Path(stack.enter_context(tempfile.TemporaryDirectory())))).url
+def text_shown(outcome: RunOutcome) -> str | None:
+    return next((v for label, (_, v) in outcome.text_inputs.items() if label.startswith(TEXT_LABEL)), None)
+
+
+# ---------------------------------------------------------------- protocol clients
+
+
+@dataclass
+class Tab:
+    """One open tab: its browser (cookies), the URL the page set and the page shown."""
+
+    browser: Browser
+    link: str
+    page_hash: str = ""
+
+    def note(self, outcome: RunOutcome) -> RunOutcome:
+        self.page_hash = outcome.page_hash or self.page_hash
+        if outcome.query_string is not None:
+            self.link = "/?" + outcome.query_string if outcome.query_string else "/"
+        return outcome
+
+
+@dataclass
+class Follower:
+    tab: Tab
+    seen: dict[str, float] = field(default_factory=dict)  # text -> when first shown
+    exceptions: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    runs: int = 0
+
+    def _take(self, outcome: RunOutcome) -> RunOutcome:
+        self.tab.note(outcome)
+        self.runs += 1
+        self.exceptions.extend(outcome.exceptions)
+        text = text_shown(outcome)
+        if text is not None:
+            self.seen.setdefault(text, time.monotonic())
+        return outcome
+
+    async def run(self, ready: asyncio.Event, timeout: float) -> None:
+        """Open the follow link, then poll as the open tab does until cancelled."""
+        try:
+            await self.tab.browser.get(self.tab.link, timeout)
+            async with self.tab.browser.connect() as ws:
+                await ws.send(rerun_msg(self.tab.link))
+                page = self._take(await read_run(ws, timeout))
+                ready.set()
+                while True:
+                    if not page.auto_reruns:
+                        raise RuntimeError("the follower's page has no poll (not following)")
+                    poll, interval = min(page.auto_reruns.items(), key=lambda kv: kv[1])
+                    await asyncio.sleep(interval)
+                    tab = self.tab
+                    await ws.send(rerun_msg(tab.link, fragment_id=poll, auto=True, page_hash=tab.page_hash))
+                    outcome = self._take(await read_run(ws, timeout, fragment=True))
+                    if outcome.full_run:  # the poll opened the lecturer's new view
+                        page = outcome
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - counted and shown
+            self.errors.append(f"{type(exc).__name__}: {exc}"[:300])
+        finally:
+            ready.set()
+
+
+def text_change(tab: Tab, box_id: str, text: str) -> bytes:
+    """The BackMsg a browser sends when the text box gets `text` and Enter is pressed."""
+    msg = BackMsg()
+    msg.ParseFromString(rerun_msg(tab.link, page_hash=tab.page_hash))
+    state = msg.rerun_script.widget_states.widgets.add()
+    state.id, state.string_value = box_id, text
+    return msg.SerializeToString()
+
+
+@dataclass
+class Level:
+    followers: int
+    delays: list[float] = field(default_factory=list)
+    missed: int = 0
+    changes: int = 0
+    exceptions: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    rss: tuple[float, float] = (float("nan"), float("nan"))
+    others: list[float] = field(default_factory=list)
+    count_shown: str = ""
+    idle_cpu: float = float("nan")  # server CPU seconds per second while nothing changes
+
+
+async def class_level(server: Server, n: int, args: argparse.Namespace, first_round: int) -> Level:
+    """One lecturer and n followers for --minutes; --others users open pages meanwhile."""
+    level, timeout = Level(n), args.timeout
+    lecturer = Tab(Browser(server.base, cookies={"attention_lab_route": f"lecturer-{n}"}), START)
+    await lecturer.browser.get(START, timeout)
+    async with lecturer.browser.connect() as ws:
+        await ws.send(rerun_msg(START))
+        page = lecturer.note(await read_run(ws, timeout))
+        await ws.send(rerun_msg(lecturer.link, [page.buttons["Start a class session"][:1] + (True,)],
+                                page_hash=lecturer.page_hash))  # fmt: skip
+        page = lecturer.note(await read_run(ws, timeout))
+        link = next(c.strip() for c in page.codes if "?follow=" in c)
+        box_id = next(i for label, (i, _) in page.text_inputs.items() if label.startswith(TEXT_LABEL))
+        level.rss = (server.rss_mb(), level.rss[1])
+        followers = [Follower(Tab(Browser(server.base), "/" + link.split("/", 3)[3])) for _ in range(n)]
+        tasks, readies = [], []
+        for follower in followers:  # the class arrives over a few seconds, not in one instant
+            readies.append(asyncio.Event())
+            tasks.append(asyncio.create_task(follower.run(readies[-1], timeout)))
+            await asyncio.sleep(args.arrive / n)
+        await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), timeout * 2)
+        await asyncio.sleep(3)
+        idle_cpu = server_cpu(server)
+        await asyncio.sleep(5)  # the class following, the lecturer still: what the polls cost
+        level.idle_cpu = (server_cpu(server) - idle_cpu) / 5
+        others = asyncio.create_task(
+            load_step(server.base, args.others, args.minutes * 60, 10**9, timeout, None)
         )
+        await asyncio.sleep(args.every)
+        stop_at = time.monotonic() + args.minutes * 60
+        round_no = first_round
+        while time.monotonic() < stop_at:
+            word = word_for(round_no)
+            changed = time.monotonic()
+            await ws.send(text_change(lecturer, box_id, word))
+            outcome = lecturer.note(await read_run(ws, timeout))
+            level.exceptions.extend(f"lecturer: {e}" for e in outcome.exceptions)
+            await asyncio.sleep(max(0.0, args.every - (time.monotonic() - changed)))
+            for follower in followers:
+                when = follower.seen.get(word)
+                if when is None or when - changed > args.every:
+                    level.missed += 1
+                else:
+                    level.delays.append(when - changed)
+            level.changes += 1
+            round_no += 1
+        counts = [r for fid, r in page.auto_reruns.items() if r > 1]
+        if counts:  # the lecturer's follower count, as the sidebar shows it
+            fid = next(fid for fid, r in page.auto_reruns.items() if r > 1)
+            await ws.send(rerun_msg(lecturer.link, fragment_id=fid, auto=True, page_hash=lecturer.page_hash))
+            shown = await read_run(ws, timeout, fragment=True)
+            level.count_shown = next((t for t in shown.texts if "following" in t), "")
+        level.rss = (level.rss[0], server.rss_mb())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        other = await others
+        level.others = other.times
+        level.errors.extend(other.errors)
+        level.exceptions.extend(other.exceptions)
+        for follower in followers:
+            level.exceptions.extend(follower.exceptions)
+            level.errors.extend(follower.errors)
+    return level
+
+
+def server_cpu(server: Server) -> float:
+    """CPU seconds the server's processes (app processes, nginx) have used so far."""
+    if server.proc is None:
+        return float("nan")
+    total = 0
+    for pid in descendants(server.proc.pid):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def report(level: Level, baseline: list[float]) -> str:
+    d = sorted(level.delays) or [float("nan")]
+    p95_others, p95_alone = pct(level.others, 0.95), pct(baseline, 0.95)
+    change = (p95_others / p95_alone - 1) * 100 if baseline and level.others else float("nan")
+    count = re.sub(r"\*", "", level.count_shown.split("·")[0]).strip() or "-"
+    return (
+        f"{level.followers:>9} {level.changes:>7} {statistics.median(d):>6.2f} {pct(d, 0.95):>6.2f} "
+        f"{d[-1]:>6.2f} {level.missed:>6} {p95_alone:>8.2f} {p95_others:>8.2f} {change:>+6.0f}% "
+        f"{level.rss[0]:>7,.0f} {level.rss[1]:>7,.0f} {len(level.exceptions):>4} {len(level.errors):>4} "
+        f"{level.idle_cpu:>5.2f}  {count}"
+    )
+
+
+HEADER = (
+    f"{'followers':>9} {'changes':>7} {'p50 s':>6} {'p95 s':>6} {'max s':>6} {'missed':>6} "
+    f"{'others':>8} {'+class':>8} {'Δp95':>7} {'RSS MB':>7} {'→ end':>7} {'exc':>4} {'err':>4} "
+    f"{'idle':>5}  lecturer sees"
+)
+
+
+async def protocol_bench(server: Server, args: argparse.Namespace) -> None:
+    await warm_up(server.base, server.workers, args.timeout)
+    baseline = []
+    if args.others:
+        alone = await load_step(server.base, args.others, args.baseline, 10**9, args.timeout, server)
+        baseline = alone.times
+        print(f"others alone: {len(baseline)} pages, p95 {pct(baseline, 0.95):.2f} s", flush=True)
+    print(HEADER, flush=True)
+    first_round = 0
+    for n in args.followers:
+        level = await class_level(server, n, args, first_round)
+        first_round += level.changes
+        print(report(level, baseline), flush=True)
+        for message in (level.exceptions + level.errors)[:5]:
+            print(f"    {message}", flush=True)
+
+
+# ---------------------------------------------------------------- real browser tabs
+
+
+def browser_bench(url: str, args: argparse.Namespace) -> None:
+    from playwright.sync_api import Page, sync_playwright
+
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+
+    def text_of(page: Page) -> str:
+        try:
+            box = f'input[aria-label^="{TEXT_LABEL}"]'
+            return page.eval_on_selector(box, "(el) => el.value", strict=False)
+        except Exception:  # a follower between two page runs has no text box for a moment
+            return ""
+
+    with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         lecturer = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
         lecturer.set_default_timeout(90_000)
-        lecturer.goto(url + "/reversal?text=attention")
+        lecturer.goto(url + START)
         lecturer.get_by_role("button", name="Start a class session").click()
         link = lecturer.locator('[data-testid="stSidebar"] code').first.inner_text(timeout=60_000).strip()
-        followers = []
-        for _ in range(args.followers):
-            page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+        followers = [browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+                     for _ in range(args.browsers)]  # fmt: skip
+        for page in followers:
             page.goto(link)
-            followers.append(page)
         time.sleep(5)
         delays: list[float] = []
         missed = 0
         for round_no in range(args.rounds):
-            word = "".join("abcdefghij"[int(c)] for c in f"{round_no:03d}") + "class"
-            box = lecturer.get_by_role("textbox", name=re.compile("Text to reverse"))
+            word = word_for(round_no)
+            box = lecturer.get_by_role("textbox", name=re.compile(TEXT_LABEL))
             box.fill(word)
             box.press("Enter")
-            changed = time.monotonic()
-            waiting = set(range(len(followers)))
+            changed, waiting = time.monotonic(), set(range(len(followers)))
             while waiting and time.monotonic() - changed < args.timeout:
                 for i in list(waiting):
                     if text_of(followers[i]) == word:
@@ -82,14 +316,42 @@ def main() -> None:
                 time.sleep(0.05)
             missed += len(waiting)
             time.sleep(max(0.0, args.every - (time.monotonic() - changed)))
-        shown_errors = sum(
-            page.locator('[data-testid="stException"]').count() for page in [lecturer, *followers]
-        )
+        shown = sum(page.locator('[data-testid="stException"]').count() for page in [lecturer, *followers])
         browser.close()
-    delays.sort() if delays else delays.append(float("nan"))
-    p50, p95 = statistics.median(delays), delays[int(0.95 * (len(delays) - 1))]
-    print(f"{args.followers} followers x {args.rounds} changes: p50 {p50:.2f} s, p95 {p95:.2f} s, "
-          f"max {delays[-1]:.2f} s; missed {missed}; exceptions shown {shown_errors}")  # fmt: skip
+    d = sorted(delays) or [float("nan")]
+    print(f"{args.browsers} browser tabs x {args.rounds} changes: p50 {statistics.median(d):.2f} s, "
+          f"p95 {pct(d, 0.95):.2f} s, max {d[-1]:.2f} s; missed {missed}; exceptions {shown}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--followers", default="50,100,200", help="class sizes, one level each")
+    parser.add_argument("--minutes", type=float, default=5.0, help="per level")
+    parser.add_argument("--every", type=float, default=10.0, help="seconds between the lecturer's changes")
+    parser.add_argument("--others", type=int, default=5, help="other users opening pages meanwhile")
+    parser.add_argument("--baseline", type=float, default=60.0, help="seconds of other users alone")
+    parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--arrive", type=float, default=20.0, help="seconds over which the class joins")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--browsers", type=int, default=0, help="followers as Chromium tabs instead")
+    parser.add_argument("--rounds", type=int, default=6, help="with --browsers: changes measured")
+    parser.add_argument("--url", default=None, help="a running lab (no memory figures)")
+    args = parser.parse_args()
+    args.followers = [int(n) for n in args.followers.split(",") if n.strip()]
+    if args.minutes > 60 or max(args.followers, default=0) > 2000:
+        parser.error("--minutes is bounded to 60 and --followers to 2000")
+    with ExitStack() as stack:
+        if args.url:
+            server = Server(args.url, args.url.rstrip("/"), args.workers)
+        else:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-class-")))
+            server = stack.enter_context(started("serve", args.workers, tmp))
+        print(f"{server.name}; lecturer changes the text every {args.every:.0f} s; "
+              f"{args.others} other users; delays in seconds", flush=True)  # fmt: skip
+        if args.browsers:
+            browser_bench(server.base, args)
+        else:
+            asyncio.run(protocol_bench(server, args))
 
 
 if __name__ == "__main__":

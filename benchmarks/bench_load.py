@@ -178,6 +178,8 @@ class RunOutcome:
     buttons: dict[str, tuple[str, bool]] = field(default_factory=dict)  # label -> (id, disabled)
     auto_reruns: dict[str, float] = field(default_factory=dict)  # fragment id -> interval
     texts: list[str] = field(default_factory=list)  # markdown bodies and progress-bar texts
+    codes: list[str] = field(default_factory=list)  # st.code blocks
+    text_inputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # label -> (id, value shown)
     full_run: bool = False  # the whole page ran (not only a fragment)
     query_string: str | None = None  # the page changed its URL's query (st.query_params)
     page_hash: str = ""  # the page this session shows (navigation.page_script_hash)
@@ -206,6 +208,11 @@ async def read_run(ws: ClientConnection, timeout: float, fragment: bool = False)
                 out.texts.append(element.markdown.body)
             elif which == "progress":
                 out.texts.append(element.progress.text)
+            elif which == "code":
+                out.codes.append(element.code.code_text)
+            elif which == "text_input":
+                box = element.text_input
+                out.text_inputs[box.label] = (box.id, box.value if box.HasField("value") else box.default)
         elif kind == "new_session":  # a run starts: the whole page, or only fragments
             out.full_run = out.full_run or not msg.metadata.run.fragment_ids
         elif kind == "navigation":  # st.navigation chose the page: the browser keeps its hash
