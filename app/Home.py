@@ -70,4 +70,5 @@ enter_page(navigation.url_path)
 classroom.follower_banner(BY_PATH)
 tours.tour_bar()
 classroom.share(navigation.url_path, dict(st.query_params))  # a lecturer's page switch goes to the class
-navigation.run()
+with classroom.page_turn():
+    navigation.run()

@@ -4,16 +4,19 @@ link and see the lecturer's page and view within a second or two of each change.
 The lecturer's side: "Start a class session" in the sidebar, the follow link as text and
 QR code, how many follow, "End the class session"; every view the lecturer shows is shared
 (`share`, called by the router and by lab.state.write_state). A follower's side: a banner
-with "Explore on my own" / "Follow again", and a poll (a fragment, every POLL_SECONDS) that
+with "Explore on my own" / "Follow again", and a poll (a fragment, every poll_seconds) that
 opens the lecturer's view when it changes. The sessions live box-wide (serving.classroom).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import secrets
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,9 +34,19 @@ SHARED = "class_shared"  # session_state: the (page, params) the lecturer shared
 ENDED = "class_ended"  # session_state: the session followed has just ended (said once)
 BEAT = "class_beat"  # session_state: (follower id, when this follower last said it is here)
 POLL_SECONDS = 1.0  # a follower sees a change within this, plus a page run
+# Each poll is a Streamlit fragment run, ~5-8 ms of a core (benchmarks/bench_class.py "idle"):
+# a large class polls less often, so the box-wide polls stay near this many per second.
+CLASS_POLLS_PER_SECOND = 100.0
+MAX_POLL_SECONDS = 3.0
 BEAT_SECONDS = 4.0  # a follower says it is still here this often (the lecturer's count)
 PAGE_NOTE = "_class_page"  # session_state: the router's page lookup, url_path -> st.Page
 REOPEN = "_class_reopen"  # session_state: the next run opens its page afresh, from its URL (lab.state)
+TURN = "_class_turn"  # session_state: this run opens the lecturer's new view (it waits its turn)
+# A lecturer's change sets every follower on this process to run its page at once. Run
+# together they share the interpreter, so all finish late, other users' pages with them;
+# in turns, the first followers see the change soon and others' pages keep their pace.
+FOLLOWER_RUNS = threading.BoundedSemaphore(2)  # page runs of followers at once, per process
+TURN_WAIT_SECONDS = 30.0  # a follower never waits longer than this for its turn
 
 
 @functools.cache
@@ -66,6 +79,21 @@ def share(page: str, params: dict[str, Any]) -> None:
     if st.session_state.get(SHARED) != view:
         st.session_state[SHARED] = view
         sessions().publish(code, *view)
+
+
+@contextlib.contextmanager
+def page_turn() -> Iterator[None]:
+    """Around the page's run: a follower opening the lecturer's new view waits its turn
+    (FOLLOWER_RUNS); every other run goes straight on."""
+    if not st.session_state.pop(TURN, False):
+        yield
+        return
+    took = FOLLOWER_RUNS.acquire(timeout=TURN_WAIT_SECONDS)
+    try:
+        yield
+    finally:
+        if took:
+            FOLLOWER_RUNS.release()
 
 
 def _live(view: ClassView | None) -> bool:
@@ -163,10 +191,15 @@ def follower_banner(pages: dict[str, Any]) -> None:
     left.info("Following the lecturer: this page shows what they show.", icon=":material/groups:")
     right.button("Explore on my own", icon=":material/explore:", on_click=_explore, width="stretch")
     st.session_state[PAGE_NOTE] = pages
-    _poll(code)
+    st.fragment(run_every=poll_seconds(sessions().following(code)))(_poll)(code)
 
 
-@st.fragment(run_every=POLL_SECONDS)
+def poll_seconds(following: int) -> float:
+    """How often a follower asks whether the view moved: every POLL_SECONDS, less often in a
+    class so large that its polls alone would crowd the box."""
+    return min(MAX_POLL_SECONDS, max(POLL_SECONDS, following / CLASS_POLLS_PER_SECOND))
+
+
 def _poll(code: str) -> None:
     """Open the lecturer's view when its version moved (a whole-app run on that page)."""
     if st.session_state.get(FOLLOWING) != code:
@@ -187,4 +220,5 @@ def _poll(code: str) -> None:
     page = st.session_state[PAGE_NOTE].get(view.page)
     if page is not None:
         st.session_state[REOPEN] = True  # the same page too: its widgets take the URL's values
+        st.session_state[TURN] = True
         st.switch_page(page, query_params=view.params)

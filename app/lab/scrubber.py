@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import time
 from typing import Any
 
 import numpy as np
@@ -24,42 +25,58 @@ from transformer_core.interp.heads import (
 )
 
 # ---------------------------------------------------------------- the snapshot scrubber
-# Playing: the scrubber follows the latest snapshot as the run saves new ones. Paused (the
-# Pause button, or the user moving the scrubber): it holds its step across the live
-# panel's refreshes until "Follow latest" plays again. Kept per session, reset per run.
+# A running run: the scrubber follows the latest snapshot as the run saves new ones. Paused
+# (the Pause button, or the user moving the scrubber) it holds its step across the live
+# panel's refreshes until "Follow latest" follows again. A finished run: Play steps through
+# the snapshots from the first (or from the one shown), one every PLAY_SECONDS, in a
+# fragment that ticks only while it plays. Kept per session, reset per run.
 #
 # The server never sets the scrubber's value (a value set through st.session_state while
 # the panel refreshes can come back from the browser as a stale "change" and pause it):
-# each position it must show is a fresh widget whose default is that position. Playing,
-# the key names the number of snapshots, so each new snapshot is a new widget at the
-# latest; paused, the key is fixed (a select_slider keeps its identity and the user's
-# choice while its options grow); every switch between the two gets a new generation.
-SCRUB_STATE = "snap_scrub"  # {"run": id, "follow": bool, "held": step, "shown": step, "gen": int, "key": str}
+# each position it must show is a fresh widget whose default is that position. Following
+# or playing, the key names the position, so each new one is a new widget; paused, the key
+# is fixed (a select_slider keeps its identity and the user's choice while its options
+# grow); every switch between the two gets a new generation.
+SCRUB_STATE = "snap_scrub"  # {"run", "follow", "playing", "held", "shown", "gen", "key", "next", "ticking"}
+PLAY_SECONDS = 0.6  # one snapshot on screen while playing
 
 
 def _scrub() -> dict[str, Any]:
     return st.session_state.setdefault(
-        SCRUB_STATE, {"run": None, "follow": True, "held": 0, "shown": 0, "gen": 0}
+        SCRUB_STATE, {"run": None, "follow": True, "playing": False, "held": 0, "shown": 0, "gen": 0}
     )
 
 
 def scrub_position(run_id: str, steps: list[int]) -> tuple[int, str]:
     """(index into `steps`, the snapshots' steps in order, of the snapshot to show now; the
-    scrubber's widget key): the latest while playing, else the held one (the last one at
-    or before its step)."""
+    scrubber's widget key): the latest while following, the next one when playing is due,
+    else the held one (the last one at or before its step)."""
     state = _scrub()
     if state["run"] != run_id:
-        state.update(run=run_id, follow=True, held=0, shown=0, gen=state["gen"] + 1)
-    if state["follow"]:
+        state.update(run=run_id, follow=True, playing=False, held=0, shown=0, gen=state["gen"] + 1)
+    held = max(0, bisect.bisect_right(steps, state["held"]) - 1)
+    if state["playing"]:
+        index = held
+        if time.monotonic() >= state["next"]:
+            index = min(held + 1, len(steps) - 1)
+            state.update(held=steps[index], next=time.monotonic() + PLAY_SECONDS)
+        if index == len(steps) - 1:  # the film has ended on the last snapshot
+            state.update(playing=False, gen=state["gen"] + 1)
+        key = f"snap_step-{state['gen']}-{index}-play"
+    elif state["follow"]:
         index, key = len(steps) - 1, f"snap_step-{state['gen']}-{len(steps)}"
     else:
-        index, key = max(0, bisect.bisect_right(steps, state["held"]) - 1), f"snap_step-{state['gen']}"
+        index, key = held, f"snap_step-{state['gen']}"
     state.update(shown=steps[index], key=key)
     return index, key
 
 
 def scrub_following() -> bool:
     return bool(_scrub()["follow"])
+
+
+def scrub_playing() -> bool:
+    return bool(_scrub()["playing"])
 
 
 def hold_scrubber(key: str) -> None:
@@ -69,15 +86,28 @@ def hold_scrubber(key: str) -> None:
     state = _scrub()
     if key != state.get("key"):
         return
-    if state["follow"]:
-        state.update(follow=False, gen=state["gen"] + 1)
+    if state["follow"] or state["playing"]:
+        state.update(follow=False, playing=False, gen=state["gen"] + 1)
     state["held"] = int(st.session_state[key])
 
 
 def toggle_follow() -> None:
-    """The play/pause button: pause holds the snapshot shown now; play follows the latest."""
+    """A running run's Pause / Follow latest: pause holds the snapshot shown now; follow
+    shows the latest."""
     state = _scrub()
     state.update(follow=not state["follow"], held=state["shown"], gen=state["gen"] + 1)
+
+
+def toggle_play(first_step: int, last_step: int) -> None:
+    """A finished run's Play / Pause: play from the snapshot shown (from the first when the
+    last is shown); pause holds the one shown."""
+    state = _scrub()
+    playing = not state["playing"]
+    start = first_step if state["shown"] >= last_step else state["shown"]
+    state.update(
+        playing=playing, follow=False, held=start if playing else state["shown"], gen=state["gen"] + 1
+    )
+    state["next"] = time.monotonic() + PLAY_SECONDS
 
 
 def telling_head(snap: dict[str, Any], kind: str, task: str) -> tuple[int, int]:
@@ -111,27 +141,54 @@ def scrubber_gif(p: RunProgress, kind: str, layer: int, head: int) -> bytes:
 
 def show_snapshots(info: RunInfo, p: RunProgress) -> None:
     """The snapshot scrubber: attention of the probe input at each saved step. While the run
-    trains it plays (follows the latest snapshot) until paused or moved; a held position
-    stays across the live panel's refreshes."""
-    if not p.snapshots:
+    trains it follows the latest snapshot until paused or moved (inside the live panel);
+    a finished run's scrubber is a fragment of its own that ticks while it plays."""
+    if info.active:
+        snapshot_panel(info, p)
         return
-    last = len(p.snapshots) - 1
-    steps = [int(m["step"]) for m in p.snapshots]
-    index, key = scrub_position(info.id, steps)
-    playable = info.active and last > 0
-    if playable:
-        c0, c1, c2, c3, c4 = st.columns([2, 3, 2, 1, 1], vertical_alignment="bottom")
+    state = _scrub()
+    state["ticking"] = playing = state["run"] == info.id and scrub_playing()
+    st.fragment(run_every=PLAY_SECONDS if playing else None)(snapshot_panel)(info, p)
+
+
+def _play_button(where: Any, info: RunInfo, steps: list[int]) -> None:
+    if info.active:
         following = scrub_following()
-        c0.button(
+        where.button(
             "Pause" if following else "Follow latest",
             icon=":material/pause:" if following else ":material/play_arrow:",
             key="snap_play",
             on_click=toggle_follow,
             help="Hold the scrubber at this snapshot while the run goes on"
             if following
-            else "Play: follow the latest snapshot as the run saves new ones",
+            else "Follow the latest snapshot as the run saves new ones",
             width="stretch",
         )
+        return
+    playing = scrub_playing()
+    where.button(
+        "Pause" if playing else "Play",
+        icon=":material/pause:" if playing else ":material/play_arrow:",
+        key="snap_play",
+        on_click=toggle_play,
+        args=(steps[0], steps[-1]),
+        help="Hold this snapshot" if playing else "Play the snapshots one after another, as a film",
+        width="stretch",
+    )
+
+
+def snapshot_panel(info: RunInfo, p: RunProgress) -> None:
+    """The scrubber with its play button, the attention kind and head, the map and the GIF."""
+    if not p.snapshots:
+        return
+    if not info.active and _scrub().get("ticking") != scrub_playing():
+        st.rerun(scope="app")  # start or stop the fragment's ticking
+    last = len(p.snapshots) - 1
+    steps = [int(m["step"]) for m in p.snapshots]
+    index, key = scrub_position(info.id, steps)
+    if last:
+        c0, c1, c2, c3, c4 = st.columns([2, 3, 2, 1, 1], vertical_alignment="bottom")
+        _play_button(c0, info, steps)
     else:
         c1, c2, c3, c4 = st.columns([3, 2, 1, 1], vertical_alignment="bottom")
     if last:
@@ -147,10 +204,12 @@ def show_snapshots(info: RunInfo, p: RunProgress) -> None:
     kinds = [k for k in ("cross", "encoder_self", "decoder_self", "self") if k in snap]
     probe = "".join(t for t in snap["source_tokens"] if not t.startswith("<"))
     where = f"snapshot {index + 1} of {last + 1}, step {snap['step']:,}"
-    if playable and not scrub_following():
+    if info.active and last and not scrub_following():
         where = f"paused at {where} (latest: step {p.snapshots[-1]['step']:,})"
-    elif playable:
+    elif info.active and last:
         where = f"following the latest: {where}"
+    elif scrub_playing():
+        where = f"playing: {where}"
     st.caption(f"Attention of the probe input “{probe}” during training · {where}")
     kind = c2.selectbox("Attention", kinds, key="snap_kind", persist_state="session")
     L, H = snap[kind].shape[:2]

@@ -9,6 +9,7 @@ a class session's followers follow the scenes too. Starter tours ship in app/tou
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -123,9 +124,12 @@ def tour_bar() -> None:
     with st.container(border=True):
         left, prev_col, next_col, leave_col = st.columns([4, 1.1, 1.1, 1.6], vertical_alignment="center")
         title = f"{tour.title} · " if tour.title else ""
-        left.markdown(
-            f"**{title}scene {k} of {n}**"
-            + (f": {tour.scenes[k - 1].note}" if tour.scenes[k - 1].note else "")
+        note = tour.scenes[k - 1].note
+        # a live region: a screen reader reads each new scene's note as the scene opens
+        left.html(
+            f'<div role="status" aria-live="polite"><strong>{html.escape(title)}scene {k} of {n}</strong>'
+            + (f": {html.escape(note)}" if note else "")
+            + "</div>"
         )
         step = {"on_click": _go, "width": "stretch"}
         prev_col.button("Previous", args=(k - 1,), disabled=k == 1,

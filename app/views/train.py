@@ -292,9 +292,9 @@ def live_panel(run_id: str) -> None:
         st.session_state["train_last_progress"] = now
     if info.status == "queued":
         queue.dispatch()  # a slot may have been freed by a worker that died
-    show_progress(info, p)
     if not info.active:
-        st.rerun(scope="app")  # draw the results section
+        st.rerun(scope="app")  # the finished run, its results and its own scrubber
+    show_progress(info, p)
     wanted = poll_interval(now - st.session_state["train_last_progress"])
     if wanted != st.session_state.get("train_poll", POLL_TIERS[0][1]):
         st.session_state["train_poll"] = wanted

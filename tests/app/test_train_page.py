@@ -295,7 +295,38 @@ def test_the_scrubber_plays_and_holds_across_refreshes_of_a_running_run() -> Non
     assert not at.exception
     assert "stopped" in at.get("progress")[0].proto.text
     assert scrubber(at)[:2] == (225, 275)
-    assert not [b for b in at.button if b.key == "snap_play"]  # nothing to play once it ended
+    assert play_label(at) == "Play"  # a finished run plays its snapshots as a film
+
+
+def test_a_finished_runs_scrubber_plays_its_snapshots_one_after_another(monkeypatch) -> None:
+    """Issue 23 #4: a play button plays the snapshots. Play from the last snapshot starts at
+    the first; each tick shows the next; the film stops on the last; Pause holds a frame."""
+    import lab.scrubber
+
+    monkeypatch.setattr(lab.scrubber, "PLAY_SECONDS", 0.0)  # every page run is a tick here
+    run = FakeRun()
+    run.snapshots(4)  # steps 25 .. 100
+    run.queue.finish(run.id, "done")
+    at = open_train({"run": run.id})
+    assert scrubber(at)[:2] == (100, 100) and play_label(at) == "Play"
+    at.button(key="snap_play").click().run()  # from the last: the film starts at the first
+    shown = [scrubber(at)[0]]
+    assert play_label(at) == "Pause"
+    assert any("playing: snapshot" in c.value for c in at.caption)
+    while play_label(at) == "Pause" and len(shown) < 10:
+        at.run()
+        assert not at.exception
+        shown.append(scrubber(at)[0])
+        assert scrubber(at)[2].startswith(f"step {shown[-1]}:")  # the map is the frame's
+    assert shown[0] in (25, 50) and shown[-1] == 100 and play_label(at) == "Play"
+    assert shown == sorted(shown) and set(shown) >= {50, 75, 100}
+    at.button(key="snap_play").click().run()  # play again, then pause on a frame
+    at.run()
+    frame = scrubber(at)[0]
+    at.button(key="snap_play").click().run()
+    assert play_label(at) == "Play" and scrubber(at)[0] == frame
+    at.run()
+    assert scrubber(at)[0] == frame  # held
 
 
 def test_a_snapshot_opens_on_its_most_telling_head() -> None:
