@@ -152,29 +152,21 @@ def show_snapshots(info: RunInfo, p: RunProgress) -> None:
 
 
 def _play_button(where: Any, info: RunInfo, steps: list[int]) -> None:
+    """A running run's Pause / Follow latest, a finished run's Pause / Play."""
     if info.active:
-        following = scrub_following()
-        where.button(
-            "Pause" if following else "Follow latest",
-            icon=":material/pause:" if following else ":material/play_arrow:",
-            key="snap_play",
-            on_click=toggle_follow,
-            help="Hold the scrubber at this snapshot while the run goes on"
-            if following
-            else "Follow the latest snapshot as the run saves new ones",
-            width="stretch",
-        )
-        return
-    playing = scrub_playing()
+        moving, idle_label = scrub_following(), "Follow latest"
+        click, args = toggle_follow, ()
+        help = ("Hold the scrubber at this snapshot while the run goes on",
+                "Follow the latest snapshot as the run saves new ones")  # fmt: skip
+    else:
+        moving, idle_label = scrub_playing(), "Play"
+        click, args = toggle_play, (steps[0], steps[-1])
+        help = ("Hold this snapshot", "Play the snapshots one after another, as a film")
     where.button(
-        "Pause" if playing else "Play",
-        icon=":material/pause:" if playing else ":material/play_arrow:",
-        key="snap_play",
-        on_click=toggle_play,
-        args=(steps[0], steps[-1]),
-        help="Hold this snapshot" if playing else "Play the snapshots one after another, as a film",
-        width="stretch",
-    )
+        "Pause" if moving else idle_label,
+        icon=":material/pause:" if moving else ":material/play_arrow:",
+        key="snap_play", on_click=click, args=args, help=help[0] if moving else help[1], width="stretch",
+    )  # fmt: skip
 
 
 def snapshot_panel(info: RunInfo, p: RunProgress) -> None:
