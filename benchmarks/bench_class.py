@@ -97,6 +97,7 @@ class Follower:
     exceptions: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     runs: int = 0
+    leaving: bool = False  # the tab closes at its next poll (a cancel alone can be lost in wait_for)
 
     def _take(self, outcome: RunOutcome) -> RunOutcome:
         self.tab.note(outcome)
@@ -115,7 +116,7 @@ class Follower:
                 await ws.send(rerun_msg(self.tab.link))
                 page = self._take(await read_run(ws, timeout))
                 ready.set()
-                while True:
+                while not self.leaving:
                     if not page.auto_reruns:
                         raise RuntimeError("the follower's page has no poll (not following)")
                     poll, interval = min(page.auto_reruns.items(), key=lambda kv: kv[1])
@@ -209,9 +210,10 @@ async def class_level(server: Server, n: int, args: argparse.Namespace, first_ro
             shown = await read_run(ws, timeout, fragment=True)
             level.count_shown = next((t for t in shown.texts if "following" in t), "")
         level.rss = (level.rss[0], server.rss_mb())
-        for task in tasks:
+        for follower, task in zip(followers, tasks, strict=True):
+            follower.leaving = True
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.wait(tasks, timeout=timeout + 5)
         other = await others
         level.others = other.times
         level.errors.extend(other.errors)

@@ -230,3 +230,15 @@ def test_the_scrubber_holds_its_position_while_the_run_goes_on(
     )
     wait_for_app(page)
     assert scrubber_state(page)[0] == held  # the ended run keeps the held snapshot
+
+    # issue 23 #4: the ended run's scrubber plays its snapshots as a film, then stops on the last
+    main.get_by_role("button", name="Play").click()
+    expect(main.get_by_text("playing: snapshot", exact=False)).to_be_visible(timeout=30_000)
+    first, top = scrubber_state(page)
+    page.wait_for_function(  # the scrubber moves on by itself, one snapshot after another
+        f"() => {{ const t = ({SCRUBBER_JS})(); return t && Number(t.value) > {first}; }}", timeout=30_000
+    )
+    page.screenshot(path=str(tmp_path / "train-scrubber-film.png"))
+    expect(main.get_by_role("button", name="Play")).to_be_visible(timeout=(top - first + 10) * 3_000)
+    assert scrubber_state(page) == (top, top)  # the film ends on the last snapshot
+    assert_no_exception(page)
