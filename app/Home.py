@@ -56,19 +56,20 @@ SECTIONS = {
         ),
     ],
 }
-navigation = st.navigation(SECTIONS, position="hidden")
-page_links(SECTIONS)
-device_picker()
-classroom.lecturer_panel()
-tours.recorder(navigation.url_path)
-present.apply()
-tables.style()  # once per run, for every table the page shows
-BY_PATH = {p.url_path: p for pages in SECTIONS.values() for p in pages}
-classroom.join_from_link()
-tours.follow_link(BY_PATH, navigation.url_path)
-enter_page(navigation.url_path)
-classroom.follower_banner(BY_PATH)
-tours.tour_bar()
-classroom.share(navigation.url_path, dict(st.query_params))  # a lecturer's page switch goes to the class
+# a follower opening the lecturer's new view runs all of it in turn with the others
 with classroom.page_turn():
+    navigation = st.navigation(SECTIONS, position="hidden")
+    page_links(SECTIONS)
+    device_picker()
+    classroom.lecturer_panel()
+    tours.recorder(navigation.url_path)
+    present.apply()
+    tables.style()  # once per run, for every table the page shows
+    BY_PATH = {p.url_path: p for pages in SECTIONS.values() for p in pages}
+    classroom.join_from_link()
+    tours.follow_link(BY_PATH, navigation.url_path)
+    enter_page(navigation.url_path)
+    classroom.follower_banner(BY_PATH)
+    tours.tour_bar()
+    classroom.share(navigation.url_path, dict(st.query_params))  # a lecturer's page switch goes to the class
     navigation.run()

@@ -83,7 +83,7 @@ def share(page: str, params: dict[str, Any]) -> None:
 
 @contextlib.contextmanager
 def page_turn() -> Iterator[None]:
-    """Around the page's run: a follower opening the lecturer's new view waits its turn
+    """Around the whole run: a follower opening the lecturer's new view waits its turn
     (FOLLOWER_RUNS); every other run goes straight on."""
     if not st.session_state.pop(TURN, False):
         yield
