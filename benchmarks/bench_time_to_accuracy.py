@@ -2,12 +2,12 @@
 training length (3, 5, 7, 10).
 
     python benchmarks/bench_time_to_accuracy.py [--positions rope] [--device cpu] [--every 250]
-        [--size small] [--lr 2e-3] [--batch-size 64] [--steps N]
+        [--size tiny] [--lr 1e-2] [--batch-size 64] [--steps N]
 
 Training time only: the clock pauses while the model is evaluated (200 strings per length)
 every --every steps.
 
-    python benchmarks/bench_time_to_accuracy.py --page-run [--positions rope]
+    python benchmarks/bench_time_to_accuracy.py --page-run [--positions rope] [--size tiny]
 
 instead starts the /train page's default run as a student's Start does (a run process of
 the box's run store, one thread, its evaluations and snapshots included) and prints the
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from serving import page_config
-from transformer_core.train import DEFAULT_SIZE
+from transformer_core.train import TASKS
 from transformer_core.train.evaluation import evaluate_reversal
 from transformer_core.train.presets import prepare_run
 from transformer_core.train.trainer import StepEvent, Trainer
@@ -33,7 +33,7 @@ from transformer_core.train.trainer import StepEvent, Trainer
 LENGTHS = [3, 5, 7, 10]
 
 
-def page_run(positions: str) -> None:
+def page_run(positions: str, size: str) -> None:
     """The /train default reversal run through the run store, timed from submission."""
     import tempfile
 
@@ -45,7 +45,7 @@ def page_run(positions: str) -> None:
         store = SQLiteRunStore(Path(root), max_running=1)
         config = page_config("reverse", device="cpu")
         start = time.monotonic()
-        run_id = store.submit(RunRequest(config.to_dict(), positions, DEFAULT_SIZE, {}, label="bench"))
+        run_id = store.submit(RunRequest(config.to_dict(), positions, size, {}, label="bench"))
         progress, seen, clear_at = RunProgress(store.folder(run_id)), 0, None
         while store.info(run_id).active:
             time.sleep(0.2)
@@ -71,14 +71,16 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=250)
     parser.add_argument("--target", type=float, default=0.99)
     parser.add_argument(
-        "--size", default=DEFAULT_SIZE, help="a model size of the reversal task (tiny, small, ...)"
+        "--size",
+        default=TASKS["reverse"].watched_size,
+        help="a model size of the reversal task (tiny, small, ...); default: the /train page's",
     )
     parser.add_argument("--lr", type=float, default=None, help="default: the /train page's")
     parser.add_argument("--batch-size", type=int, default=None, help="default: the /train page's")
     parser.add_argument("--page-run", action="store_true", help="time the /train default run end to end")
     args = parser.parse_args()
     if args.page_run:
-        page_run(args.positions)
+        page_run(args.positions, args.size)
         return
     page = page_config(
         "reverse", steps=args.steps, device=args.device, lr=args.lr, batch_size=args.batch_size

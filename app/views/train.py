@@ -66,18 +66,20 @@ def apply_size() -> None:
 
 
 def apply_task() -> None:
-    """A new task: its preset shape, steps, batch size, learning rate (and scheme, if it has one)."""
+    """A new task: its watched size and shape, steps, batch size, learning rate (and scheme,
+    if it has one)."""
+    recipe = TASKS[st.session_state["train_task"]]
+    st.session_state["train_preset"] = recipe.watched_size
     apply_size()
-    task = st.session_state["train_task"]
-    recipe = TASKS[task]
     if recipe.positions:
         st.session_state["train_positions"] = recipe.positions
     defaults = recipe.page_optim
     st.session_state.update(train_steps=defaults.steps, train_batch=defaults.batch_size, train_lr=defaults.lr)
 
 
-for key, default in (("train_task", "reverse"), ("train_positions", "rope"), ("train_preset", DEFAULT_SIZE),
-                     ("train_schedule", SCHEDULES[0])):  # fmt: skip
+first_visit = {"train_task": "reverse", "train_positions": "rope",
+               "train_preset": TASKS["reverse"].watched_size, "train_schedule": SCHEDULES[0]}  # fmt: skip
+for key, default in first_visit.items():
     st.session_state.setdefault(key, default)
 applied = st.session_state.get("train_applied")  # (task, size) the shape and optimiser widgets show
 if applied != (st.session_state["train_task"], st.session_state["train_preset"]):
@@ -428,4 +430,4 @@ row_scheme = rerun_cols[0].selectbox(
     "Re-run one row yourself", SCHEMES, key="length_rerun_scheme", persist_state="session"
 )
 if rerun_cols[1].button("Train this row", disabled=active, key="length_rerun"):
-    start("reverse", row_scheme, DEFAULT_SIZE, {})  # the shipped model's size and schedule
+    start("reverse", row_scheme, DEFAULT_SIZE, {})  # the shipped models' size, the page's schedule

@@ -64,6 +64,27 @@ def status(run_id: str) -> str:
     return queue().info(run_id).status
 
 
+def test_the_form_opens_on_the_watched_run_of_each_task() -> None:
+    """Issue 23: the default reversal run is the one a class can watch (one layer of two
+    heads, 1000 steps at lr 0.01); another task brings its own size and optimiser."""
+
+    def form(at: AppTest) -> tuple:
+        return (
+            at.select_slider(key="train_preset").value,
+            at.number_input(key="train_n_layers").value,
+            at.number_input(key="train_n_heads").value,
+            at.number_input(key="train_steps").value,
+            at.number_input(key="train_lr").value,
+        )
+
+    at = open_train()
+    assert form(at) == ("tiny", 1, 2, 1000, 0.01)
+    at.radio(key="train_task").set_value("lm").run()
+    assert form(at) == ("small", 4, 4, 1000, 3e-3)
+    at.radio(key="train_task").set_value("reverse").run()
+    assert form(at) == ("tiny", 1, 2, 1000, 0.01)
+
+
 def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     at = open_train()
     at.select_slider(key="train_preset").set_value("tiny")

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from transformer_core.errors import ConfigError
-from transformer_core.train import TASKS, train_config
+from transformer_core.train import DEFAULT_SIZE, TASKS, train_config
 from transformer_core.train.presets import prepare_run
 from transformer_core.train.schedules import label_smoothing_target, vaswani_lr, warmup_cosine_lr
 from transformer_core.train.tasks import Batch, cross_entropy_loss
@@ -215,13 +215,14 @@ def test_presets_are_the_one_home_of_the_defaults() -> None:
         assert model_config(task, "rope", shipped.vocab_size, max_len=shipped.max_len) == shipped
     row = page_config("reverse")  # "Train this row" and the form's defaults are one config
     assert (row.steps, row.batch_size, row.lr, row.warmup, row.eval_every, row.snapshot_every) == (
-        800,
+        1000,
         64,
-        5e-3,
-        80,
-        160,
-        20,
+        1e-2,
+        100,
+        200,
+        25,
     )  # fmt: skip  (a watched run: short enough for a lecture)
+    assert TASKS["reverse"].watched_size == "tiny" and TASKS["lm"].watched_size == DEFAULT_SIZE == "small"
     cli = train_config("reverse")  # the command line's, which trained the shipped checkpoints
     assert (cli.steps, cli.batch_size, cli.lr) == (3000, 64, 2e-3)
     assert page_config("lm", steps=100).snapshot_every == 2

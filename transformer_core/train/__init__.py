@@ -7,13 +7,13 @@ from transformer_core.train.evaluation import (
     evaluate_reversal,
 )
 from transformer_core.train.presets import (
-    DEFAULT_SIZE,
     model_config,
     model_shape,
     prepare_run,
     train_config,
 )
 from transformer_core.train.registry import (
+    DEFAULT_SIZE,
     REPORT_LENGTHS,
     TASKS,
     TRAIN_LENGTHS,

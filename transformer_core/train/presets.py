@@ -16,11 +16,9 @@ from transformer_core.config import ModelConfig
 from transformer_core.device import resolve_device
 from transformer_core.errors import ConfigError
 from transformer_core.models import GPT, Seq2Seq, build_model
-from transformer_core.train.registry import task_recipe
+from transformer_core.train.registry import DEFAULT_SIZE, task_recipe
 from transformer_core.train.tasks import LanguageModelTask, ReversalTask, Task
 from transformer_core.train.trainer import TrainConfig
-
-DEFAULT_SIZE = "small"
 
 
 def model_shape(task: str, size: str = DEFAULT_SIZE, **overrides: Any) -> dict[str, Any]:
