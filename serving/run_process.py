@@ -111,6 +111,7 @@ def execute(queue: RunControl, run_id: str) -> str:
             task.tokenizer,
             train_args={
                 **config.to_dict(),
+                **({"corpus": CORPUS_FILE} if text is not None else {}),  # beside the weights
                 "positions": request.positions,
                 "size": request.size,
                 **request.shape,

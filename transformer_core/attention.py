@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_core.capture import AttentionCapture, AttentionRecord
+from transformer_core.errors import ConfigError
 from transformer_core.positional import Rope, apply_rope
 
 
@@ -64,6 +65,20 @@ def scaled_dot_product_attention(
     return weights @ v, weights
 
 
+def patch_heads(z: torch.Tensor, patch: tuple[tuple[int, torch.Tensor], ...]) -> torch.Tensor:
+    """z (B, H, Tq, d_head) with head h's output replaced by value (B, Tq, d_head) or
+    (Tq, d_head) for each (h, value) in patch: a new tensor, so autograd still sees z."""
+    z = z.clone()
+    B, _, Tq, d_head = z.shape
+    for head, value in patch:
+        if value.shape[-2:] != (Tq, d_head) or value.dim() == 3 and value.size(0) not in (1, B):
+            raise ConfigError(
+                f"head_patch: head {head} needs ({B}, {Tq}, {d_head}) values, got {tuple(value.shape)}"
+            )
+        z[:, head] = value.to(z.dtype)
+    return z
+
+
 @dataclass(frozen=True)
 class AttentionSite:
     """Per-call facts one attention layer needs: which layer it is and what to apply.
@@ -82,6 +97,7 @@ class AttentionSite:
     ablated_heads: tuple[int, ...] = ()
     capture: AttentionCapture | None = None
     gate: torch.Tensor | None = None  # (H,) or (B, H) per-call multipliers on head outputs
+    patch: tuple[tuple[int, torch.Tensor], ...] = ()  # (head, (B, Tq, d_head) or (Tq, d_head)) values
 
 
 class LayerCache:
@@ -190,7 +206,10 @@ class MultiHeadAttention(nn.Module):
         return weights @ v  # (B, H, Tq, d_head)
 
     def _weigh_heads(self, out: torch.Tensor, site: AttentionSite) -> torch.Tensor:
-        """Per-call head weights, never weight edits: ablated heads give 0, gates scale."""
+        """Per-call head weights, never weight edits: patched heads take their given values
+        (activation patching), ablated heads give 0, gates scale."""
+        if site.patch:
+            out = patch_heads(out, site.patch)
         if site.ablated_heads:
             keep = torch.ones(self.n_heads, device=out.device, dtype=out.dtype)
             keep[list(site.ablated_heads)] = 0.0

@@ -36,6 +36,12 @@ class AttentionRecord:
     scale: float
 
     @property
+    def z(self) -> torch.Tensor:
+        """Every head's output before the output projection (B, H, Tq, d_head): weights @ v,
+        TransformerLens's hook_z (heads on axis 1 here), what activation patching swaps."""
+        return self.weights @ self.v
+
+    @property
     def name(self) -> str:
         """Stable activation name, e.g. 'cross.1' or 'self.0'."""
         return f"{self.kind}.{self.layer}"

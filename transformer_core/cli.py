@@ -30,7 +30,9 @@ from transformer_core import (
     generate,
     resolve_device,
 )
-from transformer_core.interp import analyze_heads, heads_json, trace_gpt, trace_seq2seq
+from transformer_core.interp import analyze_heads, heads_json, report_composition, trace_gpt, trace_seq2seq
+from transformer_core.interp.generated import GENERATE_HELP, trace_with_sample
+from transformer_core.interp.patching import PATCH_HELP, activation_patching, patching_json, patching_table
 from transformer_core.io import (
     export_transformer_lens,
     list_checkpoints,
@@ -126,13 +128,16 @@ def cmd_trace(args: argparse.Namespace) -> None:
         ablate=parse_ablation(args.ablate, ckpt.config.arch),
     )
     _check_heads(options, ckpt.config.n_layers, ckpt.config.n_heads)
-    if isinstance(ckpt.model, GPT):
+    extra: dict[str, Any] = {}
+    if args.generate is not None:
+        tr, extra, text = trace_with_sample(ckpt, args.text, args.generate, args.seed, options)
+    elif isinstance(ckpt.model, GPT):
         tr = trace_gpt(ckpt.model, ckpt.tokenizer, args.text, options)
         text = f"{ckpt.name}: next token after {args.text!r}: {tr.output!r}"
     else:
         tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, args.text, options)
         text = f"{ckpt.name}: {args.text!r} -> {tr.output!r}"
-    payload = tr.to_json(ckpt.name)
+    payload = {**tr.to_json(ckpt.name), **extra}
     text += "\n" + ", ".join(f"{kind} {w.shape}" for kind, w in tr.attention.items())
     if tr.unknown:
         text += f"\nreplaced by <unk>: {payload['unknown_characters']}"
@@ -264,7 +269,9 @@ def cmd_heads(args: argparse.Namespace) -> None:
     ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     probes = [p for p in args.probe if p] or None
     report = analyze_heads(ckpt, probes)
-    payload = heads_json(ckpt.name, report.heads, report.importance)
+    payload = heads_json(
+        ckpt.name, report.heads, report.importance, report_composition(ckpt), report.induction_probe
+    )
     columns = (
         ("previous_token", "prev", 6),
         ("diagonal", "diag", 6),
@@ -289,6 +296,7 @@ def cmd_heads(args: argparse.Namespace) -> None:
             + cell(a["delta_loss"], 8)
             + cell(a["delta_exact_match"], 8)
         )
+    lines.append(f"d loss, d exact: each head ablated alone, measured on {payload['ablation_data']}")
     _emit(args, payload, "\n".join(lines))
 
 
@@ -306,6 +314,13 @@ def cmd_export(args: argparse.Namespace) -> None:
         },
         f"wrote config.json, model.safetensors and vocab.json to {out} (HookedTransformer names)",
     )
+
+
+def cmd_patch(args: argparse.Namespace) -> None:
+    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    texts = (args.clean, args.corrupt, args.answer, args.wrong)
+    result = activation_patching(ckpt.model, ckpt.tokenizer, *texts)
+    _emit(args, patching_json(result), f"{ckpt.name}: " + patching_table(result))
 
 
 def with_device(parser: argparse.ArgumentParser, default: str) -> None:
@@ -326,6 +341,8 @@ def trace_arguments(sp: argparse.ArgumentParser) -> None:
         metavar="L.H",
         help="zero heads: L.H (GPT self / seq2seq cross) or kind:L.H, kind in " + ", ".join(ATTENTION_KINDS),
     )
+    sp.add_argument("--generate", type=int, default=None, metavar="N", help=GENERATE_HELP)
+    sp.add_argument("--seed", type=int, default=0, help="--generate's seed: same seed, same sample")
     with_device(sp, "cpu")
 
 
@@ -387,6 +404,15 @@ def export_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--out", required=True, help="folder to write config.json and model.safetensors into")
 
 
+def patch_arguments(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("checkpoint")
+    sp.add_argument("--clean", required=True, help="the clean text")
+    sp.add_argument("--corrupt", required=True, help="the corrupted text, as long as the clean one")
+    sp.add_argument("--answer", metavar="C", help="metric logit[C] - logit[WRONG] instead of the loss")
+    sp.add_argument("--wrong", metavar="C", help="the wrong character of the logit difference")
+    with_device(sp, "cpu")
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: its name, a line of help, its arguments and what it runs. `json`:
@@ -416,6 +442,8 @@ COMMANDS: dict[str, Command] = {
                 heads_arguments, cmd_heads),
         Command("export", "write a GPT checkpoint for TransformerLens's HookedTransformer (config + weights)",
                 export_arguments, cmd_export),
+        Command("patch", "activation patching: each head's output from the clean run into the corrupted one",
+                patch_arguments, cmd_patch, description=PATCH_HELP),
     )
 }  # fmt: skip
 

@@ -82,6 +82,16 @@ class ModelConfig:
         return cls(**data)
 
 
+def is_head_key(item: object) -> bool:
+    """Whether item is a (kind, layer, head) triple: kind in ATTENTION_KINDS, ints >= 0."""
+    return (
+        isinstance(item, tuple)
+        and len(item) == 3
+        and item[0] in ATTENTION_KINDS
+        and all(isinstance(i, int) and i >= 0 for i in item[1:])
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class HeadGates:
     """Per-call multipliers on every head's output, for gradients with respect to heads.
@@ -107,13 +117,39 @@ class HeadGates:
         return None if gate is None else gate[..., layer, :]
 
 
+@dataclass(frozen=True, eq=False)
+class HeadPatch:
+    """Per-call replacement of single heads' outputs, for activation patching.
+
+    values maps (kind, layer, head) to a (B, T, d_head) or (T, d_head) tensor: that head's
+    output before the output projection (TransformerLens's hook_z, every position) is replaced
+    by it. Patching a head with the value it would have computed changes nothing. Compared and
+    hashed by identity (it holds tensors).
+    """
+
+    values: dict[tuple[str, int, int], torch.Tensor]
+
+    def __post_init__(self) -> None:
+        for key, value in self.values.items():
+            if not is_head_key(key):
+                raise ConfigError(f"head_patch: {key!r} is not a (kind, layer, head) triple")
+            if not isinstance(value, torch.Tensor) or value.dim() not in (2, 3):
+                raise ConfigError(f"head_patch: {key} needs a (B, T, d_head) or (T, d_head) tensor")
+
+    def for_layer(self, kind: str, layer: int) -> tuple[tuple[int, torch.Tensor], ...]:
+        """((head, value), ...) of one layer; () when none of its heads is patched."""
+        return tuple((h, v) for (k, l, h), v in self.values.items() if (k, l) == (kind, layer))
+
+
 @dataclass(frozen=True)
 class InferenceOptions:
     """Switches for one forward call; none of them touches the weights.
 
     ablate holds (kind, layer, head) triples, kind one of ATTENTION_KINDS: that head's
     output is zeroed before the output projection. head_gates multiplies head outputs by
-    per-call gates (see HeadGates), for the gradient importance of heads.
+    per-call gates (see HeadGates), for the gradient importance of heads. head_patch
+    replaces single heads' outputs by given values (see HeadPatch), for activation patching;
+    a head both patched and ablated gives 0.
     """
 
     causal: bool = True
@@ -123,6 +159,7 @@ class InferenceOptions:
     sliding_window: int | None = None
     ablate: frozenset[tuple[str, int, int]] = field(default_factory=frozenset)
     head_gates: HeadGates | None = None
+    head_patch: HeadPatch | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ablate", frozenset(tuple(a) for a in self.ablate))
@@ -130,12 +167,7 @@ class InferenceOptions:
         if self.sliding_window is not None and self.sliding_window < 1:
             raise ConfigError(f"sliding_window: must be >= 1, got {self.sliding_window}")
         for item in self.ablate:
-            if (
-                not isinstance(item, tuple)
-                or len(item) != 3
-                or item[0] not in ATTENTION_KINDS
-                or not all(isinstance(i, int) and i >= 0 for i in item[1:])
-            ):
+            if not is_head_key(item):
                 raise ConfigError(
                     f"ablate: {item!r} is not a (kind, layer, head) triple with kind in {ATTENTION_KINDS}"
                 )

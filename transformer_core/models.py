@@ -65,6 +65,7 @@ def _site(
         ablated_heads=tuple(options.ablated_heads(kind, layer)),
         capture=capture,
         gate=None if options.head_gates is None else options.head_gates.for_layer(kind, layer),
+        patch=() if options.head_patch is None else options.head_patch.for_layer(kind, layer),
     )
 
 

@@ -58,6 +58,8 @@ COLORSCALES: dict[str, list[str]] = {
              "203,24,29", "165,15,21", "103,0,13"],
     "Oranges": ["255,245,235", "254,230,206", "253,208,162", "253,174,107", "253,141,60", "241,105,19",
                 "217,72,1", "166,54,3", "127,39,4"],
+    "Purples": ["252,251,253", "239,237,245", "218,218,235", "188,189,220", "158,154,200", "128,125,186",
+                "106,81,163", "84,39,143", "63,0,125"],
     "RdBu": ["103,0,31", "178,24,43", "214,96,77", "244,165,130", "253,219,199", "247,247,247",
              "209,229,240", "146,197,222", "67,147,195", "33,102,172", "5,48,97"],
 }  # fmt: skip
@@ -236,13 +238,15 @@ def maps_spec(
     digits: int | None = 2,
     y_title: str = "layer",
     x_title: str = "head",
+    colorbar: tuple[str, str, float, float] | None = None,
     file: str = "maps",
 ) -> dict[str, Any]:
     """Small maps over (layer, head), each with its own colour range: one per entry of `maps`
     ({"title", "values" (L, H) with NaN where not defined, "zmin", "zmax", "colorscale",
     "value_name"}), `columns` a row, rows numbered as layers and columns as heads, every
     cell's value written in it (at least `digits` decimals, more for a map of small values;
-    None: hover only) when the cell is large enough."""
+    None: hover only) when the cell is large enough. colorbar (title, colorscale, zmin,
+    zmax): one bar at the right for the maps drawn on that scale."""
     n_layers, n_heads = np.shape(maps[0]["values"])
     rows = -(-len(maps) // columns)
     per_row = cell_px * n_layers + 26 + (21 if row_titles else 0) + 24
@@ -273,6 +277,16 @@ def maps_spec(
         digits=3,  # tips and the table view: scores with 3 decimals, as the /heads table writes them
         tick_px=11,
         file=file,
+        **(
+            {}
+            if colorbar is None
+            else {
+                "colorbar": _colorbar(colorbar[0]),
+                "colors": colorscale_steps(colorbar[1]),
+                "zmin": float(colorbar[2]),
+                "zmax": float(colorbar[3]),
+            }
+        ),
     )
 
 

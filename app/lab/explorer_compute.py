@@ -95,6 +95,14 @@ def gpt_view(ckpt: Checkpoint, text: str, options: InferenceOptions) -> GPTView:
     return GPTView(replace(tr, capture=AttentionCapture()), [record_arrays(r) for r in layers])
 
 
+@torch.no_grad()
+def step_probs(ckpt: Checkpoint, text: str, options: InferenceOptions) -> np.ndarray:
+    """(T, V): the model's next-character probabilities after every position of `text` (row
+    i: what it expected at position i + 1), one causal pass."""
+    ids = torch.tensor([ckpt.tokenizer.encode(text)], device=next(ckpt.model.parameters()).device)
+    return torch.softmax(ckpt.model(ids, options=options)[0].float(), dim=-1).cpu().numpy()
+
+
 def sample(
     ckpt: Checkpoint,
     text: str,

@@ -18,6 +18,7 @@ from lab.model_input import md_code
 from lab.query_walk import WalkStep, softmax_walk, walk_table
 from lab.state import clamp_state
 from transformer_core.interp import QuerySteps, distribution_shift
+from transformer_core.interp.generated import GeneratedWindow
 from transformer_core.io import CharTokenizer
 
 
@@ -155,7 +156,12 @@ def ablation_shift(
 
 
 def next_character(
-    prefix: str, name: str, tokenizer: CharTokenizer, probs: np.ndarray, settings: SamplingSettings
+    prefix: str,
+    name: str,
+    tokenizer: CharTokenizer,
+    probs: np.ndarray,
+    settings: SamplingSettings,
+    title: str = "Next character after the prompt",
 ) -> None:
     """The temperature moment: what the model says next, and the distribution the dice are thrown on."""
     sampled = sampled_distribution(probs, settings.temperature, settings.top_k, settings.top_p)
@@ -163,7 +169,7 @@ def next_character(
     spec = charts.bars_spec(
         tokenizer.token_labels(ids),
         {"model (softmax of the logits)": probs[ids], "sampled from": sampled[ids]},
-        "Next character after the prompt",
+        title,
         height=250,
         file=export.file_stem("gpt", name, "next"),
     )
@@ -297,3 +303,86 @@ def softmax_steps(prefix: str, steps: QuerySteps, scheme: str, tokens: list[str]
         file=stem + "_output",
     )
     charts.show(output, key=prefix + "out")
+
+
+# ---------------------------------------------------------------- attention over the sample
+
+
+def sample_toggle(prefix: str) -> bool:
+    """Whether the maps, the walk and the export trace the prompt alone or prompt + sample."""
+    return bool(
+        st.toggle(
+            "Show attention over the sampled text too",
+            key=prefix + "sampled",
+            persist_state="session",
+            help="Trace the prompt and what the model wrote after it (section 2): every map, the query "
+            "walk and the JSON then cover the sampled characters, right of the dashed line.",
+        )
+    )
+
+
+def window_note(window: GeneratedWindow, max_len: int) -> None:
+    """Say that prompt + sample is traced, and what was cut when it is longer than the model's block."""
+    if not window.dropped:
+        st.caption(
+            f"Tracing the prompt and the {len(window.sample)} sampled characters: sampled keys are right "
+            f"of the dashed line, sampled queries are rows {window.generated_from} and below."
+        )
+        return
+    st.info(
+        f"Prompt and sample have {len(window.prompt) + len(window.sample)} characters, more than this "
+        f"model's block of {max_len}: the maps show the last {max_len} (the first {window.dropped} are "
+        "cut), so their first rows see less context than the sampler did.",
+        icon=":material/crop:",
+    )
+
+
+def _sample_at(window: GeneratedWindow, samples: list[Sample], position: int) -> Sample:
+    """The sampled character at `position` of the traced text."""
+    return samples[window.first_sample + position - window.generated_from]
+
+
+def sampled_picker(prefix: str, window: GeneratedWindow, tokens: list[str], samples: list[Sample]) -> int:
+    """Which sampled character to explain (a selectbox: keyboard-friendly); picking one walks its
+    query, the position before it, in section 3."""
+    positions = list(range(max(window.generated_from, 1), len(tokens)))  # each has a query before it
+    key = prefix + "explain"
+    if st.session_state.get(key) not in positions:  # a new sample: start at its first character
+        st.session_state[key] = positions[0]
+
+    def walk_its_query() -> None:
+        st.session_state[prefix + "query"] = st.session_state[key] - 1
+
+    def label(i: int) -> str:
+        return f"position {i}: {tokens[i]} (p = {_sample_at(window, samples, i).prob:.2f})"
+
+    picked = st.selectbox(
+        "Explain a sampled character",
+        positions,
+        key=key,
+        format_func=label,
+        on_change=walk_its_query,
+        help="Its query row (the position before it, which predicted it) and the alternatives it beat; "
+        "section 3 walks that query.",
+    )
+    return int(picked)
+
+
+def explain_sampled(
+    window: GeneratedWindow,
+    tokens: list[str],
+    samples: list[Sample],
+    picked: int,
+    row: np.ndarray,
+    where: tuple[int, int],
+) -> None:
+    """Why the picked character: its probability, the alternatives, and where its query looked."""
+    s = _sample_at(window, samples, picked)
+    alternatives = ", ".join(f"{md_code(lab)} {p:.2f}" for lab, p in s.top)
+    top = np.argsort(-row)[:3]
+    looked = ", ".join(f"{md_code(tokens[j])} at {j} ({row[j]:.2f})" for j in top)
+    st.markdown(
+        f"{md_code(s.label)} at position {picked} was drawn with p = {s.prob:.3f} when position "
+        f"{picked - 1} ({md_code(tokens[picked - 1])}) was the query. The sampler weighed: {alternatives}. "
+        f"Its query row in L{where[0]} H{where[1]} looks most at {looked}."
+    )

@@ -45,11 +45,13 @@ def grid_figure(
     cell_titles: list[list[str]],
     cell_px: int,
     file: str,
+    boundary: int | None = None,
 ) -> dict[str, Any]:
-    """Every head of one attention kind as a map spec, clickable, the selected head outlined."""
+    """Every head of one attention kind as a map spec, clickable, the selected head outlined;
+    boundary: the first sampled key, marked by a line in every map."""
     tr = trace_of(ckpt, text, options)
     queries, keys = tr.axes(kind)
-    return charts.grid_spec(
+    spec = charts.grid_spec(
         tr.attention[kind],
         queries,
         keys,
@@ -60,6 +62,12 @@ def grid_figure(
         file=file,
         description=grid_sentence(tr.attention[kind], queries, keys, kind),
     )
+    return {**spec, "x_marker": _marker(boundary)}
+
+
+def _marker(boundary: int | None) -> dict[str, Any] | None:
+    """The spec's x_marker where the sampled text starts (None: nothing sampled shown)."""
+    return {"at": float(boundary), "text": "sampled →"} if boundary else None
 
 
 def head_figure(
@@ -73,17 +81,20 @@ def head_figure(
     mark_future: bool,
     height: int,
     file: str,
+    boundary: int | None = None,
 ) -> dict[str, Any]:
-    """One head drawn large as a map spec; mark_future outlines keys after the query that get weight."""
+    """One head drawn large as a map spec; mark_future outlines keys after the query that get
+    weight; boundary: the first sampled key, marked by a named line."""
     tr = trace_of(ckpt, text, options)
     queries, keys = tr.axes(kind)
     weights = tr.attention[kind][layer, head]
     highlight = future_cells(weights) if mark_future else None
     says = f"{kind_label(kind, options).capitalize()}, layer {layer} head {head}: "
     says += attention_sentence(weights, queries, keys, kind)
-    return charts.head_spec(
+    spec = charts.head_spec(
         weights, queries, keys, title, height=height, highlight=highlight, file=file, description=says
     )
+    return {**spec, "x_marker": _marker(boundary)}
 
 
 def head_selectors(
@@ -155,17 +166,31 @@ def grid_and_head(
     cell_titles: list[list[str]],
     mark_future: bool = False,
     columns: tuple[Any, Any] | None = None,
+    boundary: int | None = None,
 ) -> None:
     """The whole (L, H) grid of `kind`, clickable, next to the selected head drawn large
-    (in the given `grid_columns`, else in new ones)."""
+    (in the given `grid_columns`, else in new ones); boundary: the first sampled key, marked."""
     cell_px, height = _sizes(len(cell_titles), len(cell_titles[0]), columns is not None)
     left, right = columns or grid_columns()
     page = prefix.rstrip("_")
     grid_file = export.file_stem(page, name, kind, "all_heads")
-    grid = run_cached(grid_figure, name, text, options, kind, (layer, head), cell_titles, cell_px, grid_file)
+    grid = run_cached(
+        grid_figure, name, text, options, kind, (layer, head), cell_titles, cell_px, grid_file, boundary
+    )
     charts.show(grid, key=f"{prefix}{chart}_grid", on_head=functools.partial(pick_head, prefix), where=left)
     head_file = export.file_stem(page, name, kind, f"L{layer}H{head}")
     large = run_cached(
-        head_figure, name, text, options, kind, layer, head, head_title, mark_future, height, head_file
+        head_figure,
+        name,
+        text,
+        options,
+        kind,
+        layer,
+        head,
+        head_title,
+        mark_future,
+        height,
+        head_file,
+        boundary,
     )
     charts.show(large, key=f"{prefix}{chart}_head", where=right)

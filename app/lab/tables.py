@@ -40,6 +40,9 @@ CSS = """<style>
 .lab-table::-webkit-scrollbar-thumb { background: color-mix(in srgb, currentColor 30%, transparent);
   border-radius: 4px; }
 .lab-table tbody th { color: color-mix(in srgb, currentColor 78%, Canvas); font-weight: 400; }
+.lab-table tr > :first-child { position: sticky; left: 0; z-index: 1;  /* a wide table keeps its row names */
+  background: color-mix(in srgb, currentColor 3%, Canvas); }
+.lab-table thead tr > :first-child { z-index: 2; background: color-mix(in srgb, currentColor 6%, Canvas); }
 .lab-table td.num, .lab-table th.num { text-align: right; }
 .lab-table td:not(.num):not(.bar), .lab-table tbody th { white-space: normal; min-width: 4rem; }  /* wraps */
 @media (max-width: 640px) { .lab-table table { font-size: 0.8rem; }

@@ -5,7 +5,7 @@ import re
 import streamlit as st
 from lab import export, gpt_panels, state
 from lab.compute import run_cached
-from lab.explorer_compute import gpt_view, lesson_head, sample
+from lab.explorer_compute import gpt_view, lesson_head, sample, step_probs
 from lab.head_view import grid_and_head, grid_columns, head_selectors, names_no_head, open_on_lesson
 from lab.inference_switches import NO_POSITIONS, Switch, Switched, ablation_picker, head_name, switch_toggles
 from lab.model_input import check_input, checkpoint_note, show_input_notes, stop_on_problem
@@ -13,6 +13,7 @@ from lab.resources import checkpoint_labels, load_model, model_choices
 
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
 from transformer_core.interp import query_steps
+from transformer_core.interp.generated import generated_window
 
 P = "gpt_"  # session_state prefix; the URL uses the bare names
 URL_KEYS = [
@@ -29,6 +30,7 @@ URL_KEYS = [
     "top_k",
     "top_p",
     "seed",
+    "sampled",
 ]
 DEFAULT_PROMPT = "The with statement is used to"
 SWITCHES = (
@@ -71,6 +73,7 @@ state.init_state(
         "top_k": 0,
         "top_p": 1.0,
         "seed": 0,
+        "sampled": False,
     },
     valid={
         "checkpoint": lambda v: v in choices,
@@ -125,60 +128,76 @@ text, opts = checked.text, switched.options()
 
 # ---------------------------------------------------------------- 1 every head
 st.subheader("1 · Every head at once")
-try:
-    view = run_cached(gpt_view, name, text, opts)
-except (InputError, ConfigError) as e:
-    st.error(str(e))
-    st.stop()
-grid_col, head_col = grid_columns()
-open_on_lesson(P, name, run_cached(lesson_head, name), unnamed)
-layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
-titles = [
-    [f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in switched.ablate else "") for h in range(cfg.n_heads)]
-    for l in range(cfg.n_layers)
-]
-grid_and_head(
-    name,
-    text,
-    opts,
-    "self",
-    prefix=P,
-    chart="self",
-    layer=layer,
-    head=head,
-    head_title=f"Layer {layer} head {head}",
-    cell_titles=titles,
-    mark_future=switched["nocausal"],
-    columns=(grid_col, head_col),
-)
-st.caption(
-    "One small map per layer (row) and head (column), all on one colour scale: rows are the "
-    "characters asking (queries), columns the characters answering (keys). Click a map, or use "
-    "the selectors, to draw that head large with exact weights on hover."
-    + (
-        " Causal mask **off**: red outlines mark characters *after* the query that now get more "
-        "than 1% of its attention: the model peeks at the future it never saw in training."
-        if switched["nocausal"]
-        else ""
-    )
-)
+over_sample = gpt_panels.sample_toggle(P)
+heads_area = st.container()  # filled below, once the sample (section 2) is known: the maps may trace it
 
 # ---------------------------------------------------------------- 2 sampling
 st.subheader("2 · What the model writes next")
 settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer))
 try:
     samples = run_cached(sample, name, text, *settings.as_tuple(), opts)
+    continuation = "".join(s.text for s in samples)
+    window = generated_window(text, continuation, cfg.max_len) if over_sample else None
+    view = run_cached(gpt_view, name, window.text if window else text, opts)  # what sections 1 and 3 show
+    prompt_view = run_cached(gpt_view, name, text, opts) if window else view
 except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()
+
+with heads_area:  # ---------------------------------------- 1 every head, on the traced text
+    if window:
+        gpt_panels.window_note(window, cfg.max_len)
+    grid_col, head_col = grid_columns()
+    open_on_lesson(P, name, run_cached(lesson_head, name), unnamed)
+    layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
+    titles = [
+        [f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in switched.ablate else "") for h in range(cfg.n_heads)]
+        for l in range(cfg.n_layers)
+    ]
+    grid_and_head(
+        name,
+        view.trace.text,
+        opts,
+        "self",
+        prefix=P,
+        chart="self",
+        layer=layer,
+        head=head,
+        head_title=f"Layer {layer} head {head}" + (" · prompt + sample" if window else ""),
+        cell_titles=titles,
+        mark_future=switched["nocausal"],
+        columns=(grid_col, head_col),
+        boundary=window.generated_from if window else None,
+    )
+    st.caption(
+        "One small map per layer (row) and head (column), all on one colour scale: rows are the "
+        "characters asking (queries), columns the characters answering (keys). Click a map, or use "
+        "the selectors, to draw that head large with exact weights on hover."
+        + (
+            " Causal mask **off**: red outlines mark characters *after* the query that now get more "
+            "than 1% of its attention: the model peeks at the future it never saw in training."
+            if switched["nocausal"]
+            else ""
+        )
+    )
+
+# ---------------------------------------------------------------- 2 sampling (continued)
 text_col, next_col = st.columns([1.5, 1], gap="medium")
 with text_col:
     gpt_panels.sampled_text(P, text, checked.unknown, samples)
-with next_col:  # the next character after the prompt, and what an ablation changed
+    if window:  # a sampled character explained: its query row and the alternatives it beat
+        picked = gpt_panels.sampled_picker(P, window, view.tokens, samples)
+        row = view.attention[layer, head, picked - 1]
+        gpt_panels.explain_sampled(window, view.tokens, samples, picked, row, (layer, head))
+with next_col:  # the next character (after the prompt, or the picked one), and what an ablation changed
     if switched.ablate:
         base = run_cached(gpt_view, name, text, Switched(off).options())
         heads = ", ".join(map(head_name, switched.ablate))
-        gpt_panels.ablation_shift(P, name, ckpt.tokenizer, base.next_probs, view.next_probs, heads)
+        gpt_panels.ablation_shift(P, name, ckpt.tokenizer, base.next_probs, prompt_view.next_probs, heads)
+    elif window:
+        probs = run_cached(step_probs, name, window.text, opts)[picked - 1]
+        title = f"Next character after position {picked - 1}: it drew '{view.tokens[picked]}'"
+        gpt_panels.next_character(P, name, ckpt.tokenizer, probs, settings, title)
     else:
         gpt_panels.next_character(P, name, ckpt.tokenizer, view.next_probs, settings)
 
@@ -205,7 +224,6 @@ st.caption(
     "PNG and SVG: the buttons under each chart (on hover or focus). The files hold every head's weights as "
     "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`."
 )
-continuation = "".join(s.text for s in samples)
 export.download_buttons(
     P,
     export.file_stem("gpt", name, f"L{layer}H{head}", "attention"),
@@ -215,4 +233,5 @@ export.download_buttons(
     options=switched.as_json(),
     sample={"text": text + continuation, "continuation": continuation, "settings": settings.as_json()},
     selected_head={"layer": layer, "head": head},
+    **(window.json_fields() if window else {}),
 )

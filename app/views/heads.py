@@ -22,10 +22,15 @@ from transformer_core.interp import (
     SCORES,
     TEMPLATE_SCORES,
     heads_json,
+    report_attribution,
+    report_composition,
     report_detectors,
     report_flow,
     report_importance,
+    report_induction_probe,
+    report_patching,
 )
+from transformer_core.interp.report import probe_set_of
 
 P = "heads_"  # session_state prefix; the URL uses the bare names
 URL_KEYS = ["checkpoint", "probe", "score", "open", "sort"]
@@ -80,7 +85,13 @@ except (CheckpointError, ConfigError, OSError) as e:
 cfg = ckpt.config
 is_gpt = cfg.arch == "gpt"
 texts = (probe,) if probe.strip() else None
+first_probe = probe_set_of(ckpt, texts).texts[0]  # what sections 3, 5 and 6 and the explorer link show
 st.caption(checkpoint_note(ckpt) + (" · attention only (no MLP)" if not cfg.mlp else ""))
+if not texts and ckpt.training_task == "induction":
+    st.caption(
+        f"Probe: `{first_probe}`, a random segment twice: the kind of row this model was trained on "
+        "(its induction heads need a repeat to show). Type your own above."
+    )
 
 # ---------------------------------------------------------------- compute (cached per weights)
 progress = st.progress(0.0, text="Scoring every head against the detector templates ...")
@@ -88,6 +99,7 @@ try:
     scores = run_cached(report_detectors, name, texts)
     progress.progress(0.4, text="Ablating each head alone and taking gradients ...")
     importance = run_cached(report_importance, name, texts)
+    induction_probe = run_cached(report_induction_probe, name, texts)
     progress.progress(0.8, text="Rollout and logit lens ...")
     rollout, rollout_tokens, lens = run_cached(report_flow, name, texts)
 except (InputError, ConfigError) as e:
@@ -162,7 +174,9 @@ st.caption(
 )
 st.download_button(
     "Download every score (JSON, as `python -m transformer_core heads --json`)",
-    json.dumps(heads_json(name, scores, importance), indent=1),
+    json.dumps(
+        heads_json(name, scores, importance, run_cached(report_composition, name), induction_probe), indent=1
+    ),
     file_name=f"heads-{name}.json",
     mime="application/json",
 )
@@ -187,8 +201,7 @@ o2.page_link(
     "views/gpt.py" if is_gpt else "views/reversal.py",
     label=f"Open layer {layer_open} head {head_open} in the {'GPT' if is_gpt else 'reversal'} explorer",
     icon=":material/open_in_new:",
-    query_params={"checkpoint": name, "layer": str(layer_open), "head": str(head_open)}
-    | ({"text": probe} if probe.strip() else {}),
+    query_params={"checkpoint": name, "layer": str(layer_open), "head": str(head_open), "text": first_probe},
 )
 
 # ---------------------------------------------------------------- 2 score maps
@@ -200,7 +213,10 @@ st.markdown(
 )
 shown = [s for s in SCORES if any(np.isfinite(scores.scores[k][s]).any() for k in kinds)]
 charts.show(hp.score_maps(scores, tuple(kinds), tuple(shown), cfg.n_layers, cfg.n_heads), key=P + "maps")
-st.caption("Blue maps are shares of attention (0 to 1, one scale); grey maps are entropy and distance.")
+st.caption(
+    "Blue maps are shares of attention (0 to 1, one scale: the bar at the right); grey maps are entropy "
+    "(nats) and mean distance (positions), each on its own range. Hover a cell for its value."
+)
 
 # ---------------------------------------------------------------- 3 small multiples
 st.subheader("3 · What the heads look like")
@@ -230,17 +246,30 @@ st.caption(
 st.subheader("4 · Which heads the model needs")
 st.markdown(
     "Left: the **ablation sweep**, exact: each head's output is zeroed alone (a per-call switch, the "
-    "weights are untouched) and the loss on the probe batch is measured again. Right: the **gradient "
+    "weights are untouched) and the loss is measured again on the model's own kind of text, held out "
+    "from training. Right: the **gradient "
     "proxy** of Michel et al. (2019): every head's output is multiplied by a gate ξ = 1 and the mean "
-    "|∂loss/∂ξ| over the probe sequences estimates the same thing from one backward pass. "
-    f"Probe-batch loss with every head on: {importance.base_loss:.3f} nats"
+    "|∂loss/∂ξ| over the sequences estimates the same thing from one backward pass. "
+    f"Loss with every head on: {importance.base_loss:.3f} nats"
     + (
         f", exact match {importance.base_exact_match:.2f}."
         if importance.base_exact_match is not None
         else "."
     )
 )
+st.caption(f"Measured on {importance.data}.")
 charts.show(hp.importance_maps(importance, tuple(kinds), cfg.n_layers, cfg.n_heads), key=P + "importance")
+if induction_probe is not None:
+    st.markdown(
+        "**The same sweep on an induction probe**, apart: random segments repeated are not this model's "
+        f"data (loss {induction_probe.base_loss:.2f} nats), so these maps say which heads in-context "
+        "copying needs, not which heads the model needs for its text."
+    )
+    st.caption(f"Measured on {induction_probe.data}.")
+    charts.show(
+        hp.importance_maps(induction_probe, tuple(kinds), cfg.n_layers, cfg.n_heads),
+        key=P + "importance_probe",
+    )
 
 # ---------------------------------------------------------------- 5 rollout
 st.subheader("5 · Attention rollout")
@@ -252,22 +281,79 @@ st.markdown(
 )
 charts.show(hp.rollout_map(rollout, tuple(rollout_tokens)), key=P + "rollout", where=st.columns([1, 1])[0])
 
-# ---------------------------------------------------------------- 6 logit lens
+# ---------------------------------------------------------------- 6 composition
+composition = run_cached(report_composition, name)
+if composition is not None:
+    st.subheader("6 · How heads compose")
+    st.markdown(
+        "A later head can read what an earlier head wrote into the residual stream through its "
+        "queries (**Q-composition**), its keys (**K-composition**) or its values (**V-composition**). "
+        "The score (Elhage et al., 2021) is how much of the earlier head's output circuit W_OV the "
+        "later head's W_QK or W_OV picks up: ‖W_later · W_OV‖ / (‖W_later‖ · ‖W_OV‖), from the weights "
+        "alone, no input. An induction head finds its key by K-composition with a previous-token head."
+    )
+    for spec, column in zip(hp.composition_maps(composition), st.columns(3), strict=True):
+        charts.show(spec, key=spec["file"], where=column)  # heads_composition_q, _k, _v
+    st.caption(
+        "Rows: the later head that reads; columns: the earlier head that wrote. Blank where the writer is "
+        "not in an earlier layer. Same as TransformerLens's `all_composition_scores` on the exported model."
+    )
+
+# ---------------------------------------------------------------- 7 logit lens and attribution
 if lens is not None:
-    st.subheader("6 · Logit lens")
+    st.subheader("7 · Logit lens")
     st.markdown(
         "The residual stream after each layer, read as if it were the last: through the final norm "
         "and the unembedding. Each cell is the likeliest next character at that position with its "
-        "probability; the last row is the model's real prediction. Watch where in depth the right "
-        "answer appears."
+        "probability, then the character that truly comes next with its probability (✓ when they are "
+        "the same); the last row is the model's real prediction. Watch where in depth the right answer "
+        "appears."
     )
-    cells = {
-        f"{i}:{tok}": [
-            f"{lens.top_labels[r][i][0]} {lens.top_probs[r, i, 0]:.2f}" for r in range(len(lens.rows))
-        ]
-        for i, tok in enumerate(lens.tokens)
-    }
-    tables.show(pd.DataFrame(cells, index=lens.rows), key=P + "lens")
+    tables.show(hp.lens_table(lens), key=P + "lens")
     st.caption(
         "Columns are the input positions (index: character); each cell predicts the character after it."
+    )
+    attribution = run_cached(report_attribution, name, texts)
+    st.markdown(
+        "**Direct logit attribution**: what each head writes straight into the correct next character's "
+        "logit (its output through W_O, divided by the final norm's scale, read along that character's "
+        "unembedding, averaged over the positions above). Other heads' and MLPs' indirect effects are "
+        "not counted: a head can matter (section 4) without writing the answer itself."
+    )
+    charts.show(hp.attribution_map(attribution), key=P + "dla", where=st.columns([1, 2])[0])
+
+# ---------------------------------------------------------------- 8 activation patching
+st.subheader("8 · Activation patching")
+st.markdown(
+    "Two texts of the same length that differ where it matters. Run the **corrupted** one, but take one "
+    "head's output (before W_O, every position) from the run on the **clean** one, and see how much of "
+    "the clean behaviour comes back: 1 = all of it, 0 = none. A head that restores much carries the "
+    "information that separates the two texts."
+)
+family = "reverse" if not is_gpt else ("induction" if ckpt.training_task == "induction" else "lm")
+clean_default, corrupt_default = hp.PATCH_PAIRS[family]
+p1, p2 = st.columns(2)
+clean = p1.text_input("Clean text", clean_default, key=P + f"clean_{family}", max_chars=120)
+corrupted = p2.text_input(
+    "Corrupted text (same length)", corrupt_default, key=P + f"corrupt_{family}", max_chars=120
+)
+with st.expander("Measure a logit difference instead of the clean text's loss"):
+    a1, a2 = st.columns(2)
+    answer = a1.text_input("Answer character", key=P + "answer", max_chars=1) or None
+    wrong = a2.text_input("Wrong character", key=P + "wrong", max_chars=1) or None
+    st.caption(
+        "logit[answer] − logit[wrong] at the last position (GPT) or the first output (reversal); "
+        "both or neither."
+    )
+try:
+    patching = run_cached(report_patching, name, clean, corrupted, answer, wrong)
+except InputError as e:
+    st.error(str(e))
+else:
+    metric = "logit difference" if patching.metric == "logit_diff" else "clean answer's loss (nats)"
+    st.caption(f"{metric}: clean {patching.clean:.3f}, corrupted {patching.corrupted:.3f}.")
+    charts.show(hp.patching_maps(patching, cfg.n_layers, cfg.n_heads), key=P + "patching")
+    st.caption(
+        "Same as TransformerLens's `get_act_patch_attn_head_out_all_pos` on the exported model. "
+        f"`python -m transformer_core patch {name} --clean TEXT --corrupt TEXT --json` prints the raw metric."
     )

@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 from tests.app.figures import charts, download_files, heatmaps, saved_runs, tables, texts
 from transformer_core.config import InferenceOptions
 from transformer_core.interp import distribution_shift, query_steps, record_arrays, softmax_allowed
+from transformer_core.interp.generated import generated_window
 from transformer_core.interp.trace import trace_gpt
 from transformer_core.io.checkpoint import load_checkpoint
 
@@ -489,3 +490,71 @@ def test_the_single_query_walk_steps_through_and_shows_masked_keys_as_minus_infi
     assert list(walk_table(ok(at)).columns) == ["key", "q·k"]
     at.button(key="gpt_walk_next").click().run()
     assert list(walk_table(ok(at)).columns) == ["key", "q·k", "× 1/√32"]
+
+
+# ---------------------------------------------------------------- attention over the sample (issue 24)
+
+SAMPLED = {"text": "def f(x):", "max_new": "40", "sampled": "true"}
+
+
+def test_the_toggle_traces_prompt_and_sample_in_every_view() -> None:
+    """Issue 24: with `sampled` on, the grid, the large head and the walk cover the prompt and
+    the 40 sampled characters, the dashed line where the sample starts."""
+    at = open_gpt(SAMPLED)
+    assert at.toggle(key="gpt_sampled").value
+    figs = charts(at)
+    T, start = 9 + 40, 9
+    assert all(m.shape == (T, T) for m in heatmaps(figs["gpt_self_grid"]))
+    assert heatmaps(figs["gpt_self_head"])[0].shape == (T, T)
+    assert figs["gpt_self_grid"]["x_marker"]["at"] == figs["gpt_self_head"]["x_marker"]["at"] == start
+    samples = run_cached(explorer_compute.sample, "gpt-sinusoidal", "def f(x):", 40, 0.8, 0, 1.0, 0, opts())
+    assert figs["gpt_self_head"]["x"] == list("def␣f(x):") + [s.label for s in samples]
+    assert at.selectbox(key="gpt_query").value == T - 1  # the walk: its query list covers the sample
+    assert len(figs["gpt_wbars"]["x"]) == T
+    at.toggle(key="gpt_sampled").set_value(False).run()
+    off = charts(ok(at))
+    assert heatmaps(off["gpt_self_head"])[0].shape == (9, 9) and off["gpt_self_head"]["x_marker"] is None
+
+
+def opts() -> InferenceOptions:
+    return InferenceOptions()
+
+
+def test_picking_a_sampled_character_explains_it() -> None:
+    """Its query row is the position before it; the chart shows what it was drawn from."""
+    at = open_gpt(SAMPLED)
+    samples = run_cached(explorer_compute.sample, "gpt-sinusoidal", "def f(x):", 40, 0.8, 0, 1.0, 0, opts())
+    assert at.selectbox(key="gpt_explain").options[0] == "position 9: " + samples[0].label + (
+        f" (p = {samples[0].prob:.2f})"
+    )
+    ok(at.selectbox(key="gpt_explain").set_value(13).run())
+    assert at.selectbox(key="gpt_query").value == 12  # section 3 walks the query that predicted it
+    said = " ".join(texts(at, "markdown"))
+    assert f"at position 13 was drawn with p = {samples[4].prob:.3f} when position 12" in said
+    assert samples[4].top[0][0] in said
+    next_chart = charts(at)["gpt_next"]
+    assert next_chart["title"] == f"Next character after position 12: it drew '{samples[4].label}'"
+    ckpt = load_checkpoint("gpt-sinusoidal")
+    text = "def f(x):" + "".join(s.text for s in samples)
+    probs = explorer_compute.step_probs(ckpt, text, opts())[12]
+    drawn = ckpt.tokenizer.encode(samples[4].text)[0]
+    shown = dict(zip(next_chart["x"], heatmaps(next_chart)[0], strict=True))
+    assert shown[samples[4].label] == pytest.approx(probs[drawn], abs=1e-6)
+
+
+def test_the_export_carries_the_generated_positions(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = download_files(monkeypatch, lambda: open_gpt(SAMPLED))
+    data = json.loads(files["Attention as JSON"])
+    assert data["generated_from"] == 9 and len(data["generated"]) == 40
+    assert data["input"] == "def f(x):" + data["generated"] == data["sample"]["text"]
+    assert np.array(data["attention"]["self"]).shape == (4, 4, 49, 49)
+    assert len(data["tokens"]["source"]) == 49 and "dropped_characters" not in data
+
+
+def test_a_sample_past_the_block_traces_its_last_128_characters_and_says_so() -> None:
+    at = open_gpt({"text": "x" * 100, "max_new": "40", "sampled": "true"})
+    grid = heatmaps(charts(at)["gpt_self_grid"])
+    assert grid[0].shape == (128, 128) and charts(at)["gpt_self_grid"]["x_marker"]["at"] == 88
+    assert any("more than this model's block of 128" in i.value for i in at.info)
+    window = generated_window("abc", "defgh", 4)
+    assert (window.text, window.generated_from, window.first_sample, window.dropped) == ("efgh", 0, 1, 4)

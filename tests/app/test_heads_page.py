@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app.figures import charts, heatmaps, tables
 from transformer_core.interp.lens import rollout_of
-from transformer_core.interp.report import report_detectors, report_importance
+from transformer_core.interp.report import report_composition, report_detectors, report_importance
 from transformer_core.io.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def test_reversal_checkpoint_table_maps_and_link():
     np.testing.assert_allclose(roll, rollout_of(ckpt.model, ckpt.tokenizer.encode("attention")), atol=1e-5)
     page, params = page_link(at)
     assert page == "reversal"  # the /reversal address
-    assert params == {"checkpoint": "reverse-rope", "layer": "1", "head": "3"}
+    assert params == {"checkpoint": "reverse-rope", "layer": "1", "head": "3", "text": "attention"}
     assert at.query_params["open"] == "cross:1.3"
 
 
@@ -112,6 +112,33 @@ def test_gpt_induction_shows_previous_token_and_induction_heads_on_top():
     assert set(top[top["looks like"] == "previous token"]["layer"]) == {0}
 
 
+def test_gpt_induction_opens_on_a_repeated_segment_and_its_link_carries_it():
+    """Issue 24: on the built-in sentences ("hereturnstatement" in this model's letters) its
+    induction heads looked like first-token heads and the explorer link lost the probe."""
+    at = open_heads({"checkpoint": "gpt-induction", "open": "self:1.1"})
+    assert any("qwhzkfjtmbrxqwhzkfjtmbrx" in c.value for c in at.caption)
+    lens = tables(at)["heads_lens"]
+    assert len(lens.columns) == 24
+    second_copy = [cell.split("\u00a0")[0] for cell in lens.loc["layer 1"].iloc[12:23]]
+    assert second_copy == list("whzkfjtmbrx")  # the repeat read off the first copy
+    page, link = page_link(at)
+    assert page == "gpt" and link["text"] == "qwhzkfjtmbrxqwhzkfjtmbrx"
+    maps = charts(at)["heads_maps"]
+    assert maps["colorbar"]["title"] == "share" and (maps["zmin"], maps["zmax"]) == (0.0, 1.0)
+    assert all(p["digits"] is not None for p in maps["panels"])  # values written in the cells
+
+
+def test_a_gpt_sweep_runs_on_held_out_text_and_the_induction_probe_apart():
+    at = open_heads({"checkpoint": "gpt-sinusoidal"})
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("Measured on 16 held-out windows") for c in captions)
+    assert any(c.startswith("Measured on an induction probe") for c in captions)
+    figs = charts(at)
+    main, probe = heatmaps(figs["heads_importance"])[0], heatmaps(figs["heads_importance_probe"])[0]
+    assert np.unravel_index(np.argmax(main), main.shape) == (0, 0)  # what the model needs for its text
+    assert np.unravel_index(np.argmax(probe), probe.shape) != (0, 0)
+
+
 def test_the_table_sorts_by_any_score_and_the_link_keeps_it():
     at = open_heads({"checkpoint": "gpt-induction", "sort": "Δ loss (ablated)"})
     assert at.selectbox(key="heads_sort").value == "Δ loss (ablated)"
@@ -127,3 +154,42 @@ def test_the_table_sorts_by_any_score_and_the_link_keeps_it():
 def test_bad_checkpoint_in_url_falls_back_without_a_traceback():
     at = open_heads({"checkpoint": "../../etc", "score": "nonsense"})
     assert at.session_state["heads_checkpoint"] == "gpt-induction"
+
+
+def test_the_composition_maps_show_the_previous_token_head_feeding_the_induction_head():
+    at = open_heads({"checkpoint": "gpt-induction"})
+    figs = charts(at)
+    k = figs["heads_composition_k"]
+    assert k["y"] == ["L1H0", "L1H1", "L1H2", "L1H3"] and k["x"] == ["L0H0", "L0H1", "L0H2", "L0H3"]
+    scores = report_composition(load_checkpoint("gpt-induction"))
+    for mode in "qkv":
+        shown = heatmaps(figs[f"heads_composition_{mode}"])[0]
+        np.testing.assert_allclose(shown, getattr(scores, mode)[0, :, 1, :].T, atol=1e-6)
+    shown = heatmaps(k)[0]
+    assert shown[1, 1] > np.median(shown)  # L0H1 (previous token) into L1H1's keys (induction)
+    reversal = open_heads({"checkpoint": "reverse-rope"})
+    assert not any(f.startswith("heads_composition") for f in charts(reversal))
+
+
+def test_patching_attribution_and_the_lens_on_gpt_induction():
+    from lab.head_plots import restored_share
+
+    from transformer_core.interp.report import report_attribution, report_patching
+
+    at = open_heads({"checkpoint": "gpt-induction"})
+    ckpt = load_checkpoint("gpt-induction")
+    patching = report_patching(ckpt, "qwhzkfjtmbrxqwhzkfjtmbrx", "qwhzkfjtmbrxpnsgadeucvlo")
+    shown = heatmaps(charts(at)["heads_patching"])[0]
+    np.testing.assert_allclose(shown, restored_share(patching)["self"], atol=1e-5)
+    assert np.unravel_index(np.nanargmax(shown), shown.shape) == (1, 1)  # the strongest induction head
+    assert shown[0].max() < 0.2 < shown[1, 1]  # layer 0 alone restores little
+    dla = heatmaps(charts(at)["heads_dla"])[0]
+    np.testing.assert_allclose(dla, report_attribution(ckpt).heads, atol=1e-5)
+    lens = tables(at)["heads_lens"]
+    assert lens.loc["layer 1"].iloc[13].endswith("✓")  # the second copy read off the first
+    assert " · " in lens.loc["embed"].iloc[13]  # the embedding alone does not know it
+    # a bad pair: a clear message, the rest of the page stays
+    at.text_input(key="heads_corrupt_induction").set_value("qwhz").run()
+    assert not at.exception
+    assert any("length" in e.value for e in at.error)
+    assert "heads_patching" not in charts(at) and "heads_dla" in charts(at)

@@ -41,3 +41,28 @@ def test_the_bundle_loads_in_chromium_and_draws_a_chart(
         context.close()
     assert errors == []
     assert drawn is not None and drawn[0] and "bundled bars" in drawn[1]
+
+
+def test_round_ticks_are_whole_multiples_of_their_step(browser: Browser) -> None:
+    """A diverging colour bar over [-0.2, 0.2] was ticked "-2.78e-17" where 0 belongs: the ticks
+    were summed step by step. axes.js runs here as the browser runs it."""
+    from pathlib import Path
+
+    code = (Path(chart_component.__file__).parents[1] / "static" / "charts" / "axes.js").read_text()
+    page = browser.new_page()
+    try:
+        ticks = page.evaluate(
+            """async (code) => {
+                const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+                const axes = await import(url);
+                const ticks = (t) => t.ticks;
+                const all = [axes.niceTicks(-0.2, 0.2), axes.fixedTicks(-0.3, 0.7), axes.niceTicks(0, 1)];
+                return all.map(ticks);
+            }""",
+            code,
+        )
+    finally:
+        page.close()
+    assert ticks[0] == [-0.2, -0.1, 0, 0.1, 0.2]
+    assert ticks[1] == [-0.2, 0, 0.2, 0.4, 0.6]
+    assert ticks[2] == [0, 0.2, 0.4, 0.6, 0.8, 1]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
-from playwright.sync_api import Page, expect
+import pytest
+from playwright.sync_api import Browser, Page, expect
 
 from tests.support.browser import (
     assert_no_exception,
@@ -187,6 +189,45 @@ def test_gpt_temperature_changes_the_next_character_chart(page: Page, app_url: s
     caption = page.locator('[data-testid="stCaptionContainer"]', has_text="can be drawn").first
     text = caption.inner_text()
     assert "greedy (temperature 0)" in text and "1 of " in text and "has 100%" in text
+
+
+SAMPLED_LINK = "/gpt?text=def+f(x):&max_new=40&sampled=true"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize(
+    "size", [{"width": 1280, "height": 720}, {"width": 390, "height": 844}], ids=["1280", "390"]
+)
+def test_gpt_traces_the_sample_and_explains_a_picked_character(
+    browser: Browser, app_url: str, tmp_path: Path, scheme: str, size: dict
+) -> None:
+    """Issue 24: a link opens the maps over prompt + sample; a sampled character picked with
+    the keyboard is explained (its query walks in section 3)."""
+    context = browser.new_context(viewport=size, color_scheme=scheme)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        open_page(page, app_url + SAMPLED_LINK, tmp_path / f"sampled-{scheme}.png")
+        expect(page.get_by_role("switch", name="Show attention over the sampled text too")).to_be_checked()
+        chart_title(page, "gpt_self_head", "prompt + sample")
+        assert "Tracing the prompt and the 40 sampled characters" in main_text(page)
+        assert len(chart_cells(page, "gpt_self_grid")) == 16
+        picker = page.get_by_role("combobox", name="Explain a sampled character")
+        picker.scroll_into_view_if_needed()
+        picker.focus()
+        picker.press_sequentially("position 13:")
+        picker.press("Enter")
+        settle(page, {"query": "12"}, tmp_path / f"sampled-picked-{scheme}.png")
+        said = page.get_by_text(re.compile(r"at position 13 was drawn with p = 0\.\d{3} when position 12"))
+        expect(said).to_be_visible()
+        chart_title(page, "gpt_next", "Next character after position 12")
+        page.get_by_text("Every head at once").scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(tmp_path / f"sampled-maps-{scheme}.png"))
+        chart(page, "gpt_self_head").screenshot(path=str(tmp_path / f"sampled-head-{scheme}.png"))
+        assert_no_exception(page)
+    finally:
+        context.close()
 
 
 def test_a_chart_whose_script_cannot_load_says_so(page: Page, app_url: str, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from transformer_core.cli import build_parser, parse_ablation
@@ -180,6 +181,34 @@ def test_bad_ablation_and_empty_input(tiny_reverse) -> None:
     assert result.returncode == 2 and "ablate" in result.stderr
     result = cli("trace", str(out), "", check=False)
     assert result.returncode == 2 and "empty" in result.stderr
+
+
+def test_trace_generate_traces_the_prompt_and_its_sample() -> None:
+    """Issue 24: `trace --generate N` samples N characters (seeded) and traces prompt + sample."""
+
+    def traced(seed: str) -> dict:
+        args = ("trace", "gpt-rope", "def f(x):", "--generate", "20", "--seed", seed, "--json")
+        return json.loads(cli(*args).stdout)
+
+    first, again, other = traced("3"), traced("3"), traced("4")
+    assert first == again  # same seed, same sample, same weights
+    assert first["generated_from"] == 9 and len(first["generated"]) == 20
+    assert first["input"] == "def f(x):" + first["generated"]
+    assert len(first["tokens"]["source"]) == 29
+    weights = np.array(first["attention"]["self"])
+    assert weights.shape == (4, 4, 29, 29)
+    assert np.allclose(np.triu(weights, 1), 0) and np.allclose(weights.sum(-1), 1, atol=1e-4)
+    assert other["generated"] != first["generated"] and other["generated_from"] == 9
+
+
+def test_trace_generate_keeps_the_last_block_and_refuses_a_reversal_model(tiny_reverse) -> None:
+    long = json.loads(cli("trace", "gpt-rope", "x" * 120, "--generate", "20", "--json").stdout)
+    assert len(long["tokens"]["source"]) == 128 and long["dropped_characters"] == 12
+    assert long["generated_from"] == 108 and long["input"].endswith(long["generated"])
+    out, _ = tiny_reverse
+    result = cli("trace", str(out), "abc", "--generate", "5", check=False)
+    assert result.returncode == 2 and "reversal model" in result.stderr and "--generate" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_repeated_ablate_flags_accumulate() -> None:

@@ -307,9 +307,12 @@ def test_heads_cli_prints_the_documented_shape():
     ).stdout
     payload = json.loads(out)
     assert payload["checkpoint"] == "reverse-rope"
+    assert payload["ablation_data"] == "your probe texts and random 5-letter segments repeated"
+    assert payload["induction_probe_data"] is None and payload["composition"] is None  # a GPT's only
     assert len(payload["heads"]) == 3 * 2 * 4
     for h in payload["heads"]:
-        assert set(h) == {"kind", "layer", "head", "scores", "ablation"}
+        assert set(h) == {"kind", "layer", "head", "scores", "ablation", "induction_probe"}
+        assert h["induction_probe"] is None
         assert h["kind"] in {"encoder_self", "decoder_self", "cross"}
         assert set(h["scores"]) == set(CLI_SCORES)
         assert set(h["ablation"]) == {"delta_loss", "delta_exact_match"}

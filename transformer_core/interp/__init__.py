@@ -1,6 +1,20 @@
 """Interpretability: attention traces, head detectors and importance, rollout and logit lens,
 one query step by step."""
 
+from transformer_core.interp.attribution import (
+    Attribution,
+    direct_logit_attribution,
+)
+from transformer_core.interp.composition import (
+    Circuit,
+    Composition,
+    HeadWeights,
+    composition_score,
+    composition_scores,
+    head_weights,
+    ov_circuits,
+    qk_circuits,
+)
 from transformer_core.interp.heads import (
     DESCRIPTIONS,
     SCORES,
@@ -19,12 +33,21 @@ from transformer_core.interp.inspection import (
     record_arrays,
     softmax_allowed,
 )
+from transformer_core.interp.patching import (
+    Patching,
+    activation_patching,
+)
 from transformer_core.interp.report import (
     analyze_heads,
+    composition_json,
     heads_json,
+    report_attribution,
+    report_composition,
     report_detectors,
     report_flow,
     report_importance,
+    report_induction_probe,
+    report_patching,
 )
 from transformer_core.interp.trace import (
     JSON_DECIMALS,
@@ -35,9 +58,18 @@ from transformer_core.interp.trace import (
 )
 
 __all__ = [
+    "Attribution",
+    "Patching",
+    "activation_patching",
+    "direct_logit_attribution",
+    "report_attribution",
+    "report_patching",
+    "Circuit",
+    "Composition",
     "DESCRIPTIONS",
     "GPTTrace",
     "HeadScores",
+    "HeadWeights",
     "Importance",
     "JSON_DECIMALS",
     "QuerySteps",
@@ -46,14 +78,22 @@ __all__ = [
     "TEMPLATE_SCORES",
     "analyze_heads",
     "anti_diagonal_scores",
+    "composition_json",
+    "composition_score",
+    "composition_scores",
     "distribution_shift",
     "future_cells",
+    "head_weights",
     "heads_json",
+    "ov_circuits",
+    "qk_circuits",
     "query_steps",
     "record_arrays",
+    "report_composition",
     "report_detectors",
     "report_flow",
     "report_importance",
+    "report_induction_probe",
     "softmax_allowed",
     "trace_gpt",
     "trace_seq2seq",

@@ -92,13 +92,15 @@ def kinds_of(model: GPT | Seq2Seq) -> tuple[str, ...]:
 class Importance:
     """Per kind (L, H) arrays. delta_loss = loss with the head ablated - base loss (nats);
     delta_exact_match likewise for reversal (None for a GPT); gradient = mean over probe
-    sequences of |d loss / d gate| (Michel et al. 2019)."""
+    sequences of |d loss / d gate| (Michel et al. 2019); data: what the probe batch was, in
+    words for people."""
 
     base_loss: float
     base_exact_match: float | None
     delta_loss: dict[str, np.ndarray]
     delta_exact_match: dict[str, np.ndarray] | None
     gradient: dict[str, np.ndarray]
+    data: str = ""
 
 
 @torch.no_grad()
@@ -149,7 +151,9 @@ def gradient_importance(model: GPT | Seq2Seq, batch: ProbeBatch) -> dict[str, np
     return {k: g.abs().mean(0).cpu().numpy() for k, g in zip(gates, grads, strict=True)}
 
 
-def head_importance(model: GPT | Seq2Seq, batch: ProbeBatch, exact_match: bool = True) -> Importance:
-    """The ablation sweep and the gradient proxy on the same probe batch."""
+def head_importance(
+    model: GPT | Seq2Seq, batch: ProbeBatch, exact_match: bool = True, data: str = ""
+) -> Importance:
+    """The ablation sweep and the gradient proxy on the same probe batch (described by `data`)."""
     base_loss, base_em, d_loss, d_em = ablation_sweep(model, batch, exact_match=exact_match)
-    return Importance(base_loss, base_em, d_loss, d_em, gradient_importance(model, batch))
+    return Importance(base_loss, base_em, d_loss, d_em, gradient_importance(model, batch), data)

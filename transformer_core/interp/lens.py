@@ -58,13 +58,24 @@ class LogitLens:
     """What the residual stream predicts after each layer. Rows: 'embed' (before block 0),
     then 'layer 0' .. 'layer L-1' (the last equals the model's own prediction).
     top_ids / top_probs (L+1, T, k): the k likeliest next tokens per row and position;
-    tokens: the input's labels."""
+    tokens: the input's labels. correct_probs (L+1, T): each row's probability of the token
+    that truly comes next (ids[t+1]); NaN at the last position, whose next token is unknown."""
 
     rows: list[str]
     tokens: list[str]
     top_ids: np.ndarray
     top_probs: np.ndarray
     top_labels: list[list[list[str]]]
+    correct_probs: np.ndarray
+
+
+def correct_token_probs(probs: torch.Tensor, ids: list[int]) -> np.ndarray:
+    """probs (rows, T, V) -> (rows, T): probs[r, t, ids[t+1]], NaN at t = T-1 (no next token)."""
+    out = np.full(probs.shape[:2], np.nan)
+    if len(ids) > 1:
+        nxt = torch.tensor(ids[1:], device=probs.device)
+        out[:, :-1] = probs[:, :-1].gather(-1, nxt.expand(probs.size(0), -1)[..., None])[..., 0].cpu().numpy()
+    return out
 
 
 def lens_logits(model: GPT, residuals: list[torch.Tensor]) -> torch.Tensor:
@@ -91,4 +102,5 @@ def logit_lens(model: GPT, tokenizer: CharTokenizer, ids: list[int], k: int = 5)
         top_ids=top_ids,
         top_probs=top.values.cpu().numpy(),
         top_labels=labels,
+        correct_probs=correct_token_probs(probs, ids),
     )

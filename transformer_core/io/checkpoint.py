@@ -59,6 +59,7 @@ class Checkpoint:
     model: GPT | Seq2Seq
     tokenizer: CharTokenizer
     meta: dict[str, Any]
+    folder: Path | None = None  # where it was loaded from (None: built in memory)
 
     @property
     def config(self) -> ModelConfig:
@@ -71,6 +72,11 @@ class Checkpoint:
     @property
     def metrics(self) -> dict[str, Any]:
         return self.meta.get("metrics", {})
+
+    @property
+    def training_task(self) -> str | None:
+        """The task it was trained on as recorded ("reverse", "lm", "induction"); None if unrecorded."""
+        return (self.meta.get("train_args") or {}).get("task")
 
 
 def _sha256(path: Path) -> str:
@@ -186,7 +192,7 @@ def load_checkpoint(name_or_path: str | Path, device: torch.device | str = "cpu"
     except RuntimeError as e:
         raise CheckpointError(f"{folder.name}: weights do not match the config ({e})") from None
     model.to(device).eval()
-    return Checkpoint(folder.name, model, tokenizer, meta)
+    return Checkpoint(folder.name, model, tokenizer, meta, folder)
 
 
 def list_checkpoints(folder: Path = CHECKPOINTS_DIR) -> list[str]:

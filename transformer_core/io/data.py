@@ -139,3 +139,39 @@ def lm_batch(
     x = ids[starts[:, None] + offsets]  # (B, T)
     y = ids[starts[:, None] + offsets + 1]  # (B, T)
     return x, y
+
+
+INDUCTION_PROBE = "qwhzkfjtmbrxqwhzkfjtmbrx"  # a random segment of 12 letters, twice
+INDUCTION_SEQ_LEN = 64  # an induction row: inputs of 64 tokens
+INDUCTION_SEGMENTS = (6, 20)  # its segment's shortest and longest length
+
+
+def induction_rows(
+    batch_size: int, seq_len: int, min_segment: int, max_segment: int, vocab: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids (B, seq_len + 1) over ids 0..vocab-1 (the caller shifts them) and where the
+    second copy starts per row (B,) = the segment's length. Row: a random segment S of random
+    length in [min_segment, max_segment], repeated until the row is full (S S S ...)."""
+    total = seq_len + 1
+    rows = torch.empty(batch_size, total, dtype=torch.long)
+    lengths = torch.randint(min_segment, max_segment + 1, (batch_size,), generator=generator)
+    for b in range(batch_size):
+        n = int(lengths[b])
+        segment = torch.randint(0, vocab, (n,), generator=generator)
+        rows[b] = segment.repeat(total // n + 1)[:total]
+    return rows, lengths
+
+
+def induction_ids(
+    tokenizer: CharTokenizer,
+    batch_size: int,
+    generator: torch.Generator,
+    seq_len: int = INDUCTION_SEQ_LEN,
+    min_segment: int = INDUCTION_SEGMENTS[0],
+    max_segment: int = INDUCTION_SEGMENTS[1],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`induction_rows` over the tokenizer's ordinary characters (special ids skipped):
+    token ids (B, seq_len + 1) and each row's segment length (B,)."""
+    chars = len(tokenizer.chars)
+    rows, starts = induction_rows(batch_size, seq_len, min_segment, max_segment, chars, generator)
+    return rows + (len(tokenizer) - chars), starts

@@ -20,27 +20,10 @@ from torch import nn
 
 from transformer_core.interp.heads import default_probe_set, detect_heads
 from transformer_core.interp.trace import trace_gpt
+from transformer_core.io.data import INDUCTION_PROBE, INDUCTION_SEGMENTS, INDUCTION_SEQ_LEN, induction_ids
 from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.losses import token_nll
 from transformer_core.train.tasks import Batch, cross_entropy_loss
-
-INDUCTION_PROBE = "qwhzkfjtmbrxqwhzkfjtmbrx"  # a random segment of 12 letters, twice
-
-
-def induction_rows(
-    batch_size: int, seq_len: int, min_segment: int, max_segment: int, vocab: int, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token ids (B, seq_len + 1) over ids 0..vocab-1 (the caller shifts them) and where the
-    second copy starts per row (B,) = the segment's length. Row: a random segment S of random
-    length in [min_segment, max_segment], repeated until the row is full (S S S ...)."""
-    total = seq_len + 1
-    rows = torch.empty(batch_size, total, dtype=torch.long)
-    lengths = torch.randint(min_segment, max_segment + 1, (batch_size,), generator=generator)
-    for b in range(batch_size):
-        n = int(lengths[b])
-        segment = torch.randint(0, vocab, (n,), generator=generator)
-        rows[b] = segment.repeat(total // n + 1)[:total]
-    return rows, lengths
 
 
 @dataclass(frozen=True)
@@ -48,22 +31,21 @@ class InductionTask:
     """Next-character prediction on rows of seq_len tokens: a random segment repeated."""
 
     tokenizer: CharTokenizer
-    seq_len: int = 64
-    min_segment: int = 6
-    max_segment: int = 20
+    seq_len: int = INDUCTION_SEQ_LEN
+    min_segment: int = INDUCTION_SEGMENTS[0]
+    max_segment: int = INDUCTION_SEGMENTS[1]
     eval_batches: int = 4
     probe: str = INDUCTION_PROBE
     name: str = "induction"
 
-    def _rows(self, batch_size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        chars = len(self.tokenizer.chars)
-        rows, starts = induction_rows(
-            batch_size, self.seq_len, self.min_segment, self.max_segment, chars, generator
+    def rows(self, batch_size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """Token ids (B, seq_len + 1) of the model's vocabulary and each row's segment length (B,)."""
+        return induction_ids(
+            self.tokenizer, batch_size, generator, self.seq_len, self.min_segment, self.max_segment
         )
-        return rows + (len(self.tokenizer) - chars), starts  # skip the special ids
 
     def batch(self, batch_size: int, generator: torch.Generator, device: torch.device) -> Batch:
-        rows, _ = self._rows(batch_size, generator)
+        rows, _ = self.rows(batch_size, generator)
         rows = rows.to(device)
         return Batch((rows[:, :-1],), rows[:, 1:])
 
@@ -81,7 +63,7 @@ class InductionTask:
         first, repeat = [], []
         device = next(model.parameters()).device
         for _ in range(self.eval_batches):
-            rows, starts = self._rows(batch_size, generator)
+            rows, starts = self.rows(batch_size, generator)
             rows = rows.to(device)
             logits = model(rows[:, :-1])
             nll = token_nll(logits, rows[:, 1:], ignore_index=-100)  # (B, T): nll[b, t] predicts token t + 1

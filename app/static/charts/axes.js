@@ -28,7 +28,8 @@ export function niceTicks(lo, hi) {
   const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
   const first = Math.floor(lo / step) * step, last = Math.ceil(hi / step) * step;
   const ticks = [];
-  for (let v = first; v <= last + step / 2; v += step) ticks.push(+v.toPrecision(6));
+  const k0 = Math.round(first / step);  // ticks are whole multiples of step: 0 is 0, never -2.78e-17
+  for (let k = k0; k * step <= last + step / 2; k++) ticks.push(+(k * step).toPrecision(6) || 0);
   return { ticks, lo: first, hi: last };
 }
 
@@ -70,6 +71,15 @@ export const GUIDE = { stroke: "#6b7280", width: 2, bold: false, patch: false, g
 
 export function markerLine(ctx, x, box, text, look, font, tick, theme) {
   // a dashed vertical line at x across `box`, `text` at its top: right of it, or left where there is no room
+  if (look.patch) {
+    // over a map: a solid band in the page's colour under the dashes, so they show on light and dark cells
+    ctx.strokeStyle = theme.patch;
+    ctx.lineWidth = look.width + 2;
+    ctx.beginPath();
+    ctx.moveTo(x, box.y);
+    ctx.lineTo(x, box.y + box.h);
+    ctx.stroke();
+  }
   ctx.strokeStyle = look.stroke ?? theme.text;
   ctx.lineWidth = look.width;
   ctx.setLineDash(MARKER_DASH);

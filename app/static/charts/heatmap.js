@@ -196,9 +196,14 @@ export function paint(ctx, spec, data, width, em, theme) {
   }
   if (spec.outline && spec.outline.cells.length) outline(ctx, spec, first, panel, L.tick, color);
   if (spec.x_marker) {
-    // a line between two columns (e.g. the last position seen in training), named at its top
-    const x = first.x + (spec.x_marker.at * first.w) / panel.cols;
-    markerLine(ctx, x, first, spec.x_marker.text, MARKER, spec.font, L.tick, theme);
+    // a line between two columns (e.g. the last position seen in training), named at its top;
+    // a grid draws it in every map, unnamed (its small maps have no room for the words)
+    const grid = spec.kind === "grid";
+    (grid ? L.boxes : [first]).forEach((b) => {
+      const x = b.x + (spec.x_marker.at * b.w) / panel.cols;
+      const look = grid ? { ...MARKER, width: 1.5 } : MARKER;
+      markerLine(ctx, x, b, grid ? "" : spec.x_marker.text, look, spec.font, L.tick, theme);
+    });
   }
   if (spec.selected) selectedBox(ctx, spec, L.boxes);
   if (spec.kind === "head") headLabels(ctx, spec, first, panel, L, color);
