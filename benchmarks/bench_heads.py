@@ -1,10 +1,12 @@
-"""Time of the `heads` analysis of one checkpoint: detectors, full ablation sweep, gradient
-proxy, rollout and logit lens (what the /heads page computes once per checkpoint weights).
+"""Time of the full /heads analysis of one checkpoint: detectors, the ablation sweep and
+gradient proxy on held-out data, the induction-probe sweep, rollout and logit lens,
+composition, direct logit attribution and activation patching (what the /heads page computes
+once per checkpoint weights and inputs).
 
     python benchmarks/bench_heads.py [gpt-rope reverse-rope ...] [--repeats 3] [--threads 2]
 
-Prints, per checkpoint, the median wall-clock seconds of each part and of the whole, over
---repeats runs after one warm-up (model loaded once, CPU).
+Prints, per checkpoint (default: every shipped GPT), the median wall-clock seconds of each
+part and of the whole, over --repeats runs after one warm-up (model loaded once, CPU).
 """
 
 from __future__ import annotations
@@ -16,8 +18,27 @@ from collections.abc import Callable
 
 import torch
 
-from transformer_core.interp.report import report_detectors, report_flow, report_importance
-from transformer_core.io.checkpoint import load_checkpoint
+from transformer_core.interp.report import (
+    default_patch_pair,
+    report_attribution,
+    report_composition,
+    report_detectors,
+    report_flow,
+    report_importance,
+    report_induction_probe,
+    report_patching,
+)
+from transformer_core.io.checkpoint import SHIPPED_NAMES, Checkpoint, load_checkpoint
+
+PARTS: dict[str, Callable[[Checkpoint], object]] = {
+    "detect": lambda c: report_detectors(c, None),
+    "sweep": lambda c: report_importance(c, None),
+    "probe": lambda c: report_induction_probe(c, None),
+    "flow": lambda c: report_flow(c, None),
+    "compose": report_composition,
+    "dla": lambda c: report_attribution(c, None),
+    "patch": lambda c: report_patching(c, *default_patch_pair(c)),
+}
 
 
 def median_seconds(fn: Callable[[], object], repeats: int) -> float:
@@ -34,22 +55,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("checkpoints", nargs="*", default=["gpt-rope", "reverse-rope"])
+    gpts = [n for n in SHIPPED_NAMES if n.startswith("gpt-")]
+    parser.add_argument("checkpoints", nargs="*", default=gpts)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {args.threads} threads, median of {args.repeats}")
-    print(f"{'checkpoint':<20}{'heads':>6}{'detect s':>10}{'sweep+grad s':>14}{'flow s':>8}{'total s':>9}")
+    print(f"torch {torch.__version__}, {args.threads} threads, median of {args.repeats}, seconds")
+    print(f"{'checkpoint':<16}{'heads':>6}" + "".join(f"{p:>9}" for p in PARTS) + f"{'total':>9}")
     for name in args.checkpoints:
         ckpt = load_checkpoint(name)
         cfg = ckpt.config
         n = cfg.n_layers * cfg.n_heads * (1 if cfg.arch == "gpt" else 3)
-        parts = [
-            median_seconds(lambda f=f, c=ckpt: f(c, None), args.repeats)
-            for f in (report_detectors, report_importance, report_flow)
-        ]
-        print(f"{name:<20}{n:>6}{parts[0]:>10.2f}{parts[1]:>14.2f}{parts[2]:>8.2f}{sum(parts):>9.2f}")
+        parts = [median_seconds(lambda f=f, c=ckpt: f(c), args.repeats) for f in PARTS.values()]
+        print(f"{name:<16}{n:>6}" + "".join(f"{t:>9.2f}" for t in parts) + f"{sum(parts):>9.2f}")
 
 
 if __name__ == "__main__":

@@ -168,14 +168,6 @@ def restored_share(patching: Patching) -> dict[str, np.ndarray]:
     return {k: (v - patching.corrupted) / gap for k, v in patching.heads.items()}
 
 
-#: a clean and a corrupted text of equal length per kind of model: what patching contrasts
-PATCH_PAIRS = {
-    "induction": ("qwhzkfjtmbrxqwhzkfjtmbrx", "qwhzkfjtmbrxpnsgadeucvlo"),  # the repeat, or not
-    "lm": ("The cat sat on the mat. The cat sat", "The dog ran to the bus. The cat sat"),
-    "reverse": ("attention", "retention"),
-}
-
-
 @spec_cache
 def patching_maps(patching: Patching, n_layers: int, n_heads: int) -> dict:
     """The share restored by patching each head, one map per kind, one diverging scale."""

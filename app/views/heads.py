@@ -30,7 +30,7 @@ from transformer_core.interp import (
     report_induction_probe,
     report_patching,
 )
-from transformer_core.interp.report import probe_set_of
+from transformer_core.interp.report import default_patch_pair, patch_family, probe_set_of
 
 P = "heads_"  # session_state prefix; the URL uses the bare names
 URL_KEYS = ["checkpoint", "probe", "score", "open", "sort"]
@@ -330,8 +330,8 @@ st.markdown(
     "the clean behaviour comes back: 1 = all of it, 0 = none. A head that restores much carries the "
     "information that separates the two texts."
 )
-family = "reverse" if not is_gpt else ("induction" if ckpt.training_task == "induction" else "lm")
-clean_default, corrupt_default = hp.PATCH_PAIRS[family]
+family = patch_family(ckpt)  # each kind of model keeps its own pair of texts
+clean_default, corrupt_default = default_patch_pair(ckpt)
 p1, p2 = st.columns(2)
 clean = p1.text_input("Clean text", clean_default, key=P + f"clean_{family}", max_chars=120)
 corrupted = p2.text_input(
