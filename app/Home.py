@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import streamlit as st
-from lab import classroom, present, tables, tours
+from lab import admin, classroom, present, tables, tours
 from lab.resources import configure_torch, device_picker
 from lab.state import enter_page, page_links
 
@@ -56,9 +56,11 @@ SECTIONS = {
         ),
     ],
 }
+#: reachable at /admin by address, not in the sidebar menu (lab.admin decides who sees figures)
+ADMIN = st.Page(PAGES / "admin.py", title="Admin", icon=":material/admin_panel_settings:", url_path="admin")
 # a follower opening the lecturer's new view runs all of it in turn with the others
 with classroom.page_turn():
-    navigation = st.navigation(SECTIONS, position="hidden")
+    navigation = st.navigation({**SECTIONS, "Admin": [ADMIN]}, position="hidden")
     page_links(SECTIONS)
     device_picker()
     classroom.lecturer_panel()
@@ -72,4 +74,5 @@ with classroom.page_turn():
     classroom.follower_banner(BY_PATH)
     tours.tour_bar()
     classroom.share(navigation.url_path, dict(st.query_params))  # a lecturer's page switch goes to the class
-    navigation.run()
+    with admin.counted_run():  # the box's page runs and errors (/admin, /metrics)
+        navigation.run()

@@ -6,6 +6,7 @@
     python benchmarks/bench_load.py --target serve --soak 600 --soak-users 20   # memory over time
     python benchmarks/bench_load.py --url http://127.0.0.1:8501      # a server already running
     python benchmarks/bench_load.py --target serve --redis-workers 2 --trainings 3   # Redis queue, 2 workers
+    python benchmarks/bench_load.py --chaos --workers 2 --users 20   # kill -9 an app process (bench_chaos.py)
 
 Each simulated user is one browser speaking Streamlit's own protocol: it opens a deep link
 as a new tab does - GET the page's HTML (keeping the cookies nginx sets, so it stays on one
@@ -708,6 +709,13 @@ def main() -> None:
         default=0,
         help="run queue on a local redis-server with this many training workers (several-hosts setup)",
     )
+    parser.add_argument(
+        "--chaos",
+        action="store_true",
+        help="kill -9 one serve.sh app process under --users users (benchmarks/bench_chaos.py)",
+    )
+    parser.add_argument("--before", type=float, default=20.0, help="--chaos: seconds of load before the kill")
+    parser.add_argument("--after", type=float, default=40.0, help="--chaos: seconds of load after it")
     parser.add_argument("--soak", type=float, default=0.0, help="then this many seconds at --soak-users")
     parser.add_argument("--soak-users", type=int, default=20)
     parser.add_argument("--soak-every", type=float, default=30.0)
@@ -716,6 +724,17 @@ def main() -> None:
     if args.soak > 3600 or args.duration > 3600:
         parser.error("--soak and --duration are bounded to one hour")
 
+    if args.chaos:
+        from bench_chaos import chaos
+
+        users = max(args.users)
+        print(f"{os.cpu_count()} cores; chaos: {users} users, serve.sh --workers {args.workers}", flush=True)
+        with (
+            tempfile.TemporaryDirectory(prefix="bench-chaos-") as tmp,
+            started("serve", args.workers, Path(tmp)) as s,
+        ):
+            asyncio.run(chaos(s, users, args.before, args.after, args.page_timeout))
+        return
     print(
         f"{os.cpu_count()} cores; deep links: {' '.join(DEEP_LINKS)}; "
         f"{args.duration:.0f} s or {args.max_pages} pages per user per step, no think time",

@@ -73,10 +73,10 @@ def open_page(name: str, params: dict[str, str]) -> AppTest:
     before its first run of that page."""
     at = AppTest.from_file(HOME, default_timeout=300)
     quiet_streamlit()
+    at.run()  # the router's first page (home), then the link: home drops parameters it does not read
+    quiet_streamlit()
     for key, value in params.items():
         at.query_params[key] = value
-    at.run()
-    quiet_streamlit()
     at.switch_page(f"views/{name}.py")
     return at
 

@@ -2,6 +2,7 @@
 # Attention Lab for a class on one box: N app processes behind nginx, in the foreground.
 #
 #   bash deploy/serve.sh [--workers N] [--port P] [--address A] [--run-dir DIR] [--timeout S]
+#                        [--metrics-port M]
 #
 # Starts N `streamlit run app/Home.py` processes on free loopback ports and Debian's nginx
 # (unprivileged, from deploy/nginx.conf.template) on A:P in front of them: a route cookie
@@ -17,6 +18,7 @@ MAX_RESTARTS=5
 usage() {
     cat <<EOF
 usage: bash deploy/serve.sh [--workers N] [--port P] [--address A] [--run-dir DIR] [--timeout S]
+                            [--metrics-port M]
 
   --workers N    app processes (default: the number of cores, here $(nproc 2>/dev/null || echo 1))
   --port P       port nginx listens on (default 8501)
@@ -24,6 +26,8 @@ usage: bash deploy/serve.sh [--workers N] [--port P] [--address A] [--run-dir DI
   --run-dir DIR  keep nginx's config, pid, temp files and all logs in DIR (kept on exit);
                  default: a fresh temporary directory, removed on exit
   --timeout S    seconds to wait for the processes to become healthy (default 180)
+  --metrics-port M  serve the admin's figures as Prometheus metrics on 127.0.0.1:M/metrics
+                 (python -m serving.metrics; default: off; see README "The admin's view")
 
 Environment: PYTHON (interpreter with the app installed), NGINX (nginx binary),
 ATTENTION_LAB_TORCH_THREADS (torch threads per process, default 1), and any
@@ -41,9 +45,10 @@ PORT=8501
 ADDRESS=127.0.0.1
 RUN_DIR=""
 TIMEOUT=180
+METRICS_PORT=""
 while (($#)); do
     case "$1" in
-    --workers | --port | --address | --run-dir | --timeout)
+    --workers | --port | --address | --run-dir | --timeout | --metrics-port)
         (($# >= 2)) || die "$1 needs a value (see --help)"
         case "$1" in
         --workers) APPS="$2" ;;
@@ -51,10 +56,11 @@ while (($#)); do
         --address) ADDRESS="$2" ;;
         --run-dir) RUN_DIR="$2" ;;
         --timeout) TIMEOUT="$2" ;;
+        --metrics-port) METRICS_PORT="$2" ;;
         esac
         shift 2
         ;;
-    --workers=* | --port=* | --address=* | --run-dir=* | --timeout=*)
+    --workers=* | --port=* | --address=* | --run-dir=* | --timeout=* | --metrics-port=*)
         set -- "${1%%=*}" "${1#*=}" "${@:2}"
         ;;
     -h | --help)
@@ -68,6 +74,8 @@ done
 [[ "$PORT" =~ ^[0-9]+$ ]] && ((PORT >= 1 && PORT <= 65535)) || die "--port must be 1-65535, got '$PORT'"
 [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds, got '$TIMEOUT'"
 [[ -n "$ADDRESS" ]] || die "--address must not be empty"
+[[ -z "$METRICS_PORT" ]] || { [[ "$METRICS_PORT" =~ ^[0-9]+$ ]] && ((METRICS_PORT >= 1 && METRICS_PORT <= 65535 &&
+    METRICS_PORT != PORT)); } || die "--metrics-port must be 1-65535 and not --port, got '$METRICS_PORT'"
 
 # ------------------------------------------------------------------ what we need
 if [[ -n "${NGINX:-}" ]]; then
@@ -106,6 +114,7 @@ RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 
 # ------------------------------------------------------------------ stopping
 NGINX_PID=""
+METRICS_PID=""
 STATIC_DIR=""
 declare -a APP_PIDS=()
 declare -a RESTARTS=()
@@ -118,7 +127,7 @@ stop_all() {
     STOPPING=1
     trap '' INT TERM HUP
     local pid pids=()
-    for pid in "$NGINX_PID" "${APP_PIDS[@]}"; do
+    for pid in "$NGINX_PID" "$METRICS_PID" "${APP_PIDS[@]}"; do
         # Each child leads its own process group: the signal reaches its children too.
         alive "$pid" && kill -TERM -- "-$pid" 2>/dev/null && pids+=("$pid")
     done
@@ -250,6 +259,16 @@ SHOWN_HOST="$CHECK_HOST"
 if [[ "$ADDRESS" == 0.0.0.0 ]]; then
     SHOWN_HOST="$(hostname -I 2>/dev/null | awk '{print $1}')"
     [[ -n "$SHOWN_HOST" ]] || SHOWN_HOST="$(hostname)"
+fi
+# The admin's figures as Prometheus metrics (serving/metrics.py), on loopback only.
+if [[ -n "$METRICS_PORT" ]]; then
+    setsid "$PYTHON" -m serving.metrics --port "$METRICS_PORT" >>"$RUN_DIR/logs/metrics.log" 2>&1 &
+    METRICS_PID=$!
+    if ! wait_healthy --pid "$METRICS_PID" --url "http://127.0.0.1:$METRICS_PORT/metrics"; then
+        log_tail "$RUN_DIR/logs/metrics.log"
+        fail "the metrics exporter did not start on 127.0.0.1:$METRICS_PORT (see above)"
+    fi
+    echo "serve.sh: Prometheus metrics on http://127.0.0.1:$METRICS_PORT/metrics (pid $METRICS_PID)" >&2
 fi
 echo "serve.sh: nginx pid $NGINX_PID, app pids ${APP_PIDS[*]}" >&2
 echo "Attention Lab is ready: http://$SHOWN_HOST:$PORT/  ($APPS app processes behind nginx; Ctrl+C stops all)"

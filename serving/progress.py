@@ -23,6 +23,7 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
+from serving.ids import is_run_id
 from transformer_core.errors import CheckpointError
 from transformer_core.train import (
     DoneEvent,
@@ -35,11 +36,61 @@ from transformer_core.train import (
 
 CORPUS_FILE, PROGRESS_FILE, STOP_FILE = "corpus.txt", "progress.jsonl", "STOP"
 SNAPSHOT_DIR, LOG_FILE = "snapshots", "run.log"
+GPU_FILE = "gpu-memory.txt"  # bytes of GPU memory the run process holds (CUDA only), kept fresh
+SUMMARY_TAIL = 16_384  # bytes read from the end of progress.jsonl for a run's latest step
 
 
 def folder_bytes(folder: Path) -> int:
     """Bytes of every file under `folder`."""
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def runs_bytes(root: Path) -> int:
+    """Bytes used by every run folder under the runs folder `root` (what its budget bounds)."""
+    if not root.is_dir():
+        return 0
+    return sum(folder_bytes(p) for p in root.iterdir() if p.is_dir() and is_run_id(p.name))
+
+
+def note_gpu_memory(folder: Path, used: int) -> None:
+    """The run process's GPU memory in bytes, replaced atomically (a reader never sees half)."""
+    part = folder / (GPU_FILE + ".part")
+    part.write_text(str(int(used)), encoding="ascii")
+    part.replace(folder / GPU_FILE)
+
+
+@dataclass(frozen=True)
+class ProgressSummary:
+    """What an overview shows of a run without reading all its progress: its latest step,
+    the steps asked for, its device and the GPU memory its process holds (None: none noted)."""
+
+    step: int = 0
+    total: int = 0
+    device: str | None = None
+    gpu_bytes: int | None = None
+
+
+def summary(folder: Path) -> ProgressSummary:
+    """A run's ProgressSummary from the first line and the last SUMMARY_TAIL bytes of its
+    progress.jsonl and from GPU_FILE: cheap for any number of steps."""
+    path, start, step = folder / PROGRESS_FILE, {}, 0
+    with contextlib.suppress(OSError, ValueError):
+        with open(path, "rb") as f:
+            start = json.loads(f.readline())
+            f.seek(max(0, path.stat().st_size - SUMMARY_TAIL))
+            tail = f.read(SUMMARY_TAIL)
+        for line in reversed(tail.splitlines()):
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if record.get("kind") in ("step", "done"):
+                    step = int(record["step"])
+                    break
+    gpu = None
+    with contextlib.suppress(OSError, ValueError):
+        gpu = int((folder / GPU_FILE).read_text(encoding="ascii"))
+    if start.get("kind") != "start":
+        start = {}
+    return ProgressSummary(step, int(start.get("total", 0)), start.get("device"), gpu)
 
 
 def _flatten(metrics: dict[str, Any]) -> dict[str, float]:

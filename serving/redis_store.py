@@ -48,7 +48,7 @@ from pathlib import Path
 
 from redis import Redis, WatchError
 from redis.exceptions import RedisError
-from rq import Queue, Worker
+from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
@@ -67,7 +67,8 @@ ALIVE_SECONDS = 6  # a running run whose worker has not refreshed `alive` this l
 PUBLISH_EVERY = 0.5  # seconds between the worker's progress uploads (and alive refreshes)
 MAX_FILE_BYTES = 64 * 2**20  # one checkpoint or snapshot file; these models are a few MB
 MAX_REQUEST_BYTES = 64 * 2**10  # a RunRequest's JSON is a few hundred bytes
-WORKER_TTL = 30  # seconds: a killed worker leaves the count of live workers within ~90 s
+WORKER_TTL = 30  # seconds: RQ's own registration of a worker (its `Worker.all` listing)
+BEAT_EVERY = 1.0  # seconds between a worker process's beats in WORKERS_SET
 
 
 @functools.cache
@@ -84,6 +85,7 @@ def _key(run_id: str, part: str = "") -> str:
 
 
 QUEUED, ACTIVE_SET, FINISHED_SET, SEQ = (f"{PREFIX}:{n}" for n in ("queued", "active", "finished", "seq"))
+WORKERS_SET = f"{PREFIX}:workers"  # sorted set: worker process -> time of its last beat
 
 
 def _text(value: bytes | None) -> str | None:
@@ -126,9 +128,9 @@ class RedisRunStore:
 
     @property
     def max_running(self) -> int:
-        """The cap is the number of live workers serving the queue (a killed worker's
-        registration expires after its heartbeat TTL)."""
-        return len(Worker.all(connection=self.redis, queue=rq_queue(self.redis)))
+        """The cap is the number of live worker processes serving the queue: a killed
+        worker's slot is gone within ALIVE_SECONDS (RQ's own registration lasts WORKER_TTL)."""
+        return live_workers(self.redis)
 
     def folder(self, run_id: str) -> Path:
         return run_folder(self.root, run_id)
@@ -198,7 +200,9 @@ class RedisRunStore:
         )
 
     def counts(self) -> tuple[int, int]:
-        """(runs training, runs waiting) across every host."""
+        """(runs training, runs waiting) across every host; a run whose worker went silent
+        is failed first, so it holds no slot."""
+        reap_all(self.redis)
         return self.redis.scard(ACTIVE_SET), self.redis.zcard(QUEUED)
 
     def stop(self, run_id: str) -> None:
@@ -223,6 +227,30 @@ class RedisRunStore:
     def has_checkpoint(self, run_id: str) -> bool:
         self._mirror(run_id, finished=True)
         return (self.folder(run_id) / META_FILE).is_file()
+
+    def overview(self, latest: int) -> tuple[dict[str, int], list[RunInfo]]:
+        """({status: runs}, every waiting or training run and the `latest` newest others),
+        from the sets (no run's files are mirrored); the admin's figures."""
+        redis = self.redis
+        waiting = [r.decode() for r in redis.zrange(QUEUED, 0, -1)]
+        ids = waiting + sorted(r.decode() for r in redis.smembers(ACTIVE_SET))
+        ids += [r.decode() for r in redis.zrevrange(FINISHED_SET, 0, latest - 1)]
+        with redis.pipeline() as pipe:
+            for run_id in ids:
+                pipe.hgetall(_key(run_id))
+            rows = pipe.execute()
+        infos = [_info_of(run_id, row, waiting) for run_id, row in zip(ids, rows, strict=True) if row]
+        counts: dict[str, int] = {}
+        for info in infos:
+            counts[info.status] = counts.get(info.status, 0) + 1
+        counts.update({"done": 0, "stopped": 0, "failed": 0})
+        with redis.pipeline() as pipe:  # every finished run's status, not only the listed ones
+            for run_id in redis.zrange(FINISHED_SET, 0, -1):
+                pipe.hget(_key(run_id.decode()), "status")
+            for status in pipe.execute():
+                if status:
+                    counts[status.decode()] = counts.get(status.decode(), 0) + 1
+        return counts, infos
 
     # -------------------------------------------------- faults and budget
 
@@ -288,6 +316,17 @@ class RedisRunStore:
         return {name.encode(): data for name, data in found.items() if data is not None}
 
 
+def beat(redis: Redis, worker: str) -> None:
+    """A worker process says it is alive (every BEAT_EVERY seconds)."""
+    redis.zadd(WORKERS_SET, {worker: time.time()})
+
+
+def live_workers(redis: Redis) -> int:
+    """Worker processes that beat within ALIVE_SECONDS; silent ones are dropped."""
+    redis.zremrangebyscore(WORKERS_SET, "-inf", time.time() - ALIVE_SECONDS)
+    return int(redis.zcard(WORKERS_SET))
+
+
 def reap(redis: Redis, run_id: str) -> bool:
     """Mark a starting/running run failed when its `alive` key expired; True if it did."""
     if redis.exists(_key(run_id, "alive")):
@@ -345,3 +384,18 @@ def _update_if(redis: Redis, run_id: str, when: tuple[str, ...], fields: dict, *
                 return True
             except WatchError:
                 continue
+
+
+def _info_of(run_id: str, row: dict[bytes, bytes], waiting: list[str]) -> RunInfo:
+    """A RunInfo from a run's hash (RedisRunStore.overview)."""
+
+    def number(name: str) -> float | None:
+        return float(row[name.encode()]) if row.get(name.encode()) else None
+
+    text = {k.decode(): v.decode() for k, v in row.items()}
+    pid = text.get("pid")
+    return RunInfo(
+        run_id, text.get("label", ""), text.get("task", ""), text["status"],  # type: ignore[arg-type]
+        number("created") or 0.0, number("started"), number("finished"), int(pid) if pid else None,
+        text.get("error") or None, waiting.index(run_id) + 1 if run_id in waiting else None,
+    )  # fmt: skip

@@ -39,13 +39,16 @@ from serving.priority import pid_alive, prepare_run_process
 from serving.progress import CORPUS_FILE, PROGRESS_FILE, SNAPSHOT_DIR
 from serving.redis_store import (
     ALIVE_SECONDS,
+    BEAT_EVERY,
     MAX_FILE_BYTES,
     MAX_REQUEST_BYTES,
     PUBLISH_EVERY,
     RUN_JOB,
     WORKER_TTL,
+    WORKERS_SET,
     _key,
     _update_if,
+    beat,
     connect,
     fail_run,
     reap_all,
@@ -297,14 +300,37 @@ def serve_worker(url: str, device: str) -> int:
 
     remove_stale_work_roots()
     work_root(os.getpid()).mkdir(parents=True, exist_ok=True)
+    name = f"{socket.gethostname()}-{os.getpid()}"
+    beating = threading.Event()
+    threading.Thread(target=_beat_loop, args=(url, name, beating), name="beat", daemon=True).start()
+    try:
+        return _serve(redis, url, name)
+    finally:
+        beating.set()
+        with contextlib.suppress(RedisError):
+            redis.zrem(WORKERS_SET, name)  # a clean stop frees the slot at once
 
+
+def _beat_loop(url: str, name: str, stop: threading.Event) -> None:
+    """Every BEAT_EVERY seconds: this worker process is alive (its slot counts). Its own
+    connection, never used by a forked work horse; a Redis outage is waited out."""
+    redis = connect(url)
+    while True:
+        with contextlib.suppress(RedisError):
+            beat(redis, name)
+        if stop.wait(BEAT_EVERY):
+            return
+
+
+def _serve(redis: Redis, url: str, name: str) -> int:
+    """RQ's worker loop, one fresh RQ worker per Redis outage, until a warm shutdown."""
     for generation in itertools.count():
         worker = RunWorker(
             [rq_queue(redis)],
             connection=redis,
             serializer=JSONSerializer,
             job_class=RunJob,
-            name=f"attention-lab-{socket.gethostname()}-{os.getpid()}-{generation}",  # unique per life
+            name=f"attention-lab-{name}-{generation}",  # unique per life
             worker_ttl=WORKER_TTL,
         )
         try:

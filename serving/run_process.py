@@ -21,11 +21,11 @@ import torch
 import serving.settings as settings
 from serving.ids import RunError
 from serving.priority import CpuPressure, prepare_run_process
-from serving.progress import CORPUS_FILE, ProgressWriter
+from serving.progress import CORPUS_FILE, ProgressWriter, note_gpu_memory
 from serving.request import RunRequest
 from serving.sqlite_store import SQLiteRunStore
 from serving.store import RunControl
-from transformer_core.device import limit_process_memory, release_memory, resolve_device
+from transformer_core.device import limit_process_memory, memory_in_use, release_memory, resolve_device
 from transformer_core.errors import CheckpointError, ConfigError, InputError
 from transformer_core.generation import generate
 from transformer_core.io import save_checkpoint
@@ -46,6 +46,7 @@ class Watcher(threading.Thread):
         self.deadline = time.monotonic() + queue.max_seconds
         self.timed_out = False
         self.finished = threading.Event()
+        self.device: torch.device | None = None  # once known: its memory is noted with each heartbeat
 
     def run(self) -> None:
         last_beat = 0.0
@@ -58,6 +59,10 @@ class Watcher(threading.Thread):
             if time.monotonic() - last_beat > HEARTBEAT_EVERY:
                 with contextlib.suppress(Exception):  # a busy database must not kill the run
                     self.queue.heartbeat(self.run_id)
+                used = memory_in_use(self.device) if self.device is not None else None
+                if used is not None:
+                    with contextlib.suppress(OSError):  # /admin's figure, never the run's failure
+                        note_gpu_memory(self.queue.folder(self.run_id), used)
                 last_beat = time.monotonic()
 
 
@@ -83,7 +88,7 @@ def execute(queue: RunControl, run_id: str) -> str:
         request = RunRequest.load(folder)
         request.validate()
         config = request.train_config()
-        device = resolve_device(config.device)
+        device = watcher.device = resolve_device(config.device)
         limit_process_memory(device, settings.gpu_fraction(queue.max_running))
         corpus = folder / CORPUS_FILE
         text = corpus.read_text(encoding="utf-8") if corpus.is_file() else None

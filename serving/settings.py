@@ -124,7 +124,37 @@ def class_hours() -> float:
     return env_float("ATTENTION_LAB_CLASS_HOURS", 3.0, lambda v: 0 < v <= 24 * 7, "must be in (0, 168] hours")
 
 
+ADMINS_ENV, ADMIN_TOKEN_ENV = "ATTENTION_LAB_ADMINS", "ATTENTION_LAB_ADMIN_TOKEN"
+MIN_TOKEN_CHARS = 16
+
+
+def admin_emails() -> frozenset[str]:
+    """ATTENTION_LAB_ADMINS: comma-separated e-mail addresses (compared case-insensitively)
+    of the people signed in (st.login) who may open /admin; empty: nobody by sign-in."""
+    raw = os.environ.get(ADMINS_ENV, "")
+    emails = [e.strip().lower() for e in raw.split(",") if e.strip()]
+    for email in emails:
+        name, at, domain = email.partition("@")
+        if not (name and at and domain) or "@" in domain or any(c.isspace() for c in email):
+            raise ConfigError(
+                f"{ADMINS_ENV}: {email!r} is not an e-mail address (name@domain, comma-separated)"
+            )
+    return frozenset(emails)
+
+
+def admin_token() -> str | None:
+    """ATTENTION_LAB_ADMIN_TOKEN: the secret /admin asks for on a box without sign-in (at
+    least 16 characters, e.g. `python -c "import secrets; print(secrets.token_urlsafe())"`)."""
+    token = os.environ.get(ADMIN_TOKEN_ENV, "").strip()
+    if token and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"{ADMIN_TOKEN_ENV}: must be at least {MIN_TOKEN_CHARS} characters, got {len(token)}"
+        )
+    return token or None
+
+
 def check_all() -> None:
     """Parse every setting once (a server's start): a bad value stops it with its message."""
     runs_dir(), device_setting(), torch_threads(), runs_max_bytes(), run_max_seconds()
     run_threads(), run_nice(), run_yield(), gpu_fraction(max_runs()), class_hours()
+    admin_emails(), admin_token()

@@ -29,7 +29,7 @@ from pathlib import Path
 import serving.settings as settings
 from serving.ids import RunError, is_run_id, new_run_id, run_folder
 from serving.priority import pid_alive
-from serving.progress import CORPUS_FILE, LOG_FILE, STOP_FILE, folder_bytes
+from serving.progress import CORPUS_FILE, LOG_FILE, STOP_FILE, folder_bytes, runs_bytes
 from serving.request import REQUEST_FILE, RunRequest, check_submission
 from serving.store import RunInfo, Status
 from transformer_core.errors import ConfigError
@@ -149,10 +149,25 @@ class SQLiteRunStore:
                 position = db.execute(
                     "SELECT COUNT(*) FROM runs WHERE status = 'queued' AND seq <= ?", (row["seq"],)
                 ).fetchone()[0]
-        return RunInfo(
-            row["id"], row["label"], row["task"], row["status"], row["created"], row["started"],
-            row["finished"], row["pid"], row["error"], position,
-        )  # fmt: skip
+        return _run_info(row, position)
+
+    def overview(self, latest: int = 20) -> tuple[dict[str, int], list[RunInfo]]:
+        """({status: runs}, the runs an admin sees): every waiting or training run, then the
+        `latest` most recent others, newest first; one read of the database."""
+        with self._connect() as db:
+            counts = dict(db.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+            rows = db.execute(
+                "SELECT * FROM runs WHERE status IN ('queued', 'starting', 'running') ORDER BY seq DESC"
+            ).fetchall()
+            rows += db.execute(
+                "SELECT * FROM runs WHERE status NOT IN ('queued', 'starting', 'running') "
+                "ORDER BY seq DESC LIMIT ?",
+                (latest,),
+            ).fetchall()
+        waiting = sorted(r["seq"] for r in rows if r["status"] == "queued")
+        return counts, [
+            _run_info(r, waiting.index(r["seq"]) + 1 if r["status"] == "queued" else None) for r in rows
+        ]
 
     def counts(self) -> tuple[int, int]:
         """(runs starting or running, runs waiting) across the whole box."""
@@ -267,7 +282,7 @@ class SQLiteRunStore:
 
     def disk_bytes(self) -> int:
         """Bytes used by all run folders."""
-        return sum(folder_bytes(p) for p in self.root.iterdir() if p.is_dir() and is_run_id(p.name))
+        return runs_bytes(self.root)
 
     def enforce_disk_budget(self) -> list[str]:
         """Delete finished runs, oldest first, until the run folders fit max_bytes; their
@@ -300,3 +315,10 @@ class SQLiteRunStore:
 
     def has_checkpoint(self, run_id: str) -> bool:
         return (self.folder(run_id) / META_FILE).is_file()
+
+
+def _run_info(row: sqlite3.Row, position: int | None) -> RunInfo:
+    return RunInfo(
+        row["id"], row["label"], row["task"], row["status"], row["created"], row["started"],
+        row["finished"], row["pid"], row["error"], position,
+    )  # fmt: skip

@@ -72,3 +72,11 @@ def release_memory(device: torch.device) -> None:
     """Give cached accelerator memory back to the device (after a run ends or fails)."""
     if device.type == "cuda":
         torch.cuda.empty_cache()
+
+
+def memory_in_use(device: torch.device) -> int | None:
+    """Bytes of accelerator memory this process holds on `device` (its caching allocator's
+    reservation); None for a device with no memory of its own to report (CPU)."""
+    if device.type == "cuda":
+        return int(torch.cuda.memory_reserved(device))
+    return None

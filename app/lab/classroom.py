@@ -26,6 +26,7 @@ import streamlit as st
 from serving import settings
 from serving.classroom import ClassSessions, ClassView, is_class_code, open_class_sessions
 
+PRIVATE_PAGES = ("admin",)  # a lecturer's visit there is not shown to the class
 LEADING = "class_leading"  # session_state: the code of the class session this browser leads
 FOLLOWING = "class_following"  # session_state: the code this browser follows now (None: exploring)
 JOINED = "class_joined"  # session_state: the code followed last (for "Follow again")
@@ -73,7 +74,7 @@ def share(page: str, params: dict[str, Any]) -> None:
     """Publish the lecturer's view (a page and its URL parameters) when it changed; nothing
     for anyone else. Projector mode stays the lecturer's own."""
     code = st.session_state.get(LEADING)
-    if not code:
+    if not code or page in PRIVATE_PAGES:
         return
     view = (page, {k: str(v) for k, v in params.items() if k not in ("present", "follow")})
     if st.session_state.get(SHARED) != view:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from lab.markdown_safe import md_code
 from lab.state import visible
 from transformer_core.io import CharTokenizer, Checkpoint
 
@@ -20,11 +21,6 @@ def char_name(ch: str) -> str:
     if ch.isprintable() and ord(ch) < 0x2000:
         return f"'{ch}'"
     return f"U+{ord(ch):04X}"
-
-
-def md_code(text: str) -> str:
-    """Inline code in Markdown that survives backticks inside the text."""
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 @dataclass(frozen=True)

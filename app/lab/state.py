@@ -40,6 +40,7 @@ from typing import Any
 import streamlit as st
 
 from lab import classroom, tours
+from lab.markdown_safe import md_code, md_text
 
 LINKS = "_view_links"  # session_state: page url_path -> the parameters its URL had last
 FIRST = "_view_first_run"  # session_state: this run opens a page never shown, by a bare URL
@@ -115,7 +116,8 @@ def init_state(
         st.warning(
             "Ignored from the link: "
             + "; ".join(
-                f"`{name}={shown(raw)}` (showing {_format(used) or 'none'})" for name, raw, used in ignored
+                f"{md_code(f'{name}={shown(raw)}')} (showing {md_text(_format(used)) or 'none'})"
+                for name, raw, used in ignored
             )
             + ". Those values are not valid here.",
             icon=":material/link_off:",
@@ -130,7 +132,8 @@ def clamp_state(key: str, options: list[Any], default: Any) -> None:
         if value not in (None, ""):  # "": nothing chosen yet (a page's default), nothing to say
             name = key.split("_", 1)[-1]
             st.info(
-                f"`{name}={shown(str(value))}` is not available for this model; showing {default}.",
+                f"{md_code(f'{name}={shown(str(value))}')} is not available for this model; "
+                f"showing {default}.",
                 icon=":material/info:",
             )
         st.session_state[key] = default
@@ -145,7 +148,8 @@ def clamp_list_state(key: str, options: list[str], default: list[str], at_most: 
         name, gone = key.split("_", 1)[-1], [v for v in value if v not in kept]
         kept = kept or [v for v in default if v in options][:at_most] or options[:1]
         st.info(
-            f"`{name}`: {', '.join(shown(v) for v in gone)} not available here; showing {', '.join(kept)}.",
+            f"`{name}`: {md_text(', '.join(shown(v) for v in gone))} not available here; "
+            f"showing {', '.join(kept)}.",
             icon=":material/info:",
         )
     st.session_state[key] = kept

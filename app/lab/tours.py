@@ -16,6 +16,7 @@ from typing import Any
 import streamlit as st
 
 from lab.classroom import REOPEN
+from lab.markdown_safe import md_code, md_text
 from serving.tours import Scene, Tour, TourError, is_tour_id, load_saved_tour, parse_tour, save_tour
 
 SHIPPED = Path(__file__).resolve().parents[1] / "tours"  # starter tours, by file name
@@ -49,7 +50,7 @@ def _scene_number(raw: str | None, n: int) -> tuple[int, str | None]:
     try:
         k = int(raw)
     except ValueError:
-        return 1, f"`scene={raw[:20]}` is not a number: showing scene 1"
+        return 1, f"{md_code(f'scene={raw[:20]}')} is not a number: showing scene 1"
     if not 1 <= k <= n:
         return 1, f"`scene={k}`: this tour has scenes 1 to {n}: showing scene 1"
     return k, None
@@ -73,7 +74,7 @@ def follow_link(pages: dict[str, Any], current: str) -> None:
         try:
             active = (name, load_tour(name, set(pages)))
         except TourError as e:
-            st.error(f"This tour cannot be opened: {e}.", icon=":material/tour:")
+            st.error(f"This tour cannot be opened: {md_text(str(e))}.", icon=":material/tour:")
             st.session_state[ACTIVE] = None
             return
         st.session_state[ACTIVE] = active

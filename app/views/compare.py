@@ -92,7 +92,7 @@ raw = c_text.text_input(
 options: dict[str, InferenceOptions] = {}
 for side, col in zip(SIDES, (c_a, c_b), strict=True):  # each side's switches under its model
     options[side] = Switched(switch_toggles(col, f"{P}{side}_", SWITCHES)).options()
-state.write_state(URL_KEYS, prefix=P)  # before anything can stop the page
+state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 
 
 def load(side: str) -> Checkpoint:
@@ -126,6 +126,7 @@ checked = {side: check_input(raw, ckpts[side].tokenizer, limit, lowercase=revers
 if checked["a"].problem:
     (st.warning if not raw else st.error)(checked["a"].problem, icon=":material/error:")
     st.stop()
+state.write_state(URL_KEYS, prefix=P)  # the input was accepted: now the link may carry it
 show_input_notes(checked["a"])
 if checked["b"].unknown != checked["a"].unknown:
     show_input_notes(checked["b"], what="model B")

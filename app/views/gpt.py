@@ -82,7 +82,7 @@ state.init_state(
         "query": lambda v: v >= 0,
         "ablate": lambda v: all(re.fullmatch(r"\d+\.\d+", a) for a in v),
         "max_new": lambda v: 1 <= v <= 200,
-        "temperature": lambda v: 0.0 <= v <= 2.0,
+        "temperature": lambda v: v == 0.0 or 0.05 <= v <= 2.0,  # 0: greedy; 1e-49 overflowed the softmax
         "top_k": lambda v: v >= 0,
         "top_p": lambda v: 0.05 <= v <= 1.0,
         "seed": lambda v: 0 <= v < 2**31,
@@ -127,8 +127,10 @@ show_input_notes(checked)
 text, opts = checked.text, switched.options()
 
 # ---------------------------------------------------------------- 1 every head
-st.subheader("1 · Every head at once")
-over_sample = gpt_panels.sample_toggle(P)
+title_col, toggle_col = st.columns([3, 2], vertical_alignment="bottom")  # one line: the grid stays on screen
+title_col.subheader("1 · Every head at once")
+with toggle_col:
+    over_sample = gpt_panels.sample_toggle(P)
 heads_area = st.container()  # filled below, once the sample (section 2) is known: the maps may trace it
 
 # ---------------------------------------------------------------- 2 sampling

@@ -104,7 +104,7 @@ try:
     rollout, rollout_tokens, lens = run_cached(report_flow, name, texts)
 except (InputError, ConfigError) as e:
     progress.empty()
-    state.write_state(URL_KEYS, prefix=P)
+    state.write_state(URL_KEYS, prefix=P, keep=("probe",))  # a probe it cannot read stays out of the URL
     st.error(str(e))
     st.stop()
 progress.empty()

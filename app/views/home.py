@@ -96,3 +96,4 @@ if gpt_rows:
     )
 if not reversal_rows and not gpt_rows:
     st.warning("No shipped checkpoints found in checkpoints/: run `bash checkpoints/train_all.sh`.")
+state.write_state([])  # the page reads no parameters: a link's others are dropped (present and a tour's stay)

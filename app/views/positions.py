@@ -12,7 +12,7 @@ from lab import position_charts as pc
 from lab import tables
 from lab.lesson_page import chart_writer, in_range
 from lab.resources import load_model, model_choices, shipped_checkpoints
-from lab.state import clamp_list_state, init_state, write_state
+from lab.state import clamp_list_state, clamp_state, init_state, write_state
 
 from lessons import positions as lesson
 from lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
@@ -353,8 +353,7 @@ if not names:
         + ")."
     )
 else:
-    if st.session_state.get(P + "learned_model") not in names:
-        st.session_state[P + "learned_model"] = names[0]
+    clamp_state(P + "learned_model", names, names[0])  # a link's unknown model is named
     st.selectbox("checkpoint", names, key=P + "learned_model", persist_state="session")
     table, meta = learned_tables[st.session_state[P + "learned_model"]]
     seen = lesson.positions_seen_in_training(meta)

@@ -33,7 +33,7 @@ from lab.runs import (
     submit,
 )
 from lab.scrubber import show_snapshots
-from lab.state import visible, write_state
+from lab.state import shown, visible, write_state
 
 from serving import LIMITS, RunError, RunInfo, RunProgress, RunRequest, page_config
 from transformer_core import POSITION_SCHEMES, ConfigError, InputError
@@ -45,7 +45,9 @@ EXPLORERS = {"seq2seq": ("reversal", "Reversal explorer"), "gpt": ("gpt", "GPT e
 SCHEDULES = ["cosine", "vaswani", "constant"]
 # (idle seconds below, poll every): a refresh re-sends the whole panel (charts, the snapshot's
 # heatmap), so even while progress arrives it comes every 2 s, not every second
-POLL_TIERS = ((4.0, 2.0), (20.0, 4.0), (float("inf"), 8.0))
+# (idle seconds below, poll every): every 2 s through a dead worker's ALIVE_SECONDS, so its run
+# reads "failed" within 10 s; slower while a long evaluation keeps a live run quiet
+POLL_TIERS = ((12.0, 2.0), (30.0, 4.0), (float("inf"), 8.0))
 SCHEMES = list(POSITION_SCHEMES)
 
 st.title("Train a model")
@@ -165,8 +167,8 @@ if link_id and link_id != current_run_id():
     info = open_run(link_id)
     if info is None:
         st.error(
-            f"Unknown or expired run `{link_id[:40]}`: no run with this id is stored on this server. "
-            "Check the link, or start a new run below.",
+            f"Unknown or expired run {md_code(shown(link_id))}: no run with this id is stored on this "
+            "server. Check the link, or start a new run below.",
             icon=":material/link_off:",
         )
 for gone in evicted_runs():
@@ -174,8 +176,9 @@ for gone in evicted_runs():
 
 queue = run_queue()
 run_id = current_run_id()
-if run_id:  # the URL names the run shown, also after a visit to another page: a copied URL reopens it
-    write_state(["run"], prefix=CURRENT_PREFIX)
+# the URL names the run shown, also after a visit to another page: a copied URL reopens it;
+# a link's unknown run id (named above) and anything else it had are dropped
+write_state(["run"], prefix=CURRENT_PREFIX)
 info = queue.info(run_id) if run_id else None
 active = info is not None and info.active
 start_col, stop_col, info_col = st.columns([1, 1, 4])
@@ -284,7 +287,8 @@ def poll_interval(idle: float) -> float:
 
 
 def live_panel(run_id: str) -> None:
-    """Redrawn by itself while the run is active: every 2 s while progress arrives,
+    """Redrawn by itself while the run is active: every 2 s while progress arrives (and 12 s
+    more, so a run whose worker died reads failed within 10 s),
     backing off to every 4 s, then 8 s, while nothing changes (a queued run, a long
     evaluation). Only new progress lines are read; the charts hold at most 400 points."""
     info = queue.info(run_id)

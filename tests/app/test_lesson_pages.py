@@ -27,9 +27,9 @@ def _cpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def open_view(page: str, **params: object) -> AppTest:
     at = AppTest.from_file(HOME, default_timeout=60)
+    at.run()  # the router's first page (home), then the link: home drops parameters it does not read
     for key, value in params.items():
         at.query_params[key] = str(value)
-    at.run()
     at.switch_page(f"views/{page}.py").run()
     assert_ok(at)
     return at

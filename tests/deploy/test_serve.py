@@ -4,7 +4,6 @@ Chromium go through nginx; SIGTERM leaves no process behind; missing pieces are 
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import os
 import re
@@ -18,10 +17,7 @@ from pathlib import Path
 
 import pytest
 import streamlit
-import websockets
 from playwright.sync_api import Browser
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from tests.support.browser import assert_no_exception, wait_for_app
 from tests.support.serve import (
@@ -36,6 +32,7 @@ from tests.support.serve import (
     in_own_loop,
     process_tree,
     serving,
+    streamlit_session,
     upstream_of,
 )
 
@@ -45,38 +42,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """serve.sh --workers 2 on a free port; the last test of this file stops it."""
     with serving(tmp_path_factory.mktemp("serve")) as served:
         yield served
-
-
-async def streamlit_session(url: str, cookie: str, link: str) -> tuple[str | None, list[str], int]:
-    """Open a websocket session through nginx and run the page at `link`, as a browser
-    does. Returns (X-Upstream of the handshake, exceptions drawn, elements drawn)."""
-    host = url.removeprefix("http://")
-    path, _, query = link.partition("?")
-    async with websockets.connect(
-        f"ws://{host}/_stcore/stream",
-        subprotocols=[websockets.Subprotocol("streamlit")],
-        origin=websockets.Origin(url),
-        additional_headers={"Cookie": cookie},
-        max_size=None,
-    ) as ws:
-        upstream = ws.response.headers.get("X-Upstream")
-        msg = BackMsg()
-        msg.rerun_script.query_string = query
-        msg.rerun_script.page_name = path.strip("/")
-        await ws.send(msg.SerializeToString())
-        exceptions, elements = [], 0
-        while True:
-            fwd = ForwardMsg()
-            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), 120))
-            kind = fwd.WhichOneof("type")
-            if kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
-                elements += 1
-                if fwd.delta.new_element.WhichOneof("type") == "exception":
-                    exceptions.append(fwd.delta.new_element.exception.message)
-            if kind == "page_not_found":
-                raise AssertionError(f"page not found: {link}")
-            if kind == "script_finished" and fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
-                return upstream, exceptions, elements
 
 
 def test_pages_load_through_nginx(served: Served) -> None:
@@ -158,6 +123,64 @@ def test_chromium_renders_a_deep_link_through_nginx(served: Served, browser: Bro
     while not pattern.search(log := (served.run_dir / "logs" / "access.log").read_text()):
         assert time.monotonic() < deadline, log[-2000:]
         time.sleep(0.2)
+
+
+def test_a_killed_app_process_heals_its_users_come_back_and_its_training_goes_on(
+    served: Served, browser: Browser
+) -> None:
+    """Issue 27: `kill -9` one app process. Its browser's page comes back (nginx sends it to the
+    other process at once, the view from the URL), serve.sh restarts the process on its port,
+    and the training it started goes on: a run process lives in a session of its own."""
+    from serving import RunProgress, open_run_store
+
+    route = "chaos"
+    port = upstream_of(served.url, f"{ROUTE}={route}").rsplit(":", 1)[1]
+    victim = next(p for p in process_tree(served.proc.pid) if f"--server.port {port} " in command_line(p))
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.add_cookies([{"name": ROUTE, "value": route, "url": served.url}])
+    try:
+        page = context.new_page()
+        page.set_default_timeout(90_000)
+        page.goto(served.url + "/train")
+        wait_for_app(page)
+        page.locator('[data-testid="stMain"]').get_by_role("button", name="Start").click()
+        progress = page.locator('[data-testid="stProgress"]')
+        progress.filter(has_text="running").wait_for()
+        run_id = re.search(r"run=(run-[0-9a-f]+)", page.url).group(1)
+        queue = open_run_store(served.run_dir / "runs", 1)
+        page.goto(served.url + "/gpt?text=hello&layer=1&head=2")
+        wait_for_app(page)
+
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        assert not upstream_of(served.url, f"{ROUTE}={route}").endswith(f":{port}")  # nginx fails over
+        page.reload()  # the student's next page: the other process answers at once
+        wait_for_app(page)
+        assert_no_exception(page)
+        back_after = time.monotonic() - killed
+        assert "layer=1" in page.url and "head=2" in page.url and "text=hello" in page.url
+        print(f"the killed process's page came back after {back_after:.1f} s")
+
+        progress_file = RunProgress(queue.folder(run_id))
+        progress_file.refresh()
+        step = progress_file.step
+        deadline = time.monotonic() + 120
+        while not (
+            any(f"--server.port {port} " in command_line(p) for p in process_tree(served.proc.pid))
+            and upstream_of(served.url, f"{ROUTE}={route}").endswith(f":{port}")
+        ):
+            assert time.monotonic() < deadline, "serve.sh did not restart the killed app process"
+            time.sleep(0.5)
+        print(f"serve.sh restarted it after {time.monotonic() - killed:.1f} s")
+        assert served.proc.poll() is None  # serve.sh itself goes on
+        time.sleep(3)
+        progress_file.refresh()
+        info = queue.info(run_id)
+        assert info.status in ("running", "done") and (progress_file.step > step or info.status == "done")
+        if info.active:
+            queue.stop(run_id)
+    finally:
+        context.close()
 
 
 def test_sigterm_stops_every_process(served: Served) -> None:

@@ -314,6 +314,59 @@ def test_killed_work_horses_and_workers_fail_their_runs_and_the_queue_goes_on(cl
     assert [a.info(r).status for r in ids] == ["failed", "failed", "stopped"]
 
 
+def test_the_train_page_shows_a_killed_workers_run_failed_within_10_s_and_frees_its_slot(
+    cluster: Cluster, browser: Browser, tmp_path: Path
+) -> None:
+    """Issue 27: after `kill -9` on a worker's process group the page still read "running" and
+    "2 of 2 training slots busy, 1 waiting" for 20 s. Now the page polls every 2 s through the
+    run's ALIVE_SECONDS, and a slot is a worker process beating every second."""
+    a, workers = cluster.a, cluster.workers
+    workers.start(2 - len(workers.alive()))
+    wait(lambda: a.max_running == 2, timeout=30)
+    ids = [a.submit(request(label=f"watched {i}")) for i in range(3)]  # two train, one waits
+    wait(lambda: [status(a, r) for r in ids] == ["running", "running", "queued"], timeout=60)
+    counts, listed = cluster.b.overview(20)  # the admin's figures, from any replica
+    assert (counts["running"], counts["queued"]) == (2, 1)
+    shown = {i.run_id: i.status for i in listed if i.run_id in ids}
+    assert shown == dict(zip(ids, ["running", "running", "queued"], strict=True))
+    env = {
+        **os.environ,
+        "ATTENTION_LAB_DEVICE": "cpu",
+        "ATTENTION_LAB_REDIS_URL": cluster.server.url,
+        "ATTENTION_LAB_RUNS_DIR": str(tmp_path / "runs"),
+    }
+    served = start_serve(tmp_path, env)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        open_page(page, f"{served.url}/train?run={ids[0]}")
+        progress, main = page.locator('[data-testid="stProgress"]'), page.locator('[data-testid="stMain"]')
+        expect(progress).to_contain_text("running")
+        expect(main).to_contain_text("2 of 2 training slots busy, 1 waiting")
+
+        kill(process_tree(workers.owner(a.info(ids[0]).pid).pid))  # the worker and its work horse
+        killed = time.monotonic()
+        expect(progress).to_contain_text("failed", timeout=15_000)
+        shown_after = time.monotonic() - killed
+        expect(main).to_contain_text("stopped answering")
+        expect(main).to_contain_text("1 of 1 training slots busy, 1 waiting", timeout=5_000)
+        assert_no_exception(page)
+        print(f"killed worker's run shown failed after {shown_after:.1f} s")
+        assert shown_after < 10.0
+
+        workers.start(1)  # a new worker takes the waiting run
+        wait(lambda: status(a, ids[2]) == "running", timeout=60)
+        open_page(page, f"{served.url}/train?run={ids[2]}")
+        expect(progress).to_contain_text("running")
+        expect(main).to_contain_text("2 of 2 training slots busy, 0 waiting")
+    finally:
+        context.close()
+        stop_serve(served)
+        stop_all(a, ids)
+    assert [a.info(r).status for r in ids] == ["failed", "stopped", "stopped"]
+
+
 def test_finished_runs_survive_a_redis_restart_and_open_by_id_anywhere(
     cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

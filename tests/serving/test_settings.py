@@ -24,6 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
         ("ATTENTION_LAB_RUNS_MAX_MB", "nan", "must be > 0"),
         ("ATTENTION_LAB_RUN_NICE", "-3", "must be >= 0"),
         ("ATTENTION_LAB_DEVICE", "tpu", "'tpu' is not one of auto, cpu, cuda"),
+        ("ATTENTION_LAB_ADMINS", "alice@example.org,bob", "'bob' is not an e-mail address"),
+        ("ATTENTION_LAB_ADMINS", "a b@example.org", "is not an e-mail address"),
+        ("ATTENTION_LAB_ADMINS", "@example.org", "is not an e-mail address"),
+        ("ATTENTION_LAB_ADMIN_TOKEN", "short", "must be at least 16 characters, got 5"),  # never echoed
     ],
 )
 def test_a_bad_value_names_its_variable(
@@ -52,3 +56,13 @@ def test_a_page_names_a_bad_setting_instead_of_a_traceback(monkeypatch: pytest.M
     assert [e.value for e in at.error] == [
         "This server's settings need fixing: ATTENTION_LAB_TORCH_THREADS: 'two' is not a whole number"
     ]
+
+
+def test_admin_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ATTENTION_LAB_ADMINS", raising=False)
+    monkeypatch.delenv("ATTENTION_LAB_ADMIN_TOKEN", raising=False)
+    assert settings.admin_emails() == frozenset() and settings.admin_token() is None
+    monkeypatch.setenv("ATTENTION_LAB_ADMINS", " Alice@Example.org, bob@example.org ,")
+    monkeypatch.setenv("ATTENTION_LAB_ADMIN_TOKEN", " 0123456789abcdef ")
+    assert settings.admin_emails() == {"alice@example.org", "bob@example.org"}
+    assert settings.admin_token() == "0123456789abcdef"

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = ROOT / "deploy" / "serve.sh"
 READY = re.compile(r"Attention Lab is ready: (http://\S+)")
@@ -71,10 +75,11 @@ class Served:
     output: list[str]
 
 
-def start_serve(run_dir: Path, env: dict[str, str], workers: int = 2) -> Served:
-    """serve.sh --workers N on a free port with `env`; returns once it printed its URL."""
+def start_serve(run_dir: Path, env: dict[str, str], workers: int = 2, args: tuple[str, ...] = ()) -> Served:
+    """serve.sh --workers N on a free port with `env` (and more `args`); returns once it printed its URL."""
     proc = subprocess.Popen(
-        [BASH, str(SERVE), "--workers", str(workers), "--port", str(free_port()), "--run-dir", str(run_dir)],
+        [BASH, str(SERVE), "--workers", str(workers), "--port", str(free_port()), "--run-dir", str(run_dir)]
+        + list(args),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -125,3 +130,48 @@ def get(url: str, cookie: str | None = None) -> tuple[int, dict[str, str], list[
     with urllib.request.urlopen(request, timeout=30) as response:
         response.read()
         return response.status, dict(response.headers), response.headers.get_all("Set-Cookie") or []
+
+
+async def streamlit_session(url: str, cookie: str, link: str) -> tuple[str | None, list[str], int]:
+    """Open a websocket session through nginx and run the page at `link`, as a browser
+    does. Returns (X-Upstream of the handshake, exceptions drawn, elements drawn)."""
+    host = url.removeprefix("http://")
+    path, _, query = link.partition("?")
+    async with websockets.connect(
+        f"ws://{host}/_stcore/stream",
+        subprotocols=[websockets.Subprotocol("streamlit")],
+        origin=websockets.Origin(url),
+        additional_headers={"Cookie": cookie},
+        max_size=None,
+    ) as ws:
+        upstream = ws.response.headers.get("X-Upstream")
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_name = path.strip("/")
+        await ws.send(msg.SerializeToString())
+        exceptions, elements = [], 0
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), 120))
+            kind = fwd.WhichOneof("type")
+            if kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                elements += 1
+                if fwd.delta.new_element.WhichOneof("type") == "exception":
+                    exceptions.append(fwd.delta.new_element.exception.message)
+            if kind == "page_not_found":
+                raise AssertionError(f"page not found: {link}")
+            if kind == "script_finished" and fwd.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+                return upstream, exceptions, elements
+
+
+def scrape(url: str) -> dict[tuple[str, tuple], float]:
+    """(sample name, sorted labels) -> value of every sample a Prometheus exporter serves."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from transformer_core.config import DEFAULT_OPTIONS, HeadGates, InferenceOptions
+from transformer_core.errors import InputError
 from transformer_core.io.data import reversal_batch
 from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.losses import mean_token_nll, token_nll
@@ -42,7 +43,10 @@ def gpt_probe_batch(sequences: Sequence[Sequence[int]], device: torch.device | s
     under the causal mask padding after a sequence never changes its earlier positions."""
     rows = [list(s) for s in sequences if len(s) >= 2]
     if not rows:
-        raise ValueError("probe batch: every sequence is shorter than 2 tokens")
+        raise InputError(  # a probe text of one known character (the others are dropped)
+            "The probe text has fewer than 2 characters this model knows (the others are dropped): "
+            "type a longer one."
+        )
     width = max(len(r) for r in rows) - 1
     x = [r[:-1] + [PAD_ID] * (width - len(r) + 1) for r in rows]
     y = [r[1:] + [PAD_ID] * (width - len(r) + 1) for r in rows]
