@@ -343,29 +343,28 @@ def _sample_at(window: GeneratedWindow, samples: list[Sample], position: int) ->
 
 
 def sampled_picker(prefix: str, window: GeneratedWindow, tokens: list[str], samples: list[Sample]) -> int:
-    """Which sampled character to explain (a selectbox: keyboard-friendly); picking one walks its
-    query, the position before it, in section 3."""
+    """Which sampled character to explain: the sample as a row of characters to click (each a
+    button: Tab and Enter reach it too); picking one walks its query, the position before it,
+    in section 3."""
     positions = list(range(max(window.generated_from, 1), len(tokens)))  # each has a query before it
     key = prefix + "explain"
-    if st.session_state.get(key) not in positions:  # a new sample: start at its first character
+    if st.session_state.get(key) not in positions:  # a new sample, or a click that unpicked: its first
         st.session_state[key] = positions[0]
 
     def walk_its_query() -> None:
-        st.session_state[prefix + "query"] = st.session_state[key] - 1
+        if st.session_state.get(key) in positions:
+            st.session_state[prefix + "query"] = st.session_state[key] - 1
 
-    def label(i: int) -> str:
-        return f"position {i}: {tokens[i]} (p = {_sample_at(window, samples, i).prob:.2f})"
-
-    picked = st.selectbox(
-        "Explain a sampled character",
+    picked = st.pills(
+        "Click a sampled character to explain it",
         positions,
         key=key,
-        format_func=label,
+        format_func=lambda i: f"{tokens[i]} {i}",  # unique: Streamlit maps a pill back by its text
         on_change=walk_its_query,
         help="Its query row (the position before it, which predicted it) and the alternatives it beat; "
         "section 3 walks that query.",
     )
-    return int(picked)
+    return int(picked if picked is not None else positions[0])
 
 
 def explain_sampled(

@@ -524,22 +524,23 @@ def test_picking_a_sampled_character_explains_it() -> None:
     """Its query row is the position before it; the chart shows what it was drawn from."""
     at = open_gpt(SAMPLED)
     samples = run_cached(explorer_compute.sample, "gpt-sinusoidal", "def f(x):", 40, 0.8, 0, 1.0, 0, opts())
-    assert at.selectbox(key="gpt_explain").options[0] == "position 9: " + samples[0].label + (
-        f" (p = {samples[0].prob:.2f})"
-    )
-    ok(at.selectbox(key="gpt_explain").set_value(13).run())
-    assert at.selectbox(key="gpt_query").value == 12  # section 3 walks the query that predicted it
+    picker = at.button_group(key="gpt_explain")  # the sample as characters to click
+    assert picker.options == [f"{s.label} {9 + i}" for i, s in enumerate(samples)]  # character, position
+    assert picker.value == 9  # positions 9..48, the first picked
+    position, sample = 13, samples[4]
+    ok(picker.set_value(position).run())
+    assert at.selectbox(key="gpt_query").value == position - 1  # section 3 walks the query that predicted it
     said = " ".join(texts(at, "markdown"))
-    assert f"at position 13 was drawn with p = {samples[4].prob:.3f} when position 12" in said
-    assert samples[4].top[0][0] in said
+    assert f"at position {position} was drawn with p = {sample.prob:.3f} when position {position - 1}" in said
+    assert sample.top[0][0] in said
     next_chart = charts(at)["gpt_next"]
-    assert next_chart["title"] == f"Next character after position 12: it drew '{samples[4].label}'"
+    assert next_chart["title"] == f"Next character after position {position - 1}: it drew '{sample.label}'"
     ckpt = load_checkpoint("gpt-sinusoidal")
     text = "def f(x):" + "".join(s.text for s in samples)
-    probs = explorer_compute.step_probs(ckpt, text, opts())[12]
-    drawn = ckpt.tokenizer.encode(samples[4].text)[0]
+    probs = explorer_compute.step_probs(ckpt, text, opts())[position - 1]
+    drawn = ckpt.tokenizer.encode(sample.text)[0]
     shown = dict(zip(next_chart["x"], heatmaps(next_chart)[0], strict=True))
-    assert shown[samples[4].label] == pytest.approx(probs[drawn], abs=1e-6)
+    assert shown[sample.label] == pytest.approx(probs[drawn], abs=1e-6)
 
 
 def test_the_export_carries_the_generated_positions(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -212,11 +212,11 @@ def test_gpt_traces_the_sample_and_explains_a_picked_character(
         chart_title(page, "gpt_self_head", "prompt + sample")
         assert "Tracing the prompt and the 40 sampled characters" in main_text(page)
         assert len(chart_cells(page, "gpt_self_grid")) == 16
-        picker = page.get_by_role("combobox", name="Explain a sampled character")
-        picker.scroll_into_view_if_needed()
-        picker.focus()
-        picker.press_sequentially("position 13:")
-        picker.press("Enter")
+        pills = page.locator('[data-testid="stButtonGroup"]').get_by_role("radio")
+        expect(pills).to_have_count(40)  # one per sampled character, positions 9..48
+        pills.nth(13 - 9).scroll_into_view_if_needed()
+        pills.nth(13 - 9).focus()  # the keyboard: a pill is a radio button, Space picks it
+        page.keyboard.press("Space")
         settle(page, {"query": "12"}, tmp_path / f"sampled-picked-{scheme}.png")
         said = page.get_by_text(re.compile(r"at position 13 was drawn with p = 0\.\d{3} when position 12"))
         expect(said).to_be_visible()
