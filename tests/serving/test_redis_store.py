@@ -325,10 +325,6 @@ def test_the_train_page_shows_a_killed_workers_run_failed_within_10_s_and_frees_
     wait(lambda: a.max_running == 2, timeout=30)
     ids = [a.submit(request(label=f"watched {i}")) for i in range(3)]  # two train, one waits
     wait(lambda: [status(a, r) for r in ids] == ["running", "running", "queued"], timeout=60)
-    counts, listed = cluster.b.overview(20)  # the admin's figures, from any replica
-    assert (counts["running"], counts["queued"]) == (2, 1)
-    shown = {i.run_id: i.status for i in listed if i.run_id in ids}
-    assert shown == dict(zip(ids, ["running", "running", "queued"], strict=True))
     env = {
         **os.environ,
         "ATTENTION_LAB_DEVICE": "cpu",
@@ -338,6 +334,10 @@ def test_the_train_page_shows_a_killed_workers_run_failed_within_10_s_and_frees_
     served = start_serve(tmp_path, env)
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
+        counts, listed = cluster.b.overview(20)  # the admin's figures, from any replica
+        assert (counts["running"], counts["queued"]) == (2, 1)
+        shown = {i.id: i.status for i in listed if i.id in ids}
+        assert shown == dict(zip(ids, ["running", "running", "queued"], strict=True))
         page = context.new_page()
         page.set_default_timeout(60_000)
         open_page(page, f"{served.url}/train?run={ids[0]}")
