@@ -317,14 +317,17 @@ class RedisRunStore:
 
 
 def beat(redis: Redis, worker: str) -> None:
-    """A worker process says it is alive (every BEAT_EVERY seconds)."""
-    redis.zadd(WORKERS_SET, {worker: time.time()})
+    """A worker process says it is alive (every BEAT_EVERY seconds) and drops silent ones."""
+    now = time.time()
+    with redis.pipeline() as pipe:
+        pipe.zadd(WORKERS_SET, {worker: now})
+        pipe.zremrangebyscore(WORKERS_SET, "-inf", now - ALIVE_SECONDS)
+        pipe.execute()
 
 
 def live_workers(redis: Redis) -> int:
-    """Worker processes that beat within ALIVE_SECONDS; silent ones are dropped."""
-    redis.zremrangebyscore(WORKERS_SET, "-inf", time.time() - ALIVE_SECONDS)
-    return int(redis.zcard(WORKERS_SET))
+    """Worker processes that beat within ALIVE_SECONDS (a read: pages ask on every run)."""
+    return int(redis.zcount(WORKERS_SET, time.time() - ALIVE_SECONDS, "+inf"))
 
 
 def reap(redis: Redis, run_id: str) -> bool:

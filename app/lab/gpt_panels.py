@@ -14,7 +14,7 @@ import streamlit as st
 from lab import charts, export, tables
 from lab.explorer_compute import Sample, sampled_distribution, top_tokens
 from lab.explorer_html import sampled_text_html, walk_formula_html
-from lab.model_input import md_code
+from lab.markdown_safe import md_code
 from lab.query_walk import WalkStep, softmax_walk, walk_table
 from lab.state import clamp_state
 from transformer_core.interp import QuerySteps, distribution_shift

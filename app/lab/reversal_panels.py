@@ -8,7 +8,7 @@ import streamlit as st
 from lab import charts, export
 from lab.explorer_compute import PaddingView
 from lab.explorer_html import labelled_output_html
-from lab.model_input import md_code
+from lab.markdown_safe import md_code
 from lab.state import visible
 
 

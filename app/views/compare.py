@@ -15,7 +15,8 @@ from lab.compute import run_cached
 from lab.explorer_compute import top_tokens, trace_of
 from lab.head_view import grid_figure, head_figure, head_selectors, kind_label, pick_head
 from lab.inference_switches import Switch, Switched, switch_toggles
-from lab.model_input import check_input, checkpoint_note, md_code, show_input_notes
+from lab.markdown_safe import md_code
+from lab.model_input import check_input, checkpoint_note, show_input_notes
 from lab.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
 from lab.state import visible
 

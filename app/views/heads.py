@@ -100,6 +100,7 @@ try:
     progress.progress(0.4, text="Ablating each head alone and taking gradients ...")
     importance = run_cached(report_importance, name, texts)
     induction_probe = run_cached(report_induction_probe, name, texts)
+    composition = run_cached(report_composition, name)  # from the weights alone (None: reversal)
     progress.progress(0.8, text="Rollout and logit lens ...")
     rollout, rollout_tokens, lens = run_cached(report_flow, name, texts)
 except (InputError, ConfigError) as e:
@@ -174,9 +175,7 @@ st.caption(
 )
 st.download_button(
     "Download every score (JSON, as `python -m transformer_core heads --json`)",
-    json.dumps(
-        heads_json(name, scores, importance, run_cached(report_composition, name), induction_probe), indent=1
-    ),
+    json.dumps(heads_json(name, scores, importance, composition, induction_probe), indent=1),
     file_name=f"heads-{name}.json",
     mime="application/json",
 )
@@ -282,7 +281,6 @@ st.markdown(
 charts.show(hp.rollout_map(rollout, tuple(rollout_tokens)), key=P + "rollout", where=st.columns([1, 1])[0])
 
 # ---------------------------------------------------------------- 6 composition
-composition = run_cached(report_composition, name)
 if composition is not None:
     st.subheader("6 · How heads compose")
     st.markdown(

@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import streamlit as st
 from lab import charts, tables, xy_charts
-from lab.model_input import md_code
+from lab.markdown_safe import md_code
 from lab.resources import current_device
 from lab.runs import (
     CURRENT_PREFIX,

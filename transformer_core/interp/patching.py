@@ -78,10 +78,11 @@ def encode_pair(tokenizer: CharTokenizer, clean: str, corrupted: str) -> tuple[l
         )
     ids = []
     for what, text in (("clean", clean), ("corrupted", corrupted)):
-        unknown = sorted({c for c in text if c not in tokenizer.stoi})
-        if unknown:
+        encoded = tokenizer.encode_checked(text)
+        if encoded.unknown:
+            unknown = sorted({c for _, c in encoded.unknown})
             raise InputError(f"patching: the {what} text has characters outside the vocabulary: {unknown}")
-        ids.append(tokenizer.encode(text))
+        ids.append(encoded.ids)
     return ids[0], ids[1]
 
 
