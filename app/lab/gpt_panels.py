@@ -344,27 +344,42 @@ def _sample_at(window: GeneratedWindow, samples: list[Sample], position: int) ->
 
 def sampled_picker(prefix: str, window: GeneratedWindow, tokens: list[str], samples: list[Sample]) -> int:
     """Which sampled character to explain: the sample as a row of characters to click (each a
-    button: Tab and Enter reach it too); picking one walks its query, the position before it,
-    in section 3."""
+    radio button: Tab and Space reach it too). The pick and section 3's query stay together:
+    a new sample opens on the character the walked query predicts (else its first), a pick walks
+    the position before it, and a pick survives the toggle going off and on."""
     positions = list(range(max(window.generated_from, 1), len(tokens)))  # each has a query before it
-    key = prefix + "explain"
-    if st.session_state.get(key) not in positions:  # a new sample, or a click that unpicked: its first
-        st.session_state[key] = positions[0]
+    key, last = prefix + "explain", prefix + "explain_last"
 
-    def walk_its_query() -> None:
+    def walk(pick: int) -> None:
+        st.session_state[last] = pick
+        st.session_state[prefix + "query"] = pick - 1
+        st.session_state[prefix + "query_prompt"] = list(tokens)  # query_picker: not a new prompt
+
+    fresh = st.session_state.get(prefix + "explain_for") != window.text
+    if fresh:
+        st.session_state[prefix + "explain_for"] = window.text
+        after_query = (st.session_state.get(prefix + "query") or 0) + 1
+        st.session_state[last] = after_query if after_query in positions else positions[0]
+    if fresh or st.session_state.get(key) not in positions:  # a new sample, or the picker back on
+        st.session_state[key] = st.session_state[last]
+        walk(st.session_state[last])
+
+    def picked() -> None:
         if st.session_state.get(key) in positions:
-            st.session_state[prefix + "query"] = st.session_state[key] - 1
+            walk(st.session_state[key])
+        else:  # a click on the picked one unpicks it: keep it
+            st.session_state[key] = st.session_state[last]
 
-    picked = st.pills(
+    choice = st.pills(
         "Click a sampled character to explain it",
         positions,
         key=key,
         format_func=lambda i: f"{tokens[i]} {i}",  # unique: Streamlit maps a pill back by its text
-        on_change=walk_its_query,
+        on_change=picked,
         help="Its query row (the position before it, which predicted it) and the alternatives it beat; "
         "section 3 walks that query.",
     )
-    return int(picked if picked is not None else positions[0])
+    return int(choice if choice is not None else st.session_state[last])
 
 
 def explain_sampled(

@@ -189,7 +189,7 @@ def patching_maps(patching: Patching, n_layers: int, n_heads: int) -> dict:
         columns=len(maps),
         cell_px=HEAT_PX,
         digits=2,
-        colorbar=("share restored", "RdBu", -bound, bound),
+        colorbar=("restored", "RdBu", -bound, bound),
         file="heads_patching",
     )
 

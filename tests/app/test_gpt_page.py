@@ -527,8 +527,12 @@ def test_picking_a_sampled_character_explains_it() -> None:
     picker = at.button_group(key="gpt_explain")  # the sample as characters to click
     assert picker.options == [f"{s.label} {9 + i}" for i, s in enumerate(samples)]  # character, position
     assert picker.value == 9  # positions 9..48, the first picked
+    assert at.selectbox(key="gpt_query").value == 8  # and section 3 walks the query that wrote it
     position, sample = 13, samples[4]
     ok(picker.set_value(position).run())
+    ok(at.toggle(key="gpt_sampled").set_value(False).run())
+    ok(at.toggle(key="gpt_sampled").set_value(True).run())  # off and on: the pick stays
+    assert at.button_group(key="gpt_explain").value == position
     assert at.selectbox(key="gpt_query").value == position - 1  # section 3 walks the query that predicted it
     said = " ".join(texts(at, "markdown"))
     assert f"at position {position} was drawn with p = {sample.prob:.3f} when position {position - 1}" in said
