@@ -509,7 +509,8 @@ def test_the_toggle_traces_prompt_and_sample_in_every_view() -> None:
     assert figs["gpt_self_grid"]["x_marker"]["at"] == figs["gpt_self_head"]["x_marker"]["at"] == start
     samples = run_cached(explorer_compute.sample, "gpt-sinusoidal", "def f(x):", 40, 0.8, 0, 1.0, 0, opts())
     assert figs["gpt_self_head"]["x"] == list("def␣f(x):") + [s.label for s in samples]
-    assert at.selectbox(key="gpt_query").value == T - 1  # the walk: its query list covers the sample
+    walk = at.selectbox(key="gpt_query")  # its query list covers the sample; it opens on the query
+    assert len(walk.options) == T and walk.value == start - 1  # that wrote the first sampled character
     assert len(figs["gpt_wbars"]["x"]) == T
     at.toggle(key="gpt_sampled").set_value(False).run()
     off = charts(ok(at))
