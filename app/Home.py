@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import streamlit as st
-from lab import admin, classroom, present, tables, tours
+from lab import access, admin, classroom, present, tables, tours
 from lab.resources import configure_torch, device_picker
 from lab.state import enter_page, page_links
 
@@ -14,6 +14,7 @@ st.set_page_config(
     layout="wide",
     initial_sidebar_state="collapsed" if present.requested() else "auto",
 )
+access.gate()  # where the box asks people to sign in, nothing else runs before they have
 
 PAGES = Path(__file__).parent / "views"
 SECTIONS = {
@@ -63,6 +64,7 @@ with classroom.page_turn():
     navigation = st.navigation({**SECTIONS, "Admin": [ADMIN]}, position="hidden")
     page_links(SECTIONS)
     device_picker()
+    access.account_panel()
     classroom.lecturer_panel()
     tours.recorder(navigation.url_path)
     present.apply()

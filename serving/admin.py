@@ -3,7 +3,7 @@ Prometheus exporter (`serving.metrics`): the runs by status and the runs an admi
 (label, steps, device, GPU memory of its process), the runs folder's disk use against its
 budget, and the page runs and errors of every app process (`serving.page_stats`).
 
-Owners: runs record no owner until sign-in does; `RunRow` has none, and /admin says so.
+Owners: each run's `RunInfo.owner` (the signed-in e-mail, or a browser's digest).
 """
 
 from __future__ import annotations

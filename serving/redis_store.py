@@ -6,9 +6,9 @@ hosts, nor reach GPUs on other boxes. ATTENTION_LAB_REDIS_URL switches the app t
 queue; the on-disk queue stays the default.
 
 Everything a run has lives in Redis under `attention_lab:run:<run id>`:
-- `…` (hash): label, task, status, created/started/finished, host, pid, error, bytes, seq,
-  max_seconds (the wall-clock bound of the replica that submitted it; a worker's own
-  ATTENTION_LAB_RUN_MAX_SECONDS caps it);
+- `…` (hash): label, owner, uploaded (1: an uploaded corpus), task, status,
+  created/started/finished, host, pid, error, bytes, seq, max_seconds (the wall-clock
+  bound of the replica that submitted it; a worker's own ATTENTION_LAB_RUN_MAX_SECONDS caps it);
 - `…:request` (the RunRequest JSON), `…:corpus` (an uploaded corpus, deleted at the end);
 - `…:progress` (list): the worker's progress.jsonl lines, in order;
 - `…:snapshots` (hash): snapshot file name -> safetensors bytes;
@@ -17,7 +17,8 @@ Everything a run has lives in Redis under `attention_lab:run:<run id>`:
 - `…:stop` (present = stop requested).
 Queue-wide: `attention_lab:seq` (a counter: submission order), `attention_lab:queued`
 (sorted set by submission order: positions), `attention_lab:active` (set),
-`attention_lab:finished` (sorted set by end time: eviction), and RQ's own queue
+`attention_lab:finished` (sorted set by end time: eviction), `attention_lab:owner:<owner>`
+(sorted set by submission order: a person's runs, their limits), and RQ's own queue
 `attention-lab-runs` whose jobs carry only the run id (job id = run id, JSON).
 
 Each replica mirrors a run it shows into its local runs folder (`<runs dir>/<run id>/`, the
@@ -55,8 +56,9 @@ from rq.serializers import JSONSerializer
 import serving.settings as settings
 from serving.ids import RunError, is_run_id, new_run_id, run_folder
 from serving.progress import PROGRESS_FILE, SNAPSHOT_DIR
+from serving.quota import PersonUsage, hold_to_limits
 from serving.request import RunRequest, check_submission
-from serving.store import FINISHED, RunInfo
+from serving.store import ACTIVE, FINISHED, RunInfo
 from transformer_core.errors import ConfigError
 from transformer_core.io import META_FILE, WEIGHTS_FILE
 
@@ -85,6 +87,12 @@ def _key(run_id: str, part: str = "") -> str:
 
 
 QUEUED, ACTIVE_SET, FINISHED_SET, SEQ = (f"{PREFIX}:{n}" for n in ("queued", "active", "finished", "seq"))
+
+
+def _owner_key(owner: str) -> str:
+    return f"{PREFIX}:owner:{owner}"
+
+
 WORKERS_SET = f"{PREFIX}:workers"  # sorted set: worker process -> time of its last beat
 
 
@@ -140,11 +148,14 @@ class RedisRunStore:
     def submit(self, request: RunRequest, corpus: str | None = None) -> str:
         """Store the request (and corpus) in Redis and enqueue its RQ job. Returns the run id."""
         check_submission(request, corpus)
+        hold_to_limits(self.usage, request.owner, uploading=corpus is not None)
         self.enforce_disk_budget()
         run_id = new_run_id()
         seq = self.redis.incr(SEQ)
         fields = {
             "label": request.label,
+            "owner": request.owner,
+            "uploaded": int(corpus is not None),
             "task": request.train_config().task,
             "status": "queued",
             "created": time.time(),
@@ -157,6 +168,8 @@ class RedisRunStore:
             if corpus is not None:
                 pipe.set(_key(run_id, "corpus"), corpus)
             pipe.zadd(QUEUED, {run_id: seq})
+            if request.owner:
+                pipe.zadd(_owner_key(request.owner), {run_id: seq})
             pipe.execute()
         rq_queue(self.redis).enqueue(
             RUN_JOB,
@@ -197,6 +210,7 @@ class RedisRunStore:
             int(pid) if pid else None,
             _text(row.get(b"error")) or None,
             None if rank is None else rank + 1,
+            _text(row.get(b"owner")) or "",
         )
 
     def counts(self) -> tuple[int, int]:
@@ -228,6 +242,36 @@ class RedisRunStore:
         self._mirror(run_id, finished=True)
         return (self.folder(run_id) / META_FILE).is_file()
 
+    def runs_of(self, owner: str, latest: int = 50) -> list[RunInfo]:
+        """The `latest` runs `owner` started, newest first ("my runs"), from their hashes."""
+        if not owner:
+            return []
+        ids = [r.decode() for r in self.redis.zrevrange(_owner_key(owner), 0, latest - 1)]
+        waiting = [r.decode() for r in self.redis.zrange(QUEUED, 0, -1)]
+        rows = self._rows(ids)
+        return [_info_of(run_id, row, waiting) for run_id, row in zip(ids, rows, strict=True) if row]
+
+    def usage(self, owner: str) -> PersonUsage:
+        """What `owner` holds now: runs waiting or training, kept runs on an uploaded corpus,
+        and the bytes their finished runs keep in Redis (a training run's corpus counts)."""
+        ids = [r.decode() for r in self.redis.zrange(_owner_key(owner), 0, -1)]
+        rows = [row for row in self._rows(ids) if row and row[b"status"] != b"evicted"]
+        with self.redis.pipeline() as pipe:
+            for run_id in ids:
+                pipe.strlen(_key(run_id, "corpus"))
+            corpus_bytes = sum(pipe.execute())
+        return PersonUsage(
+            active=sum(row[b"status"].decode() in ACTIVE for row in rows),
+            uploads=sum(row.get(b"uploaded") == b"1" for row in rows),
+            bytes=corpus_bytes + sum(int(row.get(b"bytes") or 0) for row in rows),
+        )
+
+    def _rows(self, ids: list[str]) -> list[dict[bytes, bytes]]:
+        with self.redis.pipeline() as pipe:
+            for run_id in ids:
+                pipe.hgetall(_key(run_id))
+            return pipe.execute()
+
     def overview(self, latest: int) -> tuple[dict[str, int], list[RunInfo]]:
         """({status: runs}, every waiting or training run and the `latest` newest others),
         from the sets (no run's files are mirrored); the admin's figures."""
@@ -235,10 +279,7 @@ class RedisRunStore:
         waiting = [r.decode() for r in redis.zrange(QUEUED, 0, -1)]
         ids = waiting + sorted(r.decode() for r in redis.smembers(ACTIVE_SET))
         ids += [r.decode() for r in redis.zrevrange(FINISHED_SET, 0, latest - 1)]
-        with redis.pipeline() as pipe:
-            for run_id in ids:
-                pipe.hgetall(_key(run_id))
-            rows = pipe.execute()
+        rows = self._rows(ids)
         infos = [_info_of(run_id, row, waiting) for run_id, row in zip(ids, rows, strict=True) if row]
         counts: dict[str, int] = {}
         for info in infos:
@@ -401,4 +442,5 @@ def _info_of(run_id: str, row: dict[bytes, bytes], waiting: list[str]) -> RunInf
         run_id, text.get("label", ""), text.get("task", ""), text["status"],  # type: ignore[arg-type]
         number("created") or 0.0, number("started"), number("finished"), int(pid) if pid else None,
         text.get("error") or None, waiting.index(run_id) + 1 if run_id in waiting else None,
+        text.get("owner", ""),
     )  # fmt: skip

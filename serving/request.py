@@ -87,6 +87,7 @@ class RunRequest:
     size: str = "small"
     shape: dict[str, int] = field(default_factory=dict)
     label: str = "run"
+    owner: str = ""  # the person who asked (lab.access.person_id); "" from scripts
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(**self.train)
@@ -115,9 +116,14 @@ class RunRequest:
             raise RunError(f"{folder.name}: {REQUEST_FILE} is unreadable ({e})") from None
 
 
+MAX_OWNER_CHARS = 200
+
+
 def check_submission(request: RunRequest, corpus: str | None) -> None:
     """What every run store (on disk, Redis) checks before it accepts a run: the shared
-    box's LIMITS and the corpus size."""
+    box's LIMITS and the corpus size (the person's own limits: `serving.quota`)."""
     request.validate()
+    if len(request.owner) > MAX_OWNER_CHARS:
+        raise InputError(f"owner: at most {MAX_OWNER_CHARS} characters, got {len(request.owner)}")
     if corpus is not None and len(corpus) > MAX_CORPUS_CHARS:
         raise InputError(f"corpus: at most {MAX_CORPUS_CHARS:,} characters, got {len(corpus):,}")

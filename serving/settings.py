@@ -124,6 +124,22 @@ def class_hours() -> float:
     return env_float("ATTENTION_LAB_CLASS_HOURS", 3.0, lambda v: 0 < v <= 24 * 7, "must be in (0, 168] hours")
 
 
+def runs_per_person() -> int:
+    """ATTENTION_LAB_RUNS_PER_PERSON, default 2: one person's runs waiting or training at once."""
+    return env_int("ATTENTION_LAB_RUNS_PER_PERSON", 2)
+
+
+def uploads_per_person() -> int:
+    """ATTENTION_LAB_UPLOADS_PER_PERSON, default 5: one person's kept runs on an uploaded corpus."""
+    return env_int("ATTENTION_LAB_UPLOADS_PER_PERSON", 5, low=0)
+
+
+def disk_per_person_bytes() -> int:
+    """ATTENTION_LAB_DISK_PER_PERSON_MB (may be fractional), default 256 MB, in bytes: the
+    disk one person's runs may use before they may start another."""
+    return int(env_float("ATTENTION_LAB_DISK_PER_PERSON_MB", 256.0, lambda v: v > 0, "must be > 0") * 2**20)
+
+
 ADMINS_ENV, ADMIN_TOKEN_ENV = "ATTENTION_LAB_ADMINS", "ATTENTION_LAB_ADMIN_TOKEN"
 MIN_TOKEN_CHARS = 16
 
@@ -157,4 +173,4 @@ def check_all() -> None:
     """Parse every setting once (a server's start): a bad value stops it with its message."""
     runs_dir(), device_setting(), torch_threads(), runs_max_bytes(), run_max_seconds()
     run_threads(), run_nice(), run_yield(), gpu_fraction(max_runs()), class_hours()
-    admin_emails(), admin_token()
+    admin_emails(), admin_token(), runs_per_person(), uploads_per_person(), disk_per_person_bytes()

@@ -30,8 +30,9 @@ import serving.settings as settings
 from serving.ids import RunError, is_run_id, new_run_id, run_folder
 from serving.priority import pid_alive
 from serving.progress import CORPUS_FILE, LOG_FILE, STOP_FILE, folder_bytes, runs_bytes
+from serving.quota import PersonUsage, hold_to_limits
 from serving.request import REQUEST_FILE, RunRequest, check_submission
-from serving.store import RunInfo, Status
+from serving.store import ACTIVE, RunInfo, Status
 from transformer_core.errors import ConfigError
 from transformer_core.io import META_FILE
 
@@ -52,7 +53,8 @@ CREATE TABLE IF NOT EXISTS runs (
     heartbeat REAL,
     host TEXT,
     pid INTEGER,
-    error TEXT
+    error TEXT,
+    owner TEXT NOT NULL DEFAULT ''
 )
 """
 
@@ -87,6 +89,8 @@ class SQLiteRunStore:
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(_SCHEMA)
+            if "owner" not in {c["name"] for c in db.execute("PRAGMA table_info(runs)")}:
+                db.execute("ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''")  # an older queue
 
     # -------------------------------------------------- plumbing
 
@@ -117,8 +121,10 @@ class SQLiteRunStore:
     # -------------------------------------------------- the page's side
 
     def submit(self, request: RunRequest, corpus: str | None = None) -> str:
-        """Store the request, queue it, and start it when a slot is free. Returns the run id."""
+        """Store the request, queue it, and start it when a slot is free. Returns the run id.
+        A request with an owner is held to that person's limits (serving.quota)."""
         check_submission(request, corpus)
+        hold_to_limits(self.usage, request.owner, uploading=corpus is not None)
         self.enforce_disk_budget()
         if self.disk_bytes() > self.max_bytes:
             raise RunError("the runs folder is full of runs still training; try again when one ends")
@@ -130,8 +136,8 @@ class SQLiteRunStore:
             (folder / CORPUS_FILE).write_text(corpus, encoding="utf-8")
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO runs (id, label, task, status, created) VALUES (?, ?, ?, 'queued', ?)",
-                (run_id, request.label, request.train_config().task, time.time()),
+                "INSERT INTO runs (id, label, task, status, created, owner) VALUES (?, ?, ?, 'queued', ?, ?)",
+                (run_id, request.label, request.train_config().task, time.time(), request.owner),
             )
         self.dispatch()
         return run_id
@@ -168,6 +174,30 @@ class SQLiteRunStore:
         return counts, [
             _run_info(r, waiting.index(r["seq"]) + 1 if r["status"] == "queued" else None) for r in rows
         ]
+
+    def runs_of(self, owner: str, latest: int = 50) -> list[RunInfo]:
+        """The `latest` runs `owner` started, newest first ("my runs"); none for owner ""."""
+        if not owner:
+            return []
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT * FROM runs WHERE owner = ? ORDER BY seq DESC LIMIT ?", (owner, latest)
+            ).fetchall()
+            waiting = [r[0] for r in db.execute("SELECT seq FROM runs WHERE status = 'queued' ORDER BY seq")]
+        return [_run_info(r, waiting.index(r["seq"]) + 1 if r["status"] == "queued" else None) for r in rows]
+
+    def usage(self, owner: str) -> PersonUsage:
+        """What `owner` holds now: runs waiting or training, kept runs with an uploaded
+        corpus, and the bytes of their kept run folders."""
+        with self._connect() as db:
+            rows = db.execute("SELECT id, status FROM runs WHERE owner = ? AND status != 'evicted'", (owner,))
+            rows = rows.fetchall()
+        folders = [self.folder(r["id"]) for r in rows]
+        return PersonUsage(
+            active=sum(r["status"] in ACTIVE for r in rows),
+            uploads=sum((f / CORPUS_FILE).is_file() for f in folders),
+            bytes=sum(folder_bytes(f) for f in folders if f.is_dir()),
+        )
 
     def counts(self) -> tuple[int, int]:
         """(runs starting or running, runs waiting) across the whole box."""
@@ -320,5 +350,5 @@ class SQLiteRunStore:
 def _run_info(row: sqlite3.Row, position: int | None) -> RunInfo:
     return RunInfo(
         row["id"], row["label"], row["task"], row["status"], row["created"], row["started"],
-        row["finished"], row["pid"], row["error"], position,
+        row["finished"], row["pid"], row["error"], position, row["owner"],
     )  # fmt: skip

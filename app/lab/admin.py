@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from lab import tables
+from lab.access import person_label, signed_in_email
 from lab.runs import run_queue
 from serving import settings
 from serving.admin import Figures, collect
@@ -58,14 +59,6 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _signed_in_email() -> str | None:
-    """The e-mail of the person signed in (st.login), lower-case; None without sign-in."""
-    user = st.user  # without sign-in configured it has no is_logged_in at all
-    if not user.get("is_logged_in"):
-        return None
-    return str(user.get("email") or "").lower() or None
-
-
 def admitted() -> bool:
     """Whether this session may see the figures; draws the way in (or why not) when not."""
     try:
@@ -82,7 +75,7 @@ def admitted() -> bool:
             icon=":material/admin_panel_settings:",
         )
         return False
-    if _signed_in_email() in emails:
+    if signed_in_email() in emails:
         return True
     if token is None:
         st.warning(
@@ -121,13 +114,13 @@ def _mib(value: int | None) -> str:
 
 
 def run_table(f: Figures) -> pd.DataFrame:
-    """The runs an admin sees, one row each (owner: not recorded until sign-in is)."""
+    """The runs an admin sees, one row each."""
     return pd.DataFrame(
         [
             {
                 "run": r.info.id[:12] + "…",
                 "label": r.info.label or MISSING,
-                "owner": MISSING,
+                "owner": person_label(r.info.owner),
                 "status": r.info.status + (f" (#{r.info.position})" if r.info.position else ""),
                 "started": _when(r.info.started),
                 "steps": f"{r.progress.step:,} / {r.progress.total:,}" if r.progress.total else MISSING,
@@ -152,7 +145,10 @@ def show_queue(f: Figures) -> None:
         tables.show(run_table(f), key="admin_runs", index=False, height=420)
     else:
         st.caption("No runs yet.")
-    st.caption("Owners are recorded once people sign in; until then each run shows its label only.")
+    st.caption(
+        "Owner: the signed-in account that started the run; without sign-in, “a browser”. "
+        "Runs started before owners were recorded show —."
+    )
 
 
 def show_disk(f: Figures) -> None:

@@ -5,6 +5,8 @@ workers of the serving layer (`serving`); this module only submits, stops and re
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import io
 import json
 import zipfile
@@ -16,6 +18,8 @@ import pandas as pd
 import streamlit as st
 
 from lab import xy_charts
+from lab.access import person_id
+from lab.markdown_safe import md_text
 from lab.resources import MY_MODELS_KEY, remember_run
 from serving import RunInfo, RunProgress, RunRequest, RunStore, open_run_store, settings
 from transformer_core.io import CHECKPOINTS_DIR, META_FILE, WEIGHTS_FILE
@@ -42,11 +46,24 @@ def run_queue() -> RunStore:
 
 
 def submit(request: RunRequest, corpus: str | None = None) -> str:
-    """Queue a run for this session and make it the one the page shows; returns its id."""
+    """Queue a run for this person (held to their limits) and make it the one the page
+    shows; returns its id."""
+    request = dataclasses.replace(request, owner=person_id())
     run_id = run_queue().submit(request, corpus)
     remember_run(run_id, request.label, request.train_config().task)
     st.session_state[CURRENT_KEY] = run_id
     return run_id
+
+
+def my_runs(latest: int = 20) -> list[RunInfo]:
+    """The runs this person started (signed in: on any device; else in this browser), newest first."""
+    return run_queue().runs_of(person_id(), latest)
+
+
+def my_run_label(info: RunInfo) -> str:
+    """A line of "my runs": label, status and when it was started (markdown-safe)."""
+    when = datetime.datetime.fromtimestamp(info.created).strftime("%d %b %H:%M")
+    return f"{md_text(info.label)} · {info.status} · {when}"
 
 
 def current_run_id() -> str | None:

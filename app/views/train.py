@@ -27,6 +27,8 @@ from lab.runs import (
     head_scores_csv,
     in_context_curves,
     length_table,
+    my_run_label,
+    my_runs,
     open_run,
     progress,
     run_queue,
@@ -197,6 +199,10 @@ info_col.caption(
     f"Device: **{current_device()}** · this server: {running} of {queue.max_running} training slots busy, "
     f"{waiting} waiting"
 )
+if mine := my_runs():
+    with st.expander(f"My runs ({len(mine)})", icon=":material/folder_open:"):
+        for mine_info in mine:
+            st.page_link("views/train.py", label=my_run_label(mine_info), query_params={"run": mine_info.id})
 
 
 # ---------------------------------------------------------------- 3. live progress

@@ -23,10 +23,12 @@ def running_app(
     root: Path = ROOT,
     script: str | Path = "app/Home.py",
     python_path: str = "",
+    args: tuple[str, ...] = (),
 ) -> Iterator[str]:
     """Start `script` of the checkout at `root` (its packages first on the path, then
     `python_path`) on CPU, its runs and log under `folder`, `env` on top (e.g. STREAMLIT_THEME_*
-    settings); yield its URL once healthy; stop exactly that process."""
+    settings) and `args` (Streamlit options, e.g. --secrets.files) on top; yield its URL once
+    healthy; stop exactly that process."""
     port = free_port()
     log = folder / "streamlit.log"
     runs = folder / "runs"  # trained runs, not <repo>/runs
@@ -36,7 +38,7 @@ def running_app(
     command = [
         sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none",
+        "--server.fileWatcherType", "none", *args,
     ]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(command, cwd=root, stdout=out, stderr=subprocess.STDOUT, env=full_env)
