@@ -1,6 +1,7 @@
 """Which run store serves this process: the on-disk one (one box, the default) or Redis
 (several hosts, ATTENTION_LAB_REDIS_URL). The one place that chooses; Redis and RQ are
-imported only when chosen.
+imported only when chosen. Also the model library's two checkpoint sources beyond the
+shipped ones: runs by id, and imported models in ATTENTION_LAB_MODELS_DIR by name.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from serving.ids import is_run_id, run_checkpoint_path
 from serving.sqlite_store import SQLiteRunStore
 from serving.store import RunStore
 from transformer_core.errors import CheckpointError, ConfigError
+from transformer_core.io import META_FILE
+from transformer_core.io.checkpoint import NAME_PATTERN
 
 
 def open_run_store(root: Path | None = None, max_running: int | None = None) -> RunStore:
@@ -53,3 +56,22 @@ def run_checkpoint_source(name: str) -> Path | None:
     except CheckpointError:
         fetch_run(name)
         return run_checkpoint_path(name)
+
+
+def installed_models() -> list[str]:
+    """Names of the checkpoint folders in ATTENTION_LAB_MODELS_DIR (sorted; [] when unset)."""
+    folder = settings.models_dir()
+    if folder is None:
+        return []
+    found = (p.name for p in folder.iterdir() if NAME_PATTERN.match(p.name))
+    return sorted(name for name in found if (folder / name / META_FILE).is_file())
+
+
+def model_checkpoint_source(name: str) -> Path | None:
+    """The model library's hook for imported models: the folder of `name` in
+    ATTENTION_LAB_MODELS_DIR; None when unset or when `name` is not a plain name there
+    (a name can never leave the folder)."""
+    folder = settings.models_dir()
+    if folder is None or not NAME_PATTERN.match(name) or not (folder / name / META_FILE).is_file():
+        return None
+    return folder / name

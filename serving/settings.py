@@ -63,6 +63,21 @@ def runs_dir() -> Path:
     return folder
 
 
+MODELS_DIR_ENV = "ATTENTION_LAB_MODELS_DIR"
+
+
+def models_dir() -> Path | None:
+    """ATTENTION_LAB_MODELS_DIR: a folder of imported models (`python -m transformer_core
+    import ... --out <dir>/<name>`), offered in every checkpoint list; None when unset."""
+    raw = os.environ.get(MODELS_DIR_ENV, "").strip()
+    if not raw:
+        return None
+    folder = Path(raw).expanduser().resolve()
+    if not folder.is_dir():
+        raise ConfigError(f"{MODELS_DIR_ENV}: {raw!r} is not a folder")
+    return folder
+
+
 def redis_url() -> str | None:
     """ATTENTION_LAB_REDIS_URL (redis://[:password@]host:port/db), or None for the on-disk queue."""
     return os.environ.get(REDIS_URL_ENV, "").strip() or None
@@ -171,6 +186,6 @@ def admin_token() -> str | None:
 
 def check_all() -> None:
     """Parse every setting once (a server's start): a bad value stops it with its message."""
-    runs_dir(), device_setting(), torch_threads(), runs_max_bytes(), run_max_seconds()
+    runs_dir(), models_dir(), device_setting(), torch_threads(), runs_max_bytes(), run_max_seconds()
     run_threads(), run_nice(), run_yield(), gpu_fraction(max_runs()), class_hours()
     admin_emails(), admin_token(), runs_per_person(), uploads_per_person(), disk_per_person_bytes()

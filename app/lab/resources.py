@@ -16,7 +16,7 @@ import streamlit as st
 import torch
 
 from lab import state
-from serving import is_run_id, settings
+from serving import backends, is_run_id, settings
 from transformer_core import CheckpointError, ConfigError, describe_device, resolve_device
 from transformer_core.io import (
     META_FILE,
@@ -77,6 +77,13 @@ def _load_run(run_id: str, device: str, saved_at: float) -> Checkpoint:
     return load_checkpoint(run_id, torch.device(device))
 
 
+@st.cache_resource(max_entries=8, show_spinner="Loading the model…")
+def _load_installed(name: str, device: str, saved_at: float) -> Checkpoint:
+    """An imported model of ATTENTION_LAB_MODELS_DIR: loaded once per process and device
+    (GPT-2 small is ~0.5 GB of weights), again only when its folder was written anew."""
+    return load_checkpoint(name, torch.device(device))
+
+
 def run_folder(run_id: str) -> Path:
     """A saved run's folder here (the serving layer's checkpoint source fetches a run
     trained through the Redis queue first). CheckpointError when it cannot be opened."""
@@ -93,6 +100,8 @@ def load_model(name: str) -> Checkpoint:
     if is_run_id(name):
         folder = run_folder(name)
         return _load_run(name, device, (folder / META_FILE).stat().st_mtime)
+    if name in installed_models():
+        return _load_installed(name, device, (resolve_checkpoint(name) / META_FILE).stat().st_mtime)
     return _load_shipped(name, device)
 
 
@@ -102,9 +111,22 @@ def remember_run(run_id: str, label: str, task: str) -> None:
 
 
 def checkpoint_label(name: str) -> str:
-    """What a selector shows: shipped names as they are, runs as 'label · run-1a2b3c4d…'."""
+    """What a selector shows: shipped names as they are, runs as 'label · run-1a2b3c4d…',
+    imported models with their size ('gpt2 · 124M parameters')."""
     mine = st.session_state.get(MY_MODELS_KEY, {}).get(name)
-    return f"{mine['label']} · {name[:12]}…" if mine else name
+    if mine:
+        return f"{mine['label']} · {name[:12]}…"
+    if (meta := installed_models().get(name)) is not None:
+        return f"{name} · {parameter_count(int(meta.get('parameters') or 0))} parameters"
+    return name
+
+
+def parameter_count(n: int) -> str:
+    """124,439,808 -> '124M'; 1,234 -> '1.2k'."""
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
 
 
 def checkpoint_labels(names: list[str]) -> Callable[[str], str]:
@@ -157,12 +179,27 @@ def shipped_checkpoints() -> dict[str, dict]:
     return out
 
 
+@st.cache_data(ttl=60)
+def installed_models() -> dict[str, dict]:
+    """name -> metadata of every imported model in ATTENTION_LAB_MODELS_DIR (an admin adds
+    one by importing it there: it appears within a minute, no restart)."""
+    out = {}
+    for name in backends.installed_models():
+        try:
+            out[name] = read_meta(resolve_checkpoint(name))
+        except CheckpointError:
+            continue
+    return out
+
+
 def model_choices(task: str) -> list[str]:
-    """Shipped checkpoint names for 'reverse' or 'lm', then this session's saved runs of
-    that kind (run ids; a run id in the page's URL is adopted, see `_adopt_url_runs`).
-    'lm' (a GPT) includes gpt-induction and runs of the induction task."""
+    """Shipped checkpoint names for 'reverse' or 'lm', the imported models of that kind,
+    then this session's saved runs of that kind (run ids; a run id in the page's URL is
+    adopted, see `_adopt_url_runs`). 'lm' (a GPT) includes gpt-induction and runs of the
+    induction task."""
     _adopt_url_runs(task)
     shipped = [n for n, m in shipped_checkpoints().items() if m.get("task") == task]
+    shipped += [n for n, m in installed_models().items() if m.get("task") == task and n not in shipped]
     mine = [
         run_id
         for run_id, entry in st.session_state.get(MY_MODELS_KEY, {}).items()
