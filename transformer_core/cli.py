@@ -184,6 +184,8 @@ def cmd_generate(args: argparse.Namespace) -> None:
         top_k=args.top_k,
         top_p=args.top_p,
         seed=args.seed,
+        never_sampled=ckpt.tokenizer.never_sampled,
+        stop_id=ckpt.tokenizer.stop_id,
     )
     out = ckpt.tokenizer.decode([s.token for s in steps])
     payload = {

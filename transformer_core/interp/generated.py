@@ -16,7 +16,7 @@ from transformer_core.errors import ConfigError
 from transformer_core.generation import SampledToken, generate
 from transformer_core.interp.trace import GPTTrace, trace_gpt
 from transformer_core.io.checkpoint import Checkpoint
-from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.models import GPT
 
 #: the CLI's `trace --generate` samples as `generate` does by default: temperature 0.8, seeded
@@ -67,7 +67,7 @@ def generated_window(prompt: str, sample: str, max_len: int) -> GeneratedWindow:
 
 def trace_generated(
     model: GPT,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     prompt: str,
     n_new: int,
     *,
@@ -78,7 +78,16 @@ def trace_generated(
     """Sample n_new characters after `prompt` (seeded: same seed, same sample) and trace the
     prompt with its sample (see generated_window)."""
     ids = tokenizer.encode_checked(prompt, max_chars=10_000).ids
-    steps = generate(model, ids, n_new, temperature=temperature, seed=seed, options=options)
+    steps = generate(
+        model,
+        ids,
+        n_new,
+        temperature=temperature,
+        seed=seed,
+        options=options,
+        never_sampled=tokenizer.never_sampled,
+        stop_id=tokenizer.stop_id,
+    )
     sample = tokenizer.decode([s.token for s in steps], skip_special=False)
     window = generated_window(prompt, sample, model.config.max_len)
     return trace_gpt(model, tokenizer, window.text, options), window, steps

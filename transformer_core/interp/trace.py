@@ -20,7 +20,7 @@ from transformer_core.capture import AttentionCapture
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.generation import greedy_decode
 from transformer_core.io.data import encode_source
-from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer, Tokenizer
 from transformer_core.models import GPT, Seq2Seq
 from transformer_core.vocab import EOS_ID, SOS_ID
 
@@ -126,7 +126,7 @@ def _device(model: torch.nn.Module) -> torch.device:
 
 @torch.no_grad()
 def trace_gpt(
-    model: GPT, tokenizer: CharTokenizer, text: str, options: InferenceOptions = DEFAULT_OPTIONS
+    model: GPT, tokenizer: Tokenizer, text: str, options: InferenceOptions = DEFAULT_OPTIONS
 ) -> GPTTrace:
     encoded = tokenizer.encode_checked(text, max_chars=model.config.max_len)
     ids = torch.tensor([encoded.ids], device=_device(model))

@@ -7,8 +7,10 @@ HookedTransformer and compares logits and detector scores.
 
 The mapping is exact for pre-LN GPTs with LayerNorm or RMSNorm, ReLU or exact GELU (or no
 MLP), and any of our position schemes:
-- our token embedding is multiplied by sqrt(d_model) in the forward pass: folded into W_E;
+- our token embedding is multiplied by sqrt(d_model) in the forward pass (unless the config's
+  scale_embedding is False, as for imported GPT-2 / nanoGPT models): folded into W_E;
   the unembedding W_U is the tied matrix unscaled (lm_head.weight.T), b_U = 0;
+- GELU's tanh approximation ("gelu_tanh") is TransformerLens's "gelu_new";
 - sinusoidal positions become a fixed W_pos (the table), learned ones W_pos, none a zero W_pos;
 - RoPE rotates adjacent pairs (2i, 2i+1) of every head dimension: rotary_adjacent_pairs=True,
   rotary_dim=d_head, base 10000;
@@ -36,6 +38,7 @@ from transformer_core.models import GPT, Seq2Seq
 
 POSITIONAL_TYPE = {"learned": "standard", "sinusoidal": "standard", "none": "standard", "rope": "rotary"}
 POSITIONAL_TYPE["alibi"] = "alibi"
+ACT_FN = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}  # ours -> TransformerLens's act_fn
 
 
 def check_exportable(model: GPT | Seq2Seq) -> None:
@@ -77,7 +80,7 @@ def hooked_config(model: GPT, name: str = "attention-lab") -> dict[str, Any]:
         "original_architecture": "attention-lab-gpt",
     }
     if cfg.mlp:
-        out.update(d_mlp=cfg.d_ff, act_fn=cfg.activation)  # "gelu" is exact GELU in both
+        out.update(d_mlp=cfg.d_ff, act_fn=ACT_FN[cfg.activation])  # "gelu" is exact GELU in both
     if cfg.positions == "rope":
         out.update(rotary_dim=cfg.d_head, rotary_adjacent_pairs=True, rotary_base=10000)
     return out
@@ -93,7 +96,7 @@ def hooked_state_dict(model: GPT) -> dict[str, torch.Tensor]:
     cfg = model.config
     d, H, dh = cfg.d_model, cfg.n_heads, cfg.d_head
     sd: dict[str, torch.Tensor] = {
-        "embed.W_E": model.tok_emb.weight * math.sqrt(d),
+        "embed.W_E": model.tok_emb.weight * math.sqrt(d) if cfg.scale_embedding else model.tok_emb.weight,
         "unembed.W_U": model.lm_head.weight.T,
         "unembed.b_U": torch.zeros(cfg.vocab_size),
     }
