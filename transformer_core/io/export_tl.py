@@ -33,6 +33,7 @@ import torch
 from safetensors.torch import save_file
 
 from transformer_core.errors import ConfigError
+from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.layers import RMSNorm
 from transformer_core.models import GPT, Seq2Seq
 
@@ -132,10 +133,15 @@ def hooked_state_dict(model: GPT) -> dict[str, torch.Tensor]:
 
 
 def export_transformer_lens(
-    model: GPT | Seq2Seq, out: str | Path, name: str = "attention-lab", vocab: list[str] | None = None
+    model: GPT | Seq2Seq,
+    out: str | Path,
+    name: str = "attention-lab",
+    vocab: list[str] | None = None,
+    tokenizer: Tokenizer | None = None,
 ) -> Path:
     """Write out/config.json (HookedTransformerConfig kwargs), out/model.safetensors and, given
-    the vocabulary, out/vocab.json (id -> character) for `hf_char_tokenizer`.
+    the vocabulary (or a character tokenizer), out/vocab.json (id -> character) for
+    `hf_char_tokenizer`; a BPE tokenizer writes its tokenizer.json instead.
 
     Load it with `load_hooked_transformer(out)` (needs transformer-lens>=3,<4), or by hand:
     HookedTransformer(HookedTransformerConfig(**config)).load_state_dict(weights, strict=False)."""
@@ -146,6 +152,10 @@ def export_transformer_lens(
     config = hooked_config(model, name)
     save_file(hooked_state_dict(model), str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    if tokenizer is not None and tokenizer.kind == "bpe":
+        tokenizer.to_meta(folder)  # writes tokenizer.json
+    elif tokenizer is not None:
+        vocab = tokenizer.vocab
     if vocab is not None:
         (folder / "vocab.json").write_text(json.dumps(list(vocab), ensure_ascii=False) + "\n")
     return folder
@@ -155,15 +165,16 @@ def hf_char_tokenizer(vocab: list[str]) -> Any:
     """A Hugging Face fast tokenizer that maps each character to our id (unknown -> <unk>),
     so HookedTransformer's to_tokens / to_string and detect_head work on strings. No BOS:
     our GPTs never saw one. Needs the `tokenizers` and `transformers` packages."""
-    from tokenizers import Regex, Tokenizer, pre_tokenizers
+    from tokenizers import Regex, pre_tokenizers
+    from tokenizers import Tokenizer as HFTokenizer
     from tokenizers.models import WordLevel
     from transformers import PreTrainedTokenizerFast
 
-    core = Tokenizer(WordLevel({s: i for i, s in enumerate(vocab)}, unk_token="<unk>"))
+    unk = "<unk>" if "<unk>" in vocab else None  # nanoGPT's characters have none
+    core = HFTokenizer(WordLevel({s: i for i, s in enumerate(vocab)}, unk_token=unk))
     core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # one piece per char
-    return PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
-    )
+    specials = {"unk_token": "<unk>", "pad_token": "<pad>", "eos_token": "<eos>"}  # those the vocabulary has
+    return PreTrainedTokenizerFast(tokenizer_object=core, **{k: v for k, v in specials.items() if v in vocab})
 
 
 def load_hooked_transformer(folder: str | Path, device: str = "cpu") -> Any:

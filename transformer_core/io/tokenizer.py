@@ -93,7 +93,30 @@ class Tokenizer(Protocol):
         ...
 
 
-class CharTokenizer:
+class CharVocabulary:
+    """What every one-character-per-token vocabulary does alike (vocab: id -> character,
+    stoi: character -> id): labels, probe cleaning, single-token look-up, its checkpoint entry."""
+
+    kind: str
+    vocab: list[str]
+    stoi: dict[str, int]
+
+    def token_labels(self, ids: list[int]) -> list[str]:
+        """Readable label per id for plot axes: specials in angle brackets, space as '␣'."""
+        return [char_label(self.vocab[i]) for i in ids]
+
+    def keep_known(self, text: str) -> str:
+        return "".join(c for c in text if c in self.stoi)
+
+    def token_id(self, piece: str) -> int | None:
+        piece = LABEL_CHARS.get(piece, piece)
+        return self.stoi.get(piece) if len(piece) == 1 else None
+
+    def to_meta(self, folder: Path) -> dict[str, Any]:
+        return {"kind": self.kind}  # the characters are checkpoint.json's "vocab"
+
+
+class CharTokenizer(CharVocabulary):
     """Maps each known character to an id; ids 0-3 are PAD, SOS, EOS, UNK."""
 
     kind = "char"
@@ -126,16 +149,6 @@ class CharTokenizer:
     @property
     def ordinary_ids(self) -> list[int]:
         return list(range(len(SPECIAL_TOKENS), len(self.vocab)))
-
-    def keep_known(self, text: str) -> str:
-        return "".join(c for c in text if c in self.stoi)
-
-    def token_id(self, piece: str) -> int | None:
-        piece = LABEL_CHARS.get(piece, piece)
-        return self.stoi.get(piece) if len(piece) == 1 else None
-
-    def to_meta(self, folder: Path) -> dict[str, Any]:
-        return {"kind": self.kind}  # the characters are checkpoint.json's "vocab"
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any], folder: Path) -> CharTokenizer:
@@ -170,7 +183,3 @@ class CharTokenizer:
             else:
                 out.append(self.vocab[i])
         return "".join(out)
-
-    def token_labels(self, ids: list[int]) -> list[str]:
-        """Readable label per id for plot axes: specials in angle brackets, space as '␣'."""
-        return [char_label(self.vocab[i]) for i in ids]

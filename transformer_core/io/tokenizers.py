@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer_core.errors import CheckpointError, InputError
-from transformer_core.io.tokenizer import LABEL_CHARS, CharTokenizer, Encoded, Tokenizer, char_label
+from transformer_core.io.tokenizer import CharTokenizer, CharVocabulary, Encoded, Tokenizer
 
 BPE_FILE = "tokenizer.json"
 BPE_LABELS = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
@@ -27,7 +27,7 @@ def _check_length(n: int, max_chars: int | None, unit: str) -> None:
         raise InputError(f"the input has {n} {unit}; the limit is {max_chars}")
 
 
-class PlainCharTokenizer:
+class PlainCharTokenizer(CharVocabulary):
     """One id per character, ids 0..V-1 exactly as the vocabulary lists them (nanoGPT's itos):
     no PAD/SOS/EOS/UNK, so a character outside the vocabulary is an InputError naming it."""
 
@@ -71,19 +71,6 @@ class PlainCharTokenizer:
 
     def decode(self, ids: list[int], *, skip_special: bool = True) -> str:
         return "".join(self.vocab[i] for i in ids)
-
-    def token_labels(self, ids: list[int]) -> list[str]:
-        return [char_label(self.vocab[i]) for i in ids]
-
-    def keep_known(self, text: str) -> str:
-        return "".join(c for c in text if c in self.stoi)
-
-    def token_id(self, piece: str) -> int | None:
-        piece = LABEL_CHARS.get(piece, piece)
-        return self.stoi.get(piece) if len(piece) == 1 else None
-
-    def to_meta(self, folder: Path) -> dict[str, Any]:
-        return {"kind": self.kind}  # the characters are checkpoint.json's "vocab"
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any], folder: Path) -> PlainCharTokenizer:
