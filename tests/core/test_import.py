@@ -339,3 +339,16 @@ def test_heads_and_patching_run_on_an_imported_bpe_model(hf_ckpt, capsys):
         logits = hf_ckpt.model(ids)[0, -1]
     expected = float(logits[tok.token_id("␣the")] - logits[tok.token_id("␣world")])
     assert result["clean"] == pytest.approx(expected, abs=1e-5)
+
+
+def test_an_imported_gpt2_exports_to_hooked_transformer_with_equal_logits(
+    hf_source, hf_ckpt, tmp_path_factory
+):
+    installed("transformer_lens", "requirements-interop.txt", tmp_path_factory)
+    from transformer_core.io.export_tl import export_transformer_lens, load_hooked_transformer
+
+    out = export_transformer_lens(hf_ckpt.model, tmp_path_factory.mktemp("tl"), tokenizer=hf_ckpt.tokenizer)
+    hooked = load_hooked_transformer(out)
+    ids = torch.tensor([hf_ckpt.tokenizer.encode(TEXT)])
+    with torch.no_grad():
+        assert (hooked(ids) - hf_source[1](ids).logits).abs().max() < 1e-4
