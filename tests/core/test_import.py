@@ -352,3 +352,21 @@ def test_an_imported_gpt2_exports_to_hooked_transformer_with_equal_logits(
     ids = torch.tensor([hf_ckpt.tokenizer.encode(TEXT)])
     with torch.no_grad():
         assert (hooked(ids) - hf_source[1](ids).logits).abs().max() < 1e-4
+
+
+def test_trace_generate_traces_a_bpe_sample_as_sampled(hf_ckpt, capsys):
+    from transformer_core.interp.generated import trace_generated
+
+    prompt = "hello world"
+    prompt_ids = hf_ckpt.tokenizer.encode(prompt)
+    trace, window, steps = trace_generated(hf_ckpt.model, hf_ckpt.tokenizer, prompt, 70, seed=1)
+    full = [*prompt_ids, *(s.token for s in steps)]
+    assert len(prompt_ids) == 3 and len(full) == 73 and window.dropped == 9  # past the 64-token context
+    assert trace.ids == full[9:] and trace.tokens == hf_ckpt.tokenizer.token_labels(full[9:])
+    assert window.generated_from == 0 and window.first_sample == 6
+    assert main(["trace", str(hf_ckpt.folder), prompt, "--generate", "5", "--seed", "2", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert (
+        payload["generated_from"] == len(prompt_ids)
+        and len(payload["tokens"]["source"]) == len(prompt_ids) + 5
+    )
