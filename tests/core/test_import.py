@@ -370,3 +370,21 @@ def test_trace_generate_traces_a_bpe_sample_as_sampled(hf_ckpt, capsys):
         payload["generated_from"] == len(prompt_ids)
         and len(payload["tokens"]["source"]) == len(prompt_ids) + 5
     )
+
+
+def test_nanogpt_padded_bpe_vocabulary_never_samples_the_padding(transformers, hf_source, tmp_path):
+    """nanoGPT pads GPT-2's 50257 tokens to 50304 rows: the extra ids exist, have no text, and
+    are never written."""
+    folder, _ = hf_source
+    write_nanogpt(tmp_path / "out", random_gpt2(transformers, 304, activation="gelu"), meta=False)
+    import_model(tmp_path / "out", "nanogpt", tmp_path / "b", tokenizer=folder / "tokenizer.json")
+    ckpt = load_checkpoint(tmp_path / "b")
+    tok = ckpt.tokenizer
+    assert (len(tok), ckpt.config.vocab_size, tok.never_sampled) == (304, 304, (300, 301, 302, 303))
+    assert tok.token_labels([301]) == ["<unused:301>"] and tok.decode([5, 301]) == tok.decode([5])
+    with torch.no_grad():  # make the padding the likeliest next token: still never sampled
+        ckpt.model.tok_emb.weight[300:] = ckpt.model.tok_emb.weight[300:] * 0 + 10.0
+    steps = generate(
+        ckpt.model, tok.encode("hello"), 10, temperature=1.0, seed=0, never_sampled=tok.never_sampled
+    )
+    assert len(steps) == 10 and all(s.token < 300 for s in steps)

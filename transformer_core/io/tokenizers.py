@@ -81,7 +81,7 @@ class BPETokenizer:
     """A byte-level BPE tokenizer (GPT-2's) from a tokenizer.json, through `tokenizers`.
 
     vocab[i] is the text token i decodes to (" the", "\\n", ...); a model whose vocab_size
-    exceeds the tokenizer's (nanoGPT pads GPT-2's 50257 to 50304) gets "<unused N>" entries
+    exceeds the tokenizer's (nanoGPT pads GPT-2's 50257 to 50304) gets "<unused:N>" entries
     that generation never writes. stop_id: the end-of-text token, when there is one."""
 
     kind = "bpe"
@@ -116,7 +116,7 @@ class BPETokenizer:
     def vocab(self) -> list[str]:  # type: ignore[override]
         """The text of every token, decoded once (50k tokens: a fraction of a second)."""
         pieces = self._tok.decode_batch([[i] for i in range(self.size)], skip_special_tokens=False)
-        return [*pieces, *(f"<unused {i}>" for i in range(self.size, self.vocab_size))]
+        return [*pieces, *(f"<unused:{i}>" for i in range(self.size, self.vocab_size))]
 
     @property
     def ordinary_ids(self) -> list[int]:
