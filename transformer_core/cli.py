@@ -42,6 +42,7 @@ from transformer_core.io import (
     resolve_checkpoint,
     save_checkpoint,
 )
+from transformer_core.io.importers.command import IMPORT_HELP, cmd_import, import_arguments
 from transformer_core.plugins import COMMANDS_GROUP, load_plugins
 from transformer_core.train import (
     REPORT_LENGTHS,
@@ -184,6 +185,8 @@ def cmd_generate(args: argparse.Namespace) -> None:
         top_k=args.top_k,
         top_p=args.top_p,
         seed=args.seed,
+        never_sampled=ckpt.tokenizer.never_sampled,
+        stop_id=ckpt.tokenizer.stop_id,
     )
     out = ckpt.tokenizer.decode([s.token for s in steps])
     payload = {
@@ -303,16 +306,12 @@ def cmd_heads(args: argparse.Namespace) -> None:
 def cmd_export(args: argparse.Namespace) -> None:
 
     ckpt = load_checkpoint(args.checkpoint, "cpu")
-    out = export_transformer_lens(ckpt.model, args.out, name=ckpt.name, vocab=ckpt.tokenizer.vocab)
+    out = export_transformer_lens(ckpt.model, args.out, name=ckpt.name, tokenizer=ckpt.tokenizer)
+    files = sorted(p.name for p in out.iterdir() if p.is_file())
     _emit(
         args,
-        {
-            "checkpoint": ckpt.name,
-            "format": args.format,
-            "out": str(out),
-            "files": ["config.json", "model.safetensors", "vocab.json"],
-        },
-        f"wrote config.json, model.safetensors and vocab.json to {out} (HookedTransformer names)",
+        {"checkpoint": ckpt.name, "format": args.format, "out": str(out), "files": files},
+        f"wrote {', '.join(files)} to {out} (HookedTransformer names)",
     )
 
 
@@ -442,6 +441,7 @@ COMMANDS: dict[str, Command] = {
                 heads_arguments, cmd_heads),
         Command("export", "write a GPT checkpoint for TransformerLens's HookedTransformer (config + weights)",
                 export_arguments, cmd_export),
+        Command("import", IMPORT_HELP, import_arguments, cmd_import),
         Command("patch", "activation patching: each head's output from the clean run into the corrupted one",
                 patch_arguments, cmd_patch, description=PATCH_HELP),
     )

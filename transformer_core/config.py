@@ -25,7 +25,7 @@ else:  # the choices are the registry's names: validate_fields reads them with g
     Positions = Literal[tuple(POSITION_SCHEMES)]
 NormPosition = Literal["post", "pre"]
 Norm = Literal["layernorm", "rmsnorm"]
-Activation = Literal["relu", "gelu", "swiglu"]
+Activation = Literal["relu", "gelu", "gelu_tanh", "swiglu"]  # gelu_tanh: GPT-2's "gelu_new"
 AttentionKind = Literal["self", "encoder_self", "decoder_self", "cross"]
 
 ATTENTION_KINDS: tuple[str, ...] = get_args(AttentionKind)
@@ -54,6 +54,7 @@ class ModelConfig:
     dropout: float = 0.0
     tie_weights: bool = True
     mlp: bool = True  # False: attention-only blocks (no feed-forward), as in Olsson et al. 2022
+    scale_embedding: bool = True  # token vectors times sqrt(d_model) (Vaswani); False: GPT-2, nanoGPT
 
     def __post_init__(self) -> None:
         validate_fields(self)

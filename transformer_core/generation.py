@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -11,6 +12,7 @@ from transformer_core.models import GPT, Seq2Seq
 from transformer_core.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS
 
 N_SPECIAL = len(SPECIAL_TOKENS)
+CHAR_SPECIALS = tuple(range(N_SPECIAL))  # PAD/SOS/EOS/UNK of the character models trained here
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,16 @@ def generate(
     use_cache: bool = True,
     n_alternatives: int = 5,
     options: InferenceOptions = DEFAULT_OPTIONS,
+    never_sampled: Sequence[int] = CHAR_SPECIALS,
+    stop_id: int | None = None,
 ) -> list[SampledToken]:
     """Sample max_new_tokens after the prompt. With a cache, each step feeds one token;
-    once the context would pass max_len, the window slides and the cache is rebuilt."""
+    once the context would pass max_len, the window slides and the cache is rebuilt.
+
+    never_sampled: ids never written (default: our character models' PAD/SOS/EOS/UNK); an
+    imported model passes its tokenizer's (`tokenizer.never_sampled`, often none). stop_id:
+    sampling it ends generation (it is the last step returned), e.g. GPT-2's <|endoftext|>."""
+    banned = torch.tensor(list(never_sampled), dtype=torch.long)
     device = next(model.parameters()).device
     generator = torch.Generator(device=device)
     if seed is not None:
@@ -77,7 +86,7 @@ def generate(
             cache = model.new_cache() if use_cache and len(ids) <= max_len else None
             x = torch.tensor([window], device=device)
         logits = model(x, options=options, cache=cache)[0, -1].clone()
-        logits[:N_SPECIAL] = float("-inf")  # PAD/SOS/EOS/UNK are not characters to write
+        logits[banned.to(logits.device)] = float("-inf")  # e.g. PAD/SOS/EOS/UNK: not text to write
         fed = len(ids)
         probs = filter_logits(logits, temperature, top_k, top_p)
         token = (
@@ -91,6 +100,8 @@ def generate(
             )
         )
         ids.append(token)
+        if token == stop_id:
+            break
     return out
 
 

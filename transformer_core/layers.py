@@ -30,8 +30,16 @@ def make_norm(config: ModelConfig) -> nn.Module:
     return nn.LayerNorm(config.d_model)
 
 
+#: elementwise activations by config name; "gelu_tanh" is GPT-2's "gelu_new" (tanh approximation)
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda h: F.gelu(h, approximate="tanh"),
+}
+
+
 class FeedForward(nn.Module):
-    """Position-wise MLP d_model -> d_ff -> d_model with ReLU, GELU or SwiGLU.
+    """Position-wise MLP d_model -> d_ff -> d_model with ReLU, GELU (exact or tanh) or SwiGLU.
 
     SwiGLU gates one projection with SiLU of another: silu(x W1) * (x W3), then W2.
     """
@@ -47,10 +55,8 @@ class FeedForward(nn.Module):
         h = self.w1(x)
         if self.w3 is not None:
             h = F.silu(h) * self.w3(x)
-        elif self.activation == "gelu":
-            h = F.gelu(h)
         else:
-            h = F.relu(h)
+            h = ACTIVATIONS[self.activation](h)
         return self.w2(h)
 
 

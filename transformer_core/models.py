@@ -23,15 +23,18 @@ from transformer_core.vocab import PAD_ID
 
 
 class TokenEmbedding(nn.Embedding):
-    """Token vectors scaled by sqrt(d_model) (Vaswani), initialised so that the scaled
-    vectors have unit variance per coordinate, like the sinusoidal codes they meet."""
+    """Token vectors, scaled by sqrt(d_model) (Vaswani) unless `scale` is False (GPT-2 and
+    nanoGPT add them unscaled). Scaled: initialised so that the scaled vectors have unit
+    variance per coordinate, like the sinusoidal codes they meet; unscaled: GPT-2's std 0.02."""
 
-    def __init__(self, vocab_size: int, d_model: int) -> None:
+    def __init__(self, vocab_size: int, d_model: int, scale: bool = True) -> None:
         super().__init__(vocab_size, d_model)
-        nn.init.normal_(self.weight, std=d_model**-0.5)
+        self.scale = math.sqrt(d_model) if scale else None
+        nn.init.normal_(self.weight, std=d_model**-0.5 if scale else 0.02)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return super().forward(ids) * math.sqrt(self.embedding_dim)
+        x = super().forward(ids)
+        return x if self.scale is None else x * self.scale
 
 
 def _check_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
@@ -147,7 +150,7 @@ class GPT(_Transformer):
         if config.arch != "gpt":
             raise ConfigError(f"arch: GPT needs arch='gpt', got {config.arch!r}")
         self.config = config
-        self.tok_emb = TokenEmbedding(config.vocab_size, config.d_model)
+        self.tok_emb = TokenEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
         self.positions = POSITION_SCHEMES[config.positions](config)
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(EncoderBlock(config) for _ in range(config.n_layers))
@@ -200,8 +203,8 @@ class Seq2Seq(_Transformer):
         if config.arch != "seq2seq":
             raise ConfigError(f"arch: Seq2Seq needs arch='seq2seq', got {config.arch!r}")
         self.config = config
-        self.src_emb = TokenEmbedding(config.vocab_size, config.d_model)
-        self.tgt_emb = TokenEmbedding(config.vocab_size, config.d_model)
+        self.src_emb = TokenEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
+        self.tgt_emb = TokenEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
         scheme = POSITION_SCHEMES[config.positions]
         self.src_positions = scheme(config)
         self.tgt_positions = scheme(config)

@@ -7,7 +7,6 @@ fixture installs it with pip when it is missing, so this test always runs.
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.optional import installed
 from transformer_core.capture import AttentionCapture
 from transformer_core.config import ModelConfig
 from transformer_core.errors import ConfigError
@@ -38,19 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 def transformer_lens(tmp_path_factory):
     """The transformer_lens module, pip-installed from requirements-interop.txt if missing
     (pinned to the torch already installed, so pip never swaps torch)."""
-    try:
-        return importlib.import_module("transformer_lens")
-    except ImportError:
-        pass
-    constraints = tmp_path_factory.mktemp("pip") / "torch-constraint.txt"
-    constraints.write_text(f"torch=={torch.__version__.split('+')[0]}\n")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "-r", str(REPO / "requirements-interop.txt")]
-        + ["-c", str(constraints)],
-        check=True,
-    )
-    importlib.invalidate_caches()
-    return importlib.import_module("transformer_lens")
+    return installed("transformer_lens", "requirements-interop.txt", tmp_path_factory)
 
 
 def _perturbed_gpt(positions: str, **overrides) -> GPT:

@@ -14,9 +14,9 @@ from typing import Any
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.errors import ConfigError
 from transformer_core.generation import SampledToken, generate
-from transformer_core.interp.trace import GPTTrace, trace_gpt
+from transformer_core.interp.trace import GPTTrace, trace_gpt_ids
 from transformer_core.io.checkpoint import Checkpoint
-from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.models import GPT
 
 #: the CLI's `trace --generate` samples as `generate` does by default: temperature 0.8, seeded
@@ -55,19 +55,34 @@ def generated_window(prompt: str, sample: str, max_len: int) -> GeneratedWindow:
     """prompt + sample, trimmed from the front to at most max_len characters."""
     full = prompt + sample
     dropped = max(0, len(full) - max_len)
-    return GeneratedWindow(
-        text=full[dropped:],
-        prompt=prompt,
-        sample=sample,
-        generated_from=max(0, len(prompt) - dropped),
-        first_sample=max(0, dropped - len(prompt)),
-        dropped=dropped,
-    )
+    return _window(full[dropped:], prompt, sample, len(prompt), dropped)
+
+
+def _window(text: str, prompt: str, sample: str, n_prompt: int, dropped: int) -> GeneratedWindow:
+    """The window of `text` after `dropped` units (characters or tokens) of the prompt's n_prompt."""
+    first_prompt, first_sample = max(0, n_prompt - dropped), max(0, dropped - n_prompt)
+    return GeneratedWindow(text, prompt, sample, first_prompt, first_sample, dropped)
+
+
+def token_window(
+    tokenizer: Tokenizer, prompt: str, prompt_ids: list[int], sample_ids: list[int], max_len: int
+) -> tuple[list[int], GeneratedWindow]:
+    """prompt + sample as token ids, trimmed from the front to at most max_len tokens, and its
+    window. Where every token is one character (character models) this is generated_window,
+    the prompt's own characters kept; else (BPE) indices count tokens and the text shown is the
+    window's tokens decoded."""
+    sample = tokenizer.decode(sample_ids, skip_special=False)
+    full = [*prompt_ids, *sample_ids]
+    dropped = max(0, len(full) - max_len)
+    if len(prompt) + len(sample) == len(full):
+        return full[dropped:], generated_window(prompt, sample, max_len)
+    text = tokenizer.decode(full[dropped:], skip_special=False)
+    return full[dropped:], _window(text, prompt, sample, len(prompt_ids), dropped)
 
 
 def trace_generated(
     model: GPT,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     prompt: str,
     n_new: int,
     *,
@@ -77,11 +92,20 @@ def trace_generated(
 ) -> tuple[GPTTrace, GeneratedWindow, list[SampledToken]]:
     """Sample n_new characters after `prompt` (seeded: same seed, same sample) and trace the
     prompt with its sample (see generated_window)."""
-    ids = tokenizer.encode_checked(prompt, max_chars=10_000).ids
-    steps = generate(model, ids, n_new, temperature=temperature, seed=seed, options=options)
-    sample = tokenizer.decode([s.token for s in steps], skip_special=False)
-    window = generated_window(prompt, sample, model.config.max_len)
-    return trace_gpt(model, tokenizer, window.text, options), window, steps
+    encoded = tokenizer.encode_checked(prompt, max_chars=10_000)
+    steps = generate(
+        model,
+        encoded.ids,
+        n_new,
+        temperature=temperature,
+        seed=seed,
+        options=options,
+        never_sampled=tokenizer.never_sampled,
+        stop_id=tokenizer.stop_id,
+    )
+    ids, window = token_window(tokenizer, prompt, encoded.ids, [s.token for s in steps], model.config.max_len)
+    unknown = [(i - window.dropped, c) for i, c in encoded.unknown if i >= window.dropped]
+    return trace_gpt_ids(model, tokenizer, ids, window.text, unknown, options), window, steps
 
 
 def trace_with_sample(

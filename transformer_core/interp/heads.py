@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from transformer_core.capture import AttentionCapture
-from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.models import GPT, Seq2Seq
 from transformer_core.vocab import EOS_ID, SOS_ID
 
@@ -316,7 +316,7 @@ class ProbeSet:
 
 
 def default_probe_set(
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     arch: str,
     texts: Sequence[str] | None = None,
     max_len: int = 128,
@@ -327,17 +327,17 @@ def default_probe_set(
     segments of its ordinary characters (GPT: 20 characters; reversal: 5, so that the source
     fits the trained lengths 3-10). Reversal texts default to "attention" plus 7 random
     strings of lengths 3-10 (what the models were trained on)."""
-    alphabet = [tokenizer.stoi[c] for c in tokenizer.chars]
+    alphabet = tokenizer.ordinary_ids
     limit = max_len if arch == "gpt" else max_len - 2
     rng = np.random.default_rng(seed)
     if texts is None and arch == "gpt":
         texts = DEFAULT_PROBES
     elif texts is None:
-        chars = list(tokenizer.chars)
+        chars = list(tokenizer.decode(alphabet))
         texts = [REVERSAL_PROBE] + ["".join(rng.choice(chars, size=n)) for n in (3, 4, 5, 6, 7, 8, 10)]
     kept = []
     for t in texts:
-        clean = "".join(c for c in t if c in tokenizer.stoi)[:limit] or tokenizer.chars[:limit]
+        clean = tokenizer.keep_known(t)[:limit] or tokenizer.decode(alphabet[:limit])
         kept.append(clean)
     segment = min(20 if arch == "gpt" else 5, limit // 2)
     repeats = repeated_random_tokens(4, segment, alphabet, seed + 1)
@@ -387,7 +387,7 @@ class HeadScores:
 
 def detect_heads(
     model: GPT | Seq2Seq,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     probes: ProbeSet,
     custom: dict[str, Callable[[list[int], list[int]], np.ndarray]] | None = None,
 ) -> HeadScores:

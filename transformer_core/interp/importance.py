@@ -23,6 +23,7 @@ from transformer_core.losses import mean_token_nll, token_nll
 from transformer_core.models import GPT, Seq2Seq
 from transformer_core.vocab import PAD_ID, SOS_ID
 
+IGNORE = -100  # a target nothing predicts (padding): never a token id, whatever the vocabulary
 GPT_KINDS = ("self",)
 SEQ2SEQ_KINDS = ("encoder_self", "decoder_self", "cross")
 
@@ -30,8 +31,9 @@ SEQ2SEQ_KINDS = ("encoder_self", "decoder_self", "cross")
 @dataclass(frozen=True)
 class ProbeBatch:
     """Inputs and next-token targets of a probe batch. GPT: inputs (ids (B, T),), targets
-    (B, T) with PAD_ID where nothing is predicted. Seq2Seq: inputs (src, tgt_in), targets
-    tgt_out, and `reversed_ids` the true outputs for exact match."""
+    (B, T) with IGNORE where nothing is predicted (an imported model's id 0 is a real token).
+    Seq2Seq: inputs (src, tgt_in), targets tgt_out with PAD as IGNORE, and `reversed_ids` the
+    true outputs for exact match."""
 
     inputs: tuple[torch.Tensor, ...]
     targets: torch.Tensor
@@ -49,7 +51,7 @@ def gpt_probe_batch(sequences: Sequence[Sequence[int]], device: torch.device | s
         )
     width = max(len(r) for r in rows) - 1
     x = [r[:-1] + [PAD_ID] * (width - len(r) + 1) for r in rows]
-    y = [r[1:] + [PAD_ID] * (width - len(r) + 1) for r in rows]
+    y = [r[1:] + [IGNORE] * (width - len(r) + 1) for r in rows]
     return ProbeBatch((torch.tensor(x, device=device),), torch.tensor(y, device=device))
 
 
@@ -59,19 +61,19 @@ def reversal_probe_batch(
     """Source texts -> teacher-forced reversal batch plus the true outputs for exact match."""
     rb = reversal_batch(tokenizer, list(texts), device)
     truth = tuple(tuple(tokenizer.encode(t[::-1])) for t in texts)
-    return ProbeBatch((rb.src, rb.tgt_in), rb.tgt_out, truth)
+    return ProbeBatch((rb.src, rb.tgt_in), rb.tgt_out.masked_fill(rb.tgt_out == PAD_ID, IGNORE), truth)
 
 
 def per_sequence_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean next-token cross-entropy of each row (nats): logits (B, T, V), targets (B, T) -> (B,)."""
-    nll = token_nll(logits, targets)  # (B, T)
-    keep = (targets != PAD_ID).float()
+    nll = token_nll(logits, targets, ignore_index=IGNORE)  # (B, T)
+    keep = (targets != IGNORE).float()
     return (nll * keep).sum(1) / keep.sum(1).clamp_min(1.0)
 
 
 def batch_loss(logits: torch.Tensor, targets: torch.Tensor) -> float:
     """Mean next-token cross-entropy over every predicted token of the batch (nats)."""
-    return float(mean_token_nll(logits, targets))
+    return float(mean_token_nll(logits, targets, ignore_index=IGNORE))
 
 
 def exact_match_rows(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -84,7 +86,7 @@ def exact_match_rows(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
     logits = logits.float().clone()
     logits[..., PAD_ID] = float("-inf")
     logits[..., SOS_ID] = float("-inf")
-    right = (logits.argmax(-1) == targets) | (targets == PAD_ID)
+    right = (logits.argmax(-1) == targets) | (targets == IGNORE)
     return right.all(-1)
 
 

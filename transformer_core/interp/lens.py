@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from transformer_core.capture import AttentionCapture
-from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.models import GPT, Seq2Seq
 from transformer_core.vocab import EOS_ID
 
@@ -85,7 +85,7 @@ def lens_logits(model: GPT, residuals: list[torch.Tensor]) -> torch.Tensor:
 
 
 @torch.no_grad()
-def logit_lens(model: GPT, tokenizer: CharTokenizer, ids: list[int], k: int = 5) -> LogitLens:
+def logit_lens(model: GPT, tokenizer: Tokenizer, ids: list[int], k: int = 5) -> LogitLens:
     """Top-k next characters at every layer and position of one GPT input (ids)."""
     device = next(model.parameters()).device
     cap = AttentionCapture()

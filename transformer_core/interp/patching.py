@@ -30,7 +30,7 @@ from transformer_core.config import HeadPatch, InferenceOptions
 from transformer_core.errors import InputError
 from transformer_core.interp.importance import kinds_of
 from transformer_core.io.data import encode_source
-from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.losses import mean_token_nll
 from transformer_core.models import GPT, Seq2Seq
 from transformer_core.vocab import EOS_ID, SOS_ID
@@ -66,16 +66,11 @@ def clean_answer_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tens
     return mean_token_nll(logits[:, : targets.size(1)], targets)
 
 
-def encode_pair(tokenizer: CharTokenizer, clean: str, corrupted: str) -> tuple[list[int], list[int]]:
-    """Token ids of two texts of equal length; InputError for an empty text, unequal lengths or a
-    character outside the vocabulary (named, so the user can fix it)."""
+def encode_pair(tokenizer: Tokenizer, clean: str, corrupted: str) -> tuple[list[int], list[int]]:
+    """Token ids of two texts of equally many tokens; InputError for an empty text, unequal lengths
+    or a character outside the vocabulary (named, so the user can fix it)."""
     if not clean or not corrupted:
         raise InputError("patching: the clean and the corrupted text must both be non-empty")
-    if len(clean) != len(corrupted):
-        raise InputError(
-            f"patching: clean ({len(clean)} characters) and corrupted ({len(corrupted)}) must have "
-            "equal length, so every position has a counterpart"
-        )
     ids = []
     for what, text in (("clean", clean), ("corrupted", corrupted)):
         encoded = tokenizer.encode_checked(text)
@@ -83,14 +78,23 @@ def encode_pair(tokenizer: CharTokenizer, clean: str, corrupted: str) -> tuple[l
             unknown = sorted({c for _, c in encoded.unknown})
             raise InputError(f"patching: the {what} text has characters outside the vocabulary: {unknown}")
         ids.append(encoded.ids)
+    if len(ids[0]) != len(ids[1]):
+        unit = "characters" if len(ids[0]) == len(clean) and len(ids[1]) == len(corrupted) else "tokens"
+        raise InputError(
+            f"patching: clean ({len(ids[0])} {unit}) and corrupted ({len(ids[1])}) must have "
+            "equal length, so every position has a counterpart"
+        )
     return ids[0], ids[1]
 
 
-def character_id(tokenizer: CharTokenizer, char: str, what: str) -> int:
-    """The id of one known character (--answer / --wrong); InputError otherwise."""
-    if len(char) != 1 or char not in tokenizer.stoi:
-        raise InputError(f"patching: {what} must be one character of the vocabulary, got {char!r}")
-    return tokenizer.stoi[char]
+def character_id(tokenizer: Tokenizer, char: str, what: str) -> int:
+    """The id of one known token (--answer / --wrong: a character, or a BPE model's one-token
+    text such as "␣the"); InputError otherwise."""
+    token = tokenizer.token_id(char)
+    if token is None:
+        unit = "token" if tokenizer.kind == "bpe" else "character"
+        raise InputError(f"patching: {what} must be one {unit} of the vocabulary, got {char!r}")
+    return token
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ class Contrast:
     wrong: str | None = None
 
 
-def patching_run(model: GPT | Seq2Seq, tokenizer: CharTokenizer, contrast: Contrast) -> PatchingRun:
+def patching_run(model: GPT | Seq2Seq, tokenizer: Tokenizer, contrast: Contrast) -> PatchingRun:
     """Inputs and metric for clean vs corrupted text (see the module docstring)."""
     clean, corrupted, answer, wrong = contrast.clean, contrast.corrupted, contrast.answer, contrast.wrong
     if (answer is None) != (wrong is None):
@@ -173,7 +177,7 @@ def patch_each_head(
 
 def activation_patching(
     model: GPT | Seq2Seq,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     clean: str,
     corrupted: str,
     answer: str | None = None,

@@ -20,7 +20,7 @@ from transformer_core.capture import AttentionCapture
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.generation import greedy_decode
 from transformer_core.io.data import encode_source
-from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.io.tokenizer import CharTokenizer, Tokenizer
 from transformer_core.models import GPT, Seq2Seq
 from transformer_core.vocab import EOS_ID, SOS_ID
 
@@ -126,18 +126,32 @@ def _device(model: torch.nn.Module) -> torch.device:
 
 @torch.no_grad()
 def trace_gpt(
-    model: GPT, tokenizer: CharTokenizer, text: str, options: InferenceOptions = DEFAULT_OPTIONS
+    model: GPT, tokenizer: Tokenizer, text: str, options: InferenceOptions = DEFAULT_OPTIONS
 ) -> GPTTrace:
     encoded = tokenizer.encode_checked(text, max_chars=model.config.max_len)
-    ids = torch.tensor([encoded.ids], device=_device(model))
+    return trace_gpt_ids(model, tokenizer, encoded.ids, text, encoded.unknown, options)
+
+
+@torch.no_grad()
+def trace_gpt_ids(
+    model: GPT,
+    tokenizer: Tokenizer,
+    token_ids: list[int],
+    text: str,
+    unknown: list[tuple[int, str]],
+    options: InferenceOptions = DEFAULT_OPTIONS,
+) -> GPTTrace:
+    """The trace of given token ids (text: what they show, unknown: its characters read as UNK):
+    what was sampled is traced as sampled, never re-tokenized from its text."""
+    ids = torch.tensor([token_ids], device=_device(model))
     capture = AttentionCapture()
     logits = model(ids, options=options, capture=capture)
     probs = torch.softmax(logits[0, -1].float(), dim=-1)
     return GPTTrace(
         text=text,
-        tokens=tokenizer.token_labels(encoded.ids),
-        ids=encoded.ids,
-        unknown=encoded.unknown,
+        tokens=tokenizer.token_labels(token_ids),
+        ids=list(token_ids),
+        unknown=unknown,
         attention={"self": capture.weights("self").float().cpu().numpy()},
         next_token_probs=probs.cpu().numpy(),
         output=tokenizer.decode([int(probs.argmax())]),

@@ -1,4 +1,5 @@
-"""Input and output: character tokenizer, corpora and reversal strings, checkpoints, exports."""
+"""Input and output: tokenizers, corpora and reversal strings, checkpoints, exports (imports:
+`transformer_core.io.importers`)."""
 
 from transformer_core.io.checkpoint import (
     CHECKPOINTS_DIR,
@@ -25,15 +26,23 @@ from transformer_core.io.export_tl import (
 from transformer_core.io.tokenizer import (
     PAD_ID,
     CharTokenizer,
+    Tokenizer,
+)
+from transformer_core.io.tokenizers import (
+    BPETokenizer,
+    PlainCharTokenizer,
 )
 
 __all__ = [
+    "BPETokenizer",
     "CHECKPOINTS_DIR",
     "SOURCES_GROUP",
     "CharTokenizer",
     "Checkpoint",
     "META_FILE",
     "PAD_ID",
+    "PlainCharTokenizer",
+    "Tokenizer",
     "WEIGHTS_FILE",
     "checkpoint_sources",
     "corpus_from_bytes",

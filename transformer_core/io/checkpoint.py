@@ -12,6 +12,8 @@ import datetime
 import functools
 import hashlib
 import json
+import math
+import os
 import platform
 import re
 from collections.abc import Callable
@@ -20,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 
 from transformer_core.config import ModelConfig
 from transformer_core.errors import CheckpointError, ConfigError
-from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.io.tokenizer import Tokenizer
+from transformer_core.io.tokenizers import tokenizer_from_meta
 from transformer_core.models import GPT, Seq2Seq, build_model
 from transformer_core.plugins import SOURCES_GROUP, load_plugins
 from transformer_core.positional import POSITION_SCHEMES
@@ -39,7 +42,34 @@ SHIPPED_NAMES = (
     *(f"{task}-{s}" for task in ("reverse", "gpt") for s in POSITION_SCHEMES),
     "gpt-induction",  # attention-only: a previous-token head feeding an induction head
 )
-MAX_WEIGHTS_BYTES = 200_000_000
+MAX_PARAMS_ENV, DEFAULT_MAX_PARAMS = "ATTENTION_LAB_MAX_PARAMS", 200_000_000
+
+
+def max_params() -> int:
+    """The most parameters a model may have here (a shared box's memory bound): the
+    environment's ATTENTION_LAB_MAX_PARAMS, 200 million by default."""
+    raw = os.environ.get(MAX_PARAMS_ENV, "").strip().replace("_", "")
+    if not raw:
+        return DEFAULT_MAX_PARAMS
+    if not raw.isdigit() or int(raw) < 1:
+        raise CheckpointError(f"{MAX_PARAMS_ENV}={raw!r} is not a positive whole number of parameters")
+    return int(raw)
+
+
+def check_parameter_count(count: int, what: str) -> None:
+    """CheckpointError naming the count and the limit when a model is too large to load here."""
+    limit = max_params()
+    if count > limit:
+        raise CheckpointError(
+            f"{what}: the model has {count:,} parameters; the limit here is {limit:,} "
+            f"(set {MAX_PARAMS_ENV} to allow more)"
+        )
+
+
+def safetensors_parameter_count(path: Path) -> int:
+    """Elements of every tensor in a safetensors file, read from its header only."""
+    with safe_open(str(path), "pt") as f:
+        return sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
 
 
 @functools.cache
@@ -57,7 +87,7 @@ class Checkpoint:
 
     name: str
     model: GPT | Seq2Seq
-    tokenizer: CharTokenizer
+    tokenizer: Tokenizer
     meta: dict[str, Any]
     folder: Path | None = None  # where it was loaded from (None: built in memory)
 
@@ -86,26 +116,31 @@ def _sha256(path: Path) -> str:
 def save_checkpoint(
     folder: str | Path,
     model: GPT | Seq2Seq,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     *,
     train_args: dict[str, Any] | None = None,
     metrics: dict[str, Any] | None = None,
     command: str | None = None,
     label: str | None = None,
+    source: dict[str, Any] | None = None,
 ) -> Path:
     """Write weights and metadata into folder (created if needed); returns the folder.
-    `label` is a name for people (a run's "my-reverse-rope 14:02"); `name` is the folder's."""
+    `label` is a name for people (a run's "my-reverse-rope 14:02"); `name` is the folder's.
+    `source` says where an imported model came from. The tokenizer records its kind (and
+    writes its file, e.g. a BPE tokenizer.json); character vocabularies go in "vocab"."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     weights = folder / WEIGHTS_FILE
     save_model(model, str(weights))
-    meta = {
+    tokenizer_meta = tokenizer.to_meta(folder)
+    meta: dict[str, Any] = {
         "format": FORMAT,
         "name": folder.name,
         "label": label or folder.name,
         "task": "reverse" if model.config.arch == "seq2seq" else "lm",
         "config": model.config.to_dict(),
-        "vocab": tokenizer.vocab,
+        "tokenizer": tokenizer_meta,
+        "vocab": None if "file" in tokenizer_meta else tokenizer.vocab,
         "train_args": train_args or {},
         "metrics": metrics or {},
         "command": command,
@@ -114,6 +149,8 @@ def save_checkpoint(
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "weights_sha256": _sha256(weights),
     }
+    if source is not None:
+        meta["source"] = source
     (folder / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     return folder
 
@@ -165,7 +202,9 @@ def load_checkpoint(name_or_path: str | Path, device: torch.device | str = "cpu"
     meta = read_meta(folder)
     try:
         config = ModelConfig.from_dict(meta.get("config"))
-        tokenizer = CharTokenizer.from_vocab(meta.get("vocab") or [])
+        tokenizer = tokenizer_from_meta(meta, folder)
+    except CheckpointError:
+        raise
     except (ConfigError, ValueError, TypeError) as e:
         raise CheckpointError(f"{folder.name}: bad metadata: {e}") from None
     if len(tokenizer) != config.vocab_size:
@@ -176,8 +215,10 @@ def load_checkpoint(name_or_path: str | Path, device: torch.device | str = "cpu"
     weights = folder / WEIGHTS_FILE
     if not weights.is_file():
         raise CheckpointError(f"{folder.name}: {WEIGHTS_FILE} is missing")
-    if weights.stat().st_size > MAX_WEIGHTS_BYTES:
-        raise CheckpointError(f"{folder.name}: {WEIGHTS_FILE} is larger than {MAX_WEIGHTS_BYTES:,} bytes")
+    try:
+        check_parameter_count(safetensors_parameter_count(weights), folder.name)
+    except SafetensorError as e:
+        raise CheckpointError(f"{folder.name}: {WEIGHTS_FILE} is corrupt ({e})") from None
     expected, actual = meta.get("weights_sha256"), _sha256(weights)
     if expected and actual != expected:
         raise CheckpointError(

@@ -7,8 +7,10 @@ HookedTransformer and compares logits and detector scores.
 
 The mapping is exact for pre-LN GPTs with LayerNorm or RMSNorm, ReLU or exact GELU (or no
 MLP), and any of our position schemes:
-- our token embedding is multiplied by sqrt(d_model) in the forward pass: folded into W_E;
+- our token embedding is multiplied by sqrt(d_model) in the forward pass (unless the config's
+  scale_embedding is False, as for imported GPT-2 / nanoGPT models): folded into W_E;
   the unembedding W_U is the tied matrix unscaled (lm_head.weight.T), b_U = 0;
+- GELU's tanh approximation ("gelu_tanh") is TransformerLens's "gelu_new";
 - sinusoidal positions become a fixed W_pos (the table), learned ones W_pos, none a zero W_pos;
 - RoPE rotates adjacent pairs (2i, 2i+1) of every head dimension: rotary_adjacent_pairs=True,
   rotary_dim=d_head, base 10000;
@@ -31,11 +33,13 @@ import torch
 from safetensors.torch import save_file
 
 from transformer_core.errors import ConfigError
+from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.layers import RMSNorm
 from transformer_core.models import GPT, Seq2Seq
 
 POSITIONAL_TYPE = {"learned": "standard", "sinusoidal": "standard", "none": "standard", "rope": "rotary"}
 POSITIONAL_TYPE["alibi"] = "alibi"
+ACT_FN = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}  # ours -> TransformerLens's act_fn
 
 
 def check_exportable(model: GPT | Seq2Seq) -> None:
@@ -77,7 +81,7 @@ def hooked_config(model: GPT, name: str = "attention-lab") -> dict[str, Any]:
         "original_architecture": "attention-lab-gpt",
     }
     if cfg.mlp:
-        out.update(d_mlp=cfg.d_ff, act_fn=cfg.activation)  # "gelu" is exact GELU in both
+        out.update(d_mlp=cfg.d_ff, act_fn=ACT_FN[cfg.activation])  # "gelu" is exact GELU in both
     if cfg.positions == "rope":
         out.update(rotary_dim=cfg.d_head, rotary_adjacent_pairs=True, rotary_base=10000)
     return out
@@ -93,7 +97,7 @@ def hooked_state_dict(model: GPT) -> dict[str, torch.Tensor]:
     cfg = model.config
     d, H, dh = cfg.d_model, cfg.n_heads, cfg.d_head
     sd: dict[str, torch.Tensor] = {
-        "embed.W_E": model.tok_emb.weight * math.sqrt(d),
+        "embed.W_E": model.tok_emb.weight * math.sqrt(d) if cfg.scale_embedding else model.tok_emb.weight,
         "unembed.W_U": model.lm_head.weight.T,
         "unembed.b_U": torch.zeros(cfg.vocab_size),
     }
@@ -129,10 +133,15 @@ def hooked_state_dict(model: GPT) -> dict[str, torch.Tensor]:
 
 
 def export_transformer_lens(
-    model: GPT | Seq2Seq, out: str | Path, name: str = "attention-lab", vocab: list[str] | None = None
+    model: GPT | Seq2Seq,
+    out: str | Path,
+    name: str = "attention-lab",
+    vocab: list[str] | None = None,
+    tokenizer: Tokenizer | None = None,
 ) -> Path:
     """Write out/config.json (HookedTransformerConfig kwargs), out/model.safetensors and, given
-    the vocabulary, out/vocab.json (id -> character) for `hf_char_tokenizer`.
+    the vocabulary (or a character tokenizer), out/vocab.json (id -> character) for
+    `hf_char_tokenizer`; a BPE tokenizer writes its tokenizer.json instead.
 
     Load it with `load_hooked_transformer(out)` (needs transformer-lens>=3,<4), or by hand:
     HookedTransformer(HookedTransformerConfig(**config)).load_state_dict(weights, strict=False)."""
@@ -143,6 +152,10 @@ def export_transformer_lens(
     config = hooked_config(model, name)
     save_file(hooked_state_dict(model), str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    if tokenizer is not None and tokenizer.kind == "bpe":
+        tokenizer.to_meta(folder)  # writes tokenizer.json
+    elif tokenizer is not None:
+        vocab = tokenizer.vocab
     if vocab is not None:
         (folder / "vocab.json").write_text(json.dumps(list(vocab), ensure_ascii=False) + "\n")
     return folder
@@ -152,15 +165,16 @@ def hf_char_tokenizer(vocab: list[str]) -> Any:
     """A Hugging Face fast tokenizer that maps each character to our id (unknown -> <unk>),
     so HookedTransformer's to_tokens / to_string and detect_head work on strings. No BOS:
     our GPTs never saw one. Needs the `tokenizers` and `transformers` packages."""
-    from tokenizers import Regex, Tokenizer, pre_tokenizers
+    from tokenizers import Regex, pre_tokenizers
+    from tokenizers import Tokenizer as HFTokenizer
     from tokenizers.models import WordLevel
     from transformers import PreTrainedTokenizerFast
 
-    core = Tokenizer(WordLevel({s: i for i, s in enumerate(vocab)}, unk_token="<unk>"))
+    unk = "<unk>" if "<unk>" in vocab else None  # nanoGPT's characters have none
+    core = HFTokenizer(WordLevel({s: i for i, s in enumerate(vocab)}, unk_token=unk))
     core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # one piece per char
-    return PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
-    )
+    specials = {"unk_token": "<unk>", "pad_token": "<pad>", "eos_token": "<eos>"}  # those the vocabulary has
+    return PreTrainedTokenizerFast(tokenizer_object=core, **{k: v for k, v in specials.items() if v in vocab})
 
 
 def load_hooked_transformer(folder: str | Path, device: str = "cpu") -> Any:
