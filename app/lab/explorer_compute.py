@@ -17,6 +17,7 @@ from lab.compute import cached_call
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
 from transformer_core.interp import GPTTrace, Seq2SeqTrace, record_arrays, trace_gpt, trace_seq2seq
 from transformer_core.interp.report import report_detectors
+from transformer_core.interp.trace import trace_gpt_ids
 from transformer_core.io import PAD_ID, CharTokenizer, Checkpoint, encode_source
 
 
@@ -46,7 +47,8 @@ class Sample:
     """One sampled character with what the sampler weighed, for the shaded continuation."""
 
     label: str  # readable token (space as ␣)
-    text: str  # the character itself
+    text: str  # the character (or, BPE, the text piece) itself
+    token: int  # its id: what was sampled is traced as sampled, never re-tokenized
     prob: float
     top: list[tuple[str, float]]
 
@@ -88,19 +90,28 @@ def lesson_head(ckpt: Checkpoint) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def gpt_view(ckpt: Checkpoint, text: str, options: InferenceOptions) -> GPTView:
-    """Every self-attention head of a GPT on `text`, plus the per-layer arrays of the query walk."""
-    tr = trace_gpt(ckpt.model, ckpt.tokenizer, text, options)
+def gpt_view(
+    ckpt: Checkpoint, text: str, options: InferenceOptions, ids: tuple[int, ...] | None = None
+) -> GPTView:
+    """Every self-attention head of a GPT on `text`, plus the per-layer arrays of the query walk.
+    ids: the tokens `text` shows where they are not its own encoding (a BPE prompt + sample)."""
+    if ids is None:
+        tr = trace_gpt(ckpt.model, ckpt.tokenizer, text, options)
+    else:
+        tr = trace_gpt_ids(ckpt.model, ckpt.tokenizer, list(ids), text, [], options)
     layers = sorted((r for r in tr.capture.records if r.kind == "self"), key=lambda r: r.layer)
     return GPTView(replace(tr, capture=AttentionCapture()), [record_arrays(r) for r in layers])
 
 
 @torch.no_grad()
-def step_probs(ckpt: Checkpoint, text: str, options: InferenceOptions) -> np.ndarray:
-    """(T, V): the model's next-character probabilities after every position of `text` (row
-    i: what it expected at position i + 1), one causal pass."""
-    ids = torch.tensor([ckpt.tokenizer.encode(text)], device=next(ckpt.model.parameters()).device)
-    return torch.softmax(ckpt.model(ids, options=options)[0].float(), dim=-1).cpu().numpy()
+def step_probs(
+    ckpt: Checkpoint, text: str, options: InferenceOptions, ids: tuple[int, ...] | None = None
+) -> np.ndarray:
+    """(T, V): the model's next-token probabilities after every position of `text` (or of
+    `ids`, see gpt_view; row i: what it expected at position i + 1), one causal pass."""
+    tokens = list(ids) if ids is not None else ckpt.tokenizer.encode(text)
+    batch = torch.tensor([tokens], device=next(ckpt.model.parameters()).device)
+    return torch.softmax(ckpt.model(batch, options=options)[0].float(), dim=-1).cpu().numpy()
 
 
 def sample(
@@ -124,11 +135,14 @@ def sample(
         top_p=top_p if top_p < 1 else None,
         seed=seed,
         options=options,
+        never_sampled=tok.never_sampled,  # e.g. <pad> of our models, the padding ids of nanoGPT's BPE
+        stop_id=tok.stop_id,
     )
     return [
         Sample(
             label=tok.token_labels([s.token])[0],
             text=tok.decode([s.token], skip_special=False),
+            token=s.token,
             prob=s.prob,
             top=[(tok.token_labels([i])[0], p) for i, p in s.top],
         )
@@ -163,8 +177,10 @@ def padding_view(ckpt: Checkpoint, texts: tuple[str, ...], options: InferenceOpt
     )
 
 
-def trace_of(ckpt: Checkpoint, text: str, options: InferenceOptions) -> GPTTrace | Seq2SeqTrace:
-    """The cached trace the explorer page of this checkpoint's architecture shows."""
+def trace_of(
+    ckpt: Checkpoint, text: str, options: InferenceOptions, ids: tuple[int, ...] | None = None
+) -> GPTTrace | Seq2SeqTrace:
+    """The cached trace the explorer page of this checkpoint's architecture shows (ids: see gpt_view)."""
     if ckpt.config.arch == "gpt":
-        return cached_call(gpt_view, ckpt, text, options).trace
+        return cached_call(gpt_view, ckpt, text, options, ids).trace
     return cached_call(reversal_view, ckpt, text, options)

@@ -49,7 +49,8 @@ def sampled_text_html(prompt: str, unknown: Sequence[str], samples: Sequence[Sam
         alpha = 0.15 + 0.75 * s.prob
         alts = ", ".join(f"{lab} {p:.2f}" for lab, p in s.top)
         title = html.escape(f"p = {s.prob:.3f} | most likely: {alts}", quote=True)
-        shown = html.escape(s.text if s.text not in ("", "<unk>") else s.label)
+        partial = s.text in ("", "<unk>") or "\ufffd" in s.text  # a BPE token that is part of a character
+        shown = html.escape(s.label if partial else s.text)
         shade = ",".join(f"{round(alpha * c + (1 - alpha) * 255)}" for c in SAMPLE_RGB)  # opaque: any theme
         parts.append(
             f'<span title="{title}" style="background:rgb({shade});'

@@ -18,8 +18,8 @@ from lab.markdown_safe import md_code
 from lab.query_walk import WalkStep, softmax_walk, walk_table
 from lab.state import clamp_state
 from transformer_core.interp import QuerySteps, distribution_shift
-from transformer_core.interp.generated import GeneratedWindow
-from transformer_core.io import CharTokenizer
+from transformer_core.interp.generated import GeneratedWindow, token_window
+from transformer_core.io import Tokenizer
 
 
 @dataclass(frozen=True)
@@ -118,14 +118,14 @@ def sampled_text(prefix: str, prompt: str, unknown: list[str], samples: list[Sam
         )
 
 
-def _union_of_top(tokenizer: CharTokenizer, k: int, *distributions: np.ndarray) -> list[int]:
+def _union_of_top(tokenizer: Tokenizer, k: int, *distributions: np.ndarray) -> list[int]:
     """Ids of the k likeliest of each distribution (with weight), in order, without repeats."""
     ids = [i for probs in distributions for i, _, p in top_tokens(probs, tokenizer, k) if p > 0]
     return list(dict.fromkeys(ids))
 
 
 def ablation_shift(
-    prefix: str, name: str, tokenizer: CharTokenizer, base: np.ndarray, ablated: np.ndarray, heads: str
+    prefix: str, name: str, tokenizer: Tokenizer, base: np.ndarray, ablated: np.ndarray, heads: str
 ) -> None:
     """The next character before and after the ablation, and how far the distribution moved."""
     tv, kl = distribution_shift(base, ablated)
@@ -158,7 +158,7 @@ def ablation_shift(
 def next_character(
     prefix: str,
     name: str,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     probs: np.ndarray,
     settings: SamplingSettings,
     title: str = "Next character after the prompt",
@@ -321,16 +321,30 @@ def sample_toggle(prefix: str) -> bool:
     )
 
 
-def window_note(window: GeneratedWindow, max_len: int) -> None:
+def traced_window(
+    tokenizer: Tokenizer, prompt: str, samples: list[Sample], max_len: int, on: bool
+) -> tuple[GeneratedWindow | None, tuple[int, ...] | None]:
+    """What the maps trace when the toggle is on: prompt + sample (the last max_len positions),
+    and its token ids where the text would not encode back to them (a BPE sample is traced
+    as sampled); (None, None) when off."""
+    if not on:
+        return None, None
+    ids, window = token_window(
+        tokenizer, prompt, tokenizer.encode(prompt), [s.token for s in samples], max_len
+    )
+    return window, None if len(ids) == len(window.text) else tuple(ids)
+
+
+def window_note(window: GeneratedWindow, n_sampled: int, max_len: int, unit: str) -> None:
     """Say that prompt + sample is traced, and what was cut when it is longer than the model's block."""
     if not window.dropped:
         st.caption(
-            f"Tracing the prompt and the {len(window.sample)} sampled characters: sampled keys are right "
+            f"Tracing the prompt and the {n_sampled} sampled {unit}s: sampled keys are right "
             f"of the dashed line, sampled queries are rows {window.generated_from} and below."
         )
         return
     st.info(
-        f"Prompt and sample have {len(window.prompt) + len(window.sample)} characters, more than this "
+        f"Prompt and sample have {window.dropped + max_len} {unit}s, more than this "
         f"model's block of {max_len}: the maps show the last {max_len} (the first {window.dropped} are "
         "cut), so their first rows see less context than the sampler did.",
         icon=":material/crop:",
@@ -342,7 +356,9 @@ def _sample_at(window: GeneratedWindow, samples: list[Sample], position: int) ->
     return samples[window.first_sample + position - window.generated_from]
 
 
-def sampled_picker(prefix: str, window: GeneratedWindow, tokens: list[str], samples: list[Sample]) -> int:
+def sampled_picker(
+    prefix: str, window: GeneratedWindow, tokens: list[str], samples: list[Sample], unit: str = "character"
+) -> int:
     """Which sampled character to explain: the sample as a row of characters to click (each a
     radio button: Tab and Space reach it too). The pick and section 3's query stay together:
     a new sample opens on the character the walked query predicts (else its first), a pick walks
@@ -371,7 +387,7 @@ def sampled_picker(prefix: str, window: GeneratedWindow, tokens: list[str], samp
             st.session_state[key] = st.session_state[last]
 
     choice = st.pills(
-        "Click a sampled character to explain it",
+        f"Click a sampled {unit} to explain it",
         positions,
         key=key,
         format_func=lambda i: f"{tokens[i]} {i}",  # unique: Streamlit maps a pill back by its text

@@ -46,10 +46,11 @@ def grid_figure(
     cell_px: int,
     file: str,
     boundary: int | None = None,
+    ids: tuple[int, ...] | None = None,
 ) -> dict[str, Any]:
     """Every head of one attention kind as a map spec, clickable, the selected head outlined;
-    boundary: the first sampled key, marked by a line in every map."""
-    tr = trace_of(ckpt, text, options)
+    boundary: the first sampled key, marked by a line in every map; ids: see gpt_view."""
+    tr = trace_of(ckpt, text, options, ids)
     queries, keys = tr.axes(kind)
     spec = charts.grid_spec(
         tr.attention[kind],
@@ -82,10 +83,11 @@ def head_figure(
     height: int,
     file: str,
     boundary: int | None = None,
+    ids: tuple[int, ...] | None = None,
 ) -> dict[str, Any]:
     """One head drawn large as a map spec; mark_future outlines keys after the query that get
-    weight; boundary: the first sampled key, marked by a named line."""
-    tr = trace_of(ckpt, text, options)
+    weight; boundary: the first sampled key, marked by a named line; ids: see gpt_view."""
+    tr = trace_of(ckpt, text, options, ids)
     queries, keys = tr.axes(kind)
     weights = tr.attention[kind][layer, head]
     highlight = future_cells(weights) if mark_future else None
@@ -167,15 +169,17 @@ def grid_and_head(
     mark_future: bool = False,
     columns: tuple[Any, Any] | None = None,
     boundary: int | None = None,
+    ids: tuple[int, ...] | None = None,
 ) -> None:
     """The whole (L, H) grid of `kind`, clickable, next to the selected head drawn large
-    (in the given `grid_columns`, else in new ones); boundary: the first sampled key, marked."""
+    (in the given `grid_columns`, else in new ones); boundary: the first sampled key, marked;
+    ids: the tokens `text` shows when they are not its encoding (see gpt_view)."""
     cell_px, height = _sizes(len(cell_titles), len(cell_titles[0]), columns is not None)
     left, right = columns or grid_columns()
     page = prefix.rstrip("_")
     grid_file = export.file_stem(page, name, kind, "all_heads")
     grid = run_cached(
-        grid_figure, name, text, options, kind, (layer, head), cell_titles, cell_px, grid_file, boundary
+        grid_figure, name, text, options, kind, (layer, head), cell_titles, cell_px, grid_file, boundary, ids
     )
     charts.show(grid, key=f"{prefix}{chart}_grid", on_head=functools.partial(pick_head, prefix), where=left)
     head_file = export.file_stem(page, name, kind, f"L{layer}H{head}")
@@ -192,5 +196,6 @@ def grid_and_head(
         height,
         head_file,
         boundary,
+        ids,
     )
     charts.show(large, key=f"{prefix}{chart}_head", where=right)

@@ -9,7 +9,8 @@ import streamlit as st
 
 from lab.markdown_safe import md_code
 from lab.state import visible
-from transformer_core.io import CharTokenizer, Checkpoint
+from transformer_core.errors import InputError
+from transformer_core.io import Checkpoint, Tokenizer
 
 _CHAR_NAMES = {" ": "space", "\n": "newline", "\t": "tab", "\r": "carriage return"}
 
@@ -21,6 +22,12 @@ def char_name(ch: str) -> str:
     if ch.isprintable() and ord(ch) < 0x2000:
         return f"'{ch}'"
     return f"U+{ord(ch):04X}"
+
+
+def token_unit(tokenizer: Tokenizer) -> str:
+    """What one position is for people: "character" (our models, nanoGPT's character runs) or
+    "token" (byte-level BPE: a piece of a word, e.g. ␣the)."""
+    return "token" if tokenizer.kind == "bpe" else "character"
 
 
 @dataclass(frozen=True)
@@ -38,18 +45,26 @@ class CheckedInput:
     unknown: list[str]
 
 
-def check_input(
-    raw: str, tokenizer: CharTokenizer, max_chars: int, *, lowercase: bool = False
-) -> CheckedInput:
-    """Check `raw` before any model runs: a problem stops the page with a message, not a traceback."""
+def check_input(raw: str, tokenizer: Tokenizer, max_chars: int, *, lowercase: bool = False) -> CheckedInput:
+    """Check `raw` before any model runs: a problem stops the page with a message, not a
+    traceback. max_chars bounds the positions: characters, or tokens for a BPE model."""
     text = raw.lower() if lowercase else raw
     lowered = text != raw
+    unit = token_unit(tokenizer)
     if not raw:
         return CheckedInput(raw, text, "The input is empty: type at least one character.", lowered, [])
-    if len(raw) > max_chars:
+    if unit == "character" and len(raw) > max_chars:
         problem = f"The input has {len(raw)} characters; this model takes at most {max_chars}. Shorten it."
         return CheckedInput(raw, text, problem, lowered, [])
-    encoded = tokenizer.encode_checked(text)
+    try:  # a vocabulary without <unk> (nanoGPT's characters) refuses characters it lacks
+        encoded = tokenizer.encode_checked(text)
+    except InputError as e:
+        return CheckedInput(raw, text, f"{str(e)[:1].upper()}{str(e)[1:]}.", lowered, [])
+    if len(encoded.ids) > max_chars:
+        problem = (
+            f"The input is {len(encoded.ids)} {unit}s long; this model takes at most {max_chars}. Shorten it."
+        )
+        return CheckedInput(raw, text, problem, lowered, [])
     unknown = list(dict.fromkeys(c for _, c in encoded.unknown))
     return CheckedInput(raw, text, None, lowered, unknown)
 

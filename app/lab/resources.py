@@ -179,10 +179,14 @@ def shipped_checkpoints() -> dict[str, dict]:
     return out
 
 
-@st.cache_data(ttl=60)
 def installed_models() -> dict[str, dict]:
     """name -> metadata of every imported model in ATTENTION_LAB_MODELS_DIR (an admin adds
     one by importing it there: it appears within a minute, no restart)."""
+    return _installed_models(str(settings.models_dir()))
+
+
+@st.cache_data(ttl=60)
+def _installed_models(folder: str) -> dict[str, dict]:  # keyed by the folder the setting names
     out = {}
     for name in backends.installed_models():
         try:

@@ -8,12 +8,11 @@ from lab.compute import run_cached
 from lab.explorer_compute import gpt_view, lesson_head, sample, step_probs
 from lab.head_view import grid_and_head, grid_columns, head_selectors, names_no_head, open_on_lesson
 from lab.inference_switches import NO_POSITIONS, Switch, Switched, ablation_picker, head_name, switch_toggles
-from lab.model_input import check_input, checkpoint_note, show_input_notes, stop_on_problem
+from lab.model_input import check_input, checkpoint_note, show_input_notes, stop_on_problem, token_unit
 from lab.resources import checkpoint_labels, load_model, model_choices
 
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
 from transformer_core.interp import query_steps
-from transformer_core.interp.generated import generated_window
 
 P = "gpt_"  # session_state prefix; the URL uses the bare names
 URL_KEYS = [
@@ -139,16 +138,16 @@ settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer))
 try:
     samples = run_cached(sample, name, text, *settings.as_tuple(), opts)
     continuation = "".join(s.text for s in samples)
-    window = generated_window(text, continuation, cfg.max_len) if over_sample else None
-    view = run_cached(gpt_view, name, window.text if window else text, opts)  # what sections 1 and 3 show
-    prompt_view = run_cached(gpt_view, name, text, opts) if window else view
+    window, window_ids = gpt_panels.traced_window(ckpt.tokenizer, text, samples, cfg.max_len, over_sample)
+    view = run_cached(gpt_view, name, window.text if window else text, opts, window_ids)  # sections 1 and 3
+    prompt_view = run_cached(gpt_view, name, text, opts, None) if window else view
 except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()
 
 with heads_area:  # ---------------------------------------- 1 every head, on the traced text
     if window:
-        gpt_panels.window_note(window, cfg.max_len)
+        gpt_panels.window_note(window, len(samples), cfg.max_len, token_unit(ckpt.tokenizer))
     grid_col, head_col = grid_columns()
     open_on_lesson(P, name, run_cached(lesson_head, name), unnamed)
     layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
@@ -170,6 +169,7 @@ with heads_area:  # ---------------------------------------- 1 every head, on th
         mark_future=switched["nocausal"],
         columns=(grid_col, head_col),
         boundary=window.generated_from if window else None,
+        ids=window_ids,
     )
     st.caption(
         "One small map per layer (row) and head (column), all on one colour scale: rows are the "
@@ -188,16 +188,16 @@ text_col, next_col = st.columns([1.5, 1], gap="medium")
 with text_col:
     gpt_panels.sampled_text(P, text, checked.unknown, samples)
     if window:  # a sampled character explained: its query row and the alternatives it beat
-        picked = gpt_panels.sampled_picker(P, window, view.tokens, samples)
+        picked = gpt_panels.sampled_picker(P, window, view.tokens, samples, token_unit(ckpt.tokenizer))
         row = view.attention[layer, head, picked - 1]
         gpt_panels.explain_sampled(window, view.tokens, samples, picked, row, (layer, head))
 with next_col:  # the next character (after the prompt, or the picked one), and what an ablation changed
     if switched.ablate:
-        base = run_cached(gpt_view, name, text, Switched(off).options())
+        base = run_cached(gpt_view, name, text, Switched(off).options(), None)
         heads = ", ".join(map(head_name, switched.ablate))
         gpt_panels.ablation_shift(P, name, ckpt.tokenizer, base.next_probs, prompt_view.next_probs, heads)
     elif window:
-        probs = run_cached(step_probs, name, window.text, opts)[picked - 1]
+        probs = run_cached(step_probs, name, window.text, opts, window_ids)[picked - 1]
         title = f"Next character after position {picked - 1}: it drew '{view.tokens[picked]}'"
         gpt_panels.next_character(P, name, ckpt.tokenizer, probs, settings, title)
     else:

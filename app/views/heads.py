@@ -13,7 +13,7 @@ import streamlit as st
 from lab import charts, state, tables
 from lab import head_plots as hp
 from lab.compute import run_cached
-from lab.model_input import checkpoint_note
+from lab.model_input import checkpoint_note, token_unit
 from lab.resources import checkpoint_labels, load_model, model_choices
 
 from transformer_core import CheckpointError, ConfigError, InputError
@@ -332,13 +332,18 @@ family = patch_family(ckpt)  # each kind of model keeps its own pair of texts
 clean_default, corrupt_default = default_patch_pair(ckpt)
 p1, p2 = st.columns(2)
 clean = p1.text_input("Clean text", clean_default, key=P + f"clean_{family}", max_chars=120)
+unit = token_unit(ckpt.tokenizer)  # a BPE model compares tokens: lengths and answers are in tokens
 corrupted = p2.text_input(
-    "Corrupted text (same length)", corrupt_default, key=P + f"corrupt_{family}", max_chars=120
+    "Corrupted text (same length)" if unit == "character" else "Corrupted text (same number of tokens)",
+    corrupt_default,
+    key=P + f"corrupt_{family}",
+    max_chars=120,
 )
 with st.expander("Measure a logit difference instead of the clean text's loss"):
     a1, a2 = st.columns(2)
-    answer = a1.text_input("Answer character", key=P + "answer", max_chars=1) or None
-    wrong = a2.text_input("Wrong character", key=P + "wrong", max_chars=1) or None
+    one = 1 if unit == "character" else 40  # one token, e.g. ␣the
+    answer = a1.text_input(f"Answer {unit}", key=P + f"answer_{unit}", max_chars=one) or None
+    wrong = a2.text_input(f"Wrong {unit}", key=P + f"wrong_{unit}", max_chars=one) or None
     st.caption(
         "logit[answer] − logit[wrong] at the last position (GPT) or the first output (reversal); "
         "both or neither."

@@ -7,6 +7,7 @@ weights in nanoGPT's ckpt.pt layout with a meta.pkl character vocabulary.
 
 from __future__ import annotations
 
+import json
 import pickle  # tests write nanoGPT's meta.pkl as nanoGPT does; the library only reads it restrictedly
 from pathlib import Path
 from types import ModuleType
@@ -110,4 +111,36 @@ def write_nanogpt(folder: Path, hf_model: Any, *, bias: bool = True, meta: bool 
         itos = dict(enumerate(CHARS))
         payload = {"vocab_size": len(CHARS), "itos": itos, "stoi": {c: i for i, c in itos.items()}}
         (folder / "meta.pkl").write_bytes(pickle.dumps(payload))
+    return folder
+
+
+def write_hf_gpt2(folder: Path, *, seed: int = 0) -> Path:
+    """A GPT-2-family folder as `huggingface-cli download` gives it (config.json, Conv1D
+    model.safetensors with random weights, the trained BPE tokenizer.json), written with torch
+    alone: the app's tests open an imported BPE model without `transformers` installed."""
+    from safetensors.torch import save_file
+
+    _, vocab = train_bpe(folder)
+    torch.manual_seed(seed)
+    d, n = SHAPE["n_embd"], SHAPE["n_positions"]
+    sd = {"wte.weight": torch.randn(vocab, d) * 0.5, "wpe.weight": torch.randn(n, d) * 0.1}
+    for i in range(SHAPE["n_layer"]):
+        p = f"h.{i}."
+        for ln in ("ln_1", "ln_2"):
+            sd[p + ln + ".weight"], sd[p + ln + ".bias"] = 1 + 0.1 * torch.randn(d), 0.1 * torch.randn(d)
+        shapes = {
+            "attn.c_attn": (d, 3 * d),
+            "attn.c_proj": (d, d),
+            "mlp.c_fc": (d, 4 * d),
+            "mlp.c_proj": (4 * d, d),
+        }
+        for name, (fan_in, fan_out) in shapes.items():
+            sd[p + name + ".weight"] = torch.randn(fan_in, fan_out) * 0.3
+            sd[p + name + ".bias"] = 0.1 * torch.randn(fan_out)
+    sd["ln_f.weight"], sd["ln_f.bias"] = torch.ones(d), torch.zeros(d)
+    save_file(sd, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "activation_function": "gelu_new"}
+    (folder / "config.json").write_text(
+        json.dumps({**config, **SHAPE, "vocab_size": vocab, "eos_token_id": 0})
+    )
     return folder

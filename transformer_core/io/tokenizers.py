@@ -19,7 +19,17 @@ from transformer_core.errors import CheckpointError, InputError
 from transformer_core.io.tokenizer import CharTokenizer, CharVocabulary, Encoded, Tokenizer
 
 BPE_FILE = "tokenizer.json"
-BPE_LABELS = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+CONTROL_PICTURES = {chr(c): chr(0x2400 + c) for c in range(32)} | {"\x7f": "\u2421"}  # U+2400 block
+BPE_LABELS = str.maketrans({**CONTROL_PICTURES, " ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+
+
+@functools.cache
+def byte_symbols() -> dict[str, int]:
+    """Byte-level BPE's alphabet (GPT-2): the printable character standing for each byte -> that
+    byte. Printable Latin-1 bytes stand for themselves; the others, in order, for chr(256 + k)."""
+    own = {*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)}
+    others = [b for b in range(256) if b not in own]
+    return {chr(b): b for b in own} | {chr(256 + k): b for k, b in enumerate(others)}
 
 
 def _check_length(n: int, max_chars: int | None, unit: str) -> None:
@@ -141,9 +151,19 @@ class BPETokenizer:
         return self._tok.decode([i for i in ids if i < self.size], skip_special_tokens=skip_special)
 
     def token_labels(self, ids: list[int]) -> list[str]:
-        """Each token's text piece, a space shown as ␣ and a newline as ↵ ("␣the", "↵")."""
-        vocab = self.vocab
-        return [vocab[i].translate(BPE_LABELS) for i in ids]
+        """Each token's text piece, a space shown as ␣ and a newline as ↵ ("␣the", "↵"), control
+        characters as their symbols (␀); a token that is part of a character's UTF-8 bytes
+        as those bytes ("⟨E2 80⟩": it decodes to no character alone)."""
+        return [self._label(i) for i in ids]
+
+    @functools.lru_cache(maxsize=65_536)  # noqa: B019 (a tokenizer lives as long as its model)
+    def _label(self, i: int) -> str:
+        piece = self.vocab[i]
+        if "\ufffd" not in piece or i >= self.size:
+            return piece.translate(BPE_LABELS)
+        symbols = byte_symbols()
+        raw = [symbols[c] for c in self._tok.id_to_token(i) or "" if c in symbols]
+        return "⟨" + " ".join(f"{b:02X}" for b in raw) + "⟩" if raw else piece
 
     def keep_known(self, text: str) -> str:
         return text  # byte-level: nothing is unknown
