@@ -11,7 +11,12 @@ process so its peak RSS is its own:
   page's computations on a text of --tokens tokens (`gpt_view`, `step_probs` and
   `top_tokens` of app/lab/explorer_compute.py: a forward pass with every head's attention
   captured, the next-token probabilities after every position), first run and the median of
-  --repeats reruns (uncached: the app caches these, so a real rerun costs nearly nothing).
+  --repeats reruns (uncached: the app caches these, so a real rerun costs nearly nothing);
+- app: the real /gpt page (Streamlit's AppTest running app/Home.py, the model in
+  ATTENTION_LAB_MODELS_DIR) on a prompt of --tokens tokens typed into it, its default 16
+  sampled tokens included: the first page run (the model loads), a page run on a new prompt
+  (everything computed anew, the model loaded), a rerun of the same view (the app's caches),
+  and a new prompt with 80 sampled tokens.
 Prints seconds and peak / current resident memory (MiB) per stage.
 """
 
@@ -117,6 +122,39 @@ def stage_page(out: Path, tokens: int, repeats: int) -> dict:
     }
 
 
+def stage_app(out: Path, tokens: int) -> dict:
+    """Server time of real /gpt page runs on the imported model (AppTest, no browser)."""
+    import os
+
+    from streamlit.testing.v1 import AppTest
+
+    from transformer_core.io import load_checkpoint
+
+    os.environ.update(ATTENTION_LAB_MODELS_DIR=str(out.parent), ATTENTION_LAB_DEVICE="cpu")
+    os.environ["ATTENTION_LAB_RUNS_DIR"] = str(out.parent / "runs")
+    tok = load_checkpoint(out).tokenizer
+    texts = [tok.decode(tok.encode(TEXT[k:])[:tokens]) for k in (0, 4)]  # two prompts of `tokens` tokens
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=600)
+    at.run()
+    at.switch_page("views/gpt.py")
+    at.query_params = {"checkpoint": out.name, "text": texts[0]}
+
+    def page_run(text: str | None = None) -> float:
+        t0 = time.perf_counter()
+        (at.text_area(key="gpt_text").set_value(text) if text else at).run()  # typed, as a person would
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.selectbox(key="gpt_checkpoint").value == out.name
+        return time.perf_counter() - t0
+
+    first = page_run()
+    new, cached = page_run(texts[1]), page_run()
+    assert at.text_area(key="gpt_text").value == texts[1]
+    sampled = at.slider(key="gpt_max_new").value  # the default for a BPE model
+    at.slider(key="gpt_max_new").set_value(80)
+    long = page_run(texts[0])
+    return {"first": first, "new": new, "cached": cached, "long": long, "sampled": sampled, "rss": rss_mib()}
+
+
 def child(args: argparse.Namespace) -> None:
     import torch
 
@@ -126,6 +164,8 @@ def child(args: argparse.Namespace) -> None:
         result: dict = {"rss": rss_mib()}
     elif args.stage == "import":
         result = stage_import(args.folder, args.out)
+    elif args.stage == "app":
+        result = stage_app(args.out, args.tokens)
     else:
         result = stage_page(args.out, args.tokens, args.repeats)
     print(json.dumps(result))
@@ -143,7 +183,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2, help="torch threads (the goal: 2 CPU cores)")
-    parser.add_argument("--stage", choices=["write", "import", "page"], help=argparse.SUPPRESS)
+    parser.add_argument("--stage", choices=["write", "import", "page", "app"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -156,6 +196,7 @@ def main() -> None:
         size = (folder / "model.safetensors").stat().st_size / 2**20
         imp = run_stage("import", args, folder, out)
         page = run_stage("page", args, folder, out)
+        app = run_stage("app", args, folder, out)
     print(f"GPT-2 small shape, random weights: {imp['parameters']:,} parameters, {size:,.0f} MiB safetensors")
     print(f"torch threads {args.threads}, {args.tokens} tokens, {args.repeats} reruns")
     print(f"import (hf -> checkpoint folder): {imp['seconds']:.2f} s, peak RSS {imp['rss'][0]:,.0f} MiB")
@@ -164,6 +205,12 @@ def main() -> None:
     print(f"/gpt page computations, first:    {page['first'] * 1000:.0f} ms")
     print(f"/gpt page computations, rerun:    {page['rerun'] * 1000:.0f} ms (median, uncached)")
     print(f"page process: peak RSS {page['rss'][0]:,.0f} MiB, RSS at the end {page['rss'][1]:,.0f} MiB")
+    print(f"real /gpt page run (AppTest), first (loads the model): {app['first']:.2f} s")
+    new = f"a new {args.tokens}-token prompt ({app['sampled']} sampled)"
+    print(f"real /gpt page run, {new}: {app['new']:.2f} s")
+    print(f"real /gpt page run, a new prompt with 80 sampled tokens: {app['long']:.2f} s")
+    print(f"real /gpt page run, the same view again (cached): {app['cached'] * 1000:.0f} ms")
+    print(f"app process: peak RSS {app['rss'][0]:,.0f} MiB, RSS at the end {app['rss'][1]:,.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from lab.markdown_safe import md_code
+from lab.markdown_safe import md_code, md_text
 from lab.state import visible
 from transformer_core.errors import InputError
 from transformer_core.io import Checkpoint, Tokenizer
@@ -73,10 +73,25 @@ def checkpoint_note(ckpt: Checkpoint) -> str:
     """One caption line naming what the loaded model is, so a lecturer can say what is on screen."""
     c = ckpt.config
     steps = ckpt.metrics.get("steps")
-    return (
-        f"positions **{c.positions}** · d_model {c.d_model} · {c.n_layers} layers × {c.n_heads} heads · "
-        f"d_k = {c.d_head}" + (f" · trained for {steps} steps" if steps else "")
-    )
+    shape = f"d_model {c.d_model} · {c.n_layers} layers × {c.n_heads} heads · d_k = {c.d_head}"
+    trained = f" · trained for {steps} steps" if steps else ""
+    return imported_note(ckpt) + f"positions **{c.positions}** · " + shape + trained
+
+
+SOURCES = {"hf": "Hugging Face", "nanogpt": "nanoGPT", "transformer-lens": "TransformerLens"}
+TOKENIZERS = {"bpe": "byte-level BPE", "chars": "characters", "char": "characters"}
+
+
+def imported_note(ckpt: Checkpoint) -> str:
+    """'imported from Hugging Face (gpt2) · byte-level BPE, 50,257 tokens · ' for an imported
+    model (checkpoint.json's "source"); '' for ours."""
+    source = ckpt.meta.get("source")
+    if not isinstance(source, dict):
+        return ""
+    origin = SOURCES.get(str(source.get("from")), str(source.get("from")))
+    kind = f" ({md_text(str(source['model_type']))})" if source.get("model_type") else ""
+    vocab = f"{TOKENIZERS.get(ckpt.tokenizer.kind, ckpt.tokenizer.kind)}, {len(ckpt.tokenizer):,} tokens"
+    return f"imported from **{origin}**{kind} · {vocab} · "
 
 
 def stop_on_problem(checked: CheckedInput) -> None:

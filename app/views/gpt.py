@@ -43,7 +43,8 @@ SWITCHES = (
 
 st.title("GPT explorer")
 st.caption(
-    "A character-level GPT trained on Python's documentation. Type a prompt, see where every head "
+    "A character-level GPT trained on Python's documentation (or a model your admin imported, such as "
+    "GPT-2: the line under the prompt says which). Type a prompt, see where every head "
     "looks, then what the model writes next."
 )
 
@@ -67,7 +68,7 @@ state.init_state(
         "nopos": False,
         "nocausal": False,
         "ablate": [],
-        "max_new": 80,
+        "max_new": gpt_panels.DEFAULT_NEW["character"],
         "temperature": 0.8,
         "top_k": 0,
         "top_p": 1.0,
@@ -134,7 +135,7 @@ heads_area = st.container()  # filled below, once the sample (section 2) is know
 
 # ---------------------------------------------------------------- 2 sampling
 st.subheader("2 · What the model writes next")
-settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer))
+settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer), token_unit(ckpt.tokenizer))
 try:
     samples = run_cached(sample, name, text, *settings.as_tuple(), opts)
     continuation = "".join(s.text for s in samples)

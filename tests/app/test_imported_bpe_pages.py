@@ -68,11 +68,28 @@ def test_gpt_traces_the_sampled_tokens_as_sampled(env: Path) -> None:
     assert len(keys) == len(prompt_ids) + 12
     captions = " ".join(c.value for c in at.caption)
     assert "Tracing the prompt and the 12 sampled tokens" in captions
+    assert (
+        f"imported from **Hugging Face** (gpt2) · byte-level BPE, {len(tok):,} tokens · positions" in captions
+    )
     assert f"sampled queries are rows {len(prompt_ids)} and below" in captions
     assert at.get("button_group")[0].label == "Click a sampled token to explain it"
     tr = trace_gpt_ids(ckpt.model, tok, ids, "", [])  # the map is the model's attention on those ids
     layer, h = charts(at)["gpt_self_grid"]["selected"]  # the head drawn large
     np.testing.assert_allclose(heatmaps(head)[0], tr.attention["self"][layer, h], atol=1e-6)
+
+
+def test_a_bpe_model_samples_16_tokens_by_default_and_a_chosen_length_stays(env: Path) -> None:
+    at = open_page("views/gpt.py", {"checkpoint": "tiny-bpe", "text": PROMPT})
+    length = at.slider(key="gpt_max_new")
+    assert (length.label, length.value) == ("New tokens", 16)  # about as much text as 80 characters
+    at.selectbox(key="gpt_checkpoint").set_value("gpt-learned").run()
+    assert (at.slider(key="gpt_max_new").label, at.slider(key="gpt_max_new").value) == ("New characters", 80)
+    at.slider(key="gpt_max_new").set_value(33).run()
+    at.selectbox(key="gpt_checkpoint").set_value("tiny-bpe").run()
+    assert not at.exception and at.slider(key="gpt_max_new").value == 33  # a person's choice stays
+    at.slider(key="gpt_max_new").set_value(80).run()  # 80 tokens on purpose: kept, not taken for a default
+    at.text_area(key="gpt_text").set_value("the world").run()
+    assert at.slider(key="gpt_max_new").value == 80
 
 
 def test_heads_runs_on_a_bpe_model_and_asks_for_tokens(env: Path) -> None:
