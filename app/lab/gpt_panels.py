@@ -103,14 +103,16 @@ def sampling_settings(prefix: str, vocab_size: int, unit: str = "character") -> 
     return SamplingSettings(int(max_new), float(temperature), int(top_k), float(top_p), int(seed))
 
 
-def sampled_text(prefix: str, prompt: str, unknown: list[str], samples: list[Sample]) -> None:
+def sampled_text(
+    prefix: str, prompt: str, unknown: list[str], samples: list[Sample], unit: str = "character"
+) -> None:
     """The prompt and its continuation shaded by probability, and every step in a table."""
     st.html(sampled_text_html(prompt, unknown, samples))
     st.caption(
-        "Darker = the model was surer of the character it drew. Hover a character for its "
+        f"Darker = the model was surer of the {unit} it drew. Hover a {unit} for its "
         "probability and the alternatives it was weighing."
     )
-    with st.expander("Every sampled character with its top alternatives"):
+    with st.expander(f"Every sampled {unit} with its top alternatives"):
         frame = pd.DataFrame(
             {
                 "step": range(1, len(samples) + 1),
@@ -173,6 +175,7 @@ def next_character(
     probs: np.ndarray,
     settings: SamplingSettings,
     title: str = "Next character after the prompt",
+    unit: str = "character",
 ) -> None:
     """The temperature moment: what the model says next, and the distribution the dice are thrown on."""
     sampled = sampled_distribution(probs, settings.temperature, settings.top_k, settings.top_p)
@@ -187,7 +190,7 @@ def next_character(
     charts.show(spec, key=prefix + "next")
     kept = int((sampled > 0).sum())
     st.caption(
-        f"Sampled from: {', '.join(settings.described())}: {kept} of {len(sampled)} characters can be drawn; "
+        f"Sampled from: {', '.join(settings.described())}: {kept} of {len(sampled):,} {unit}s can be drawn; "
         f"the most likely one has {sampled.max():.0%} "
         f"(the model gives it {probs[int(sampled.argmax())]:.0%}). "
         "Lower temperature sharpens, higher flattens; top-k and top-p cut the tail."

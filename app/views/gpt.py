@@ -116,6 +116,7 @@ except (CheckpointError, ConfigError, OSError) as e:
     st.error(f"Could not load {name}: {e}")
     st.stop()
 cfg = ckpt.config
+unit = token_unit(ckpt.tokenizer)  # what a position is: "character", or "token" for a BPE model
 switched = Switched(off, ablation_picker(top_left, P, cfg.n_layers, cfg.n_heads))
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 st.caption(checkpoint_note(ckpt) + " · the switches apply to sampling and to the attention below")
@@ -135,7 +136,7 @@ heads_area = st.container()  # filled below, once the sample (section 2) is know
 
 # ---------------------------------------------------------------- 2 sampling
 st.subheader("2 · What the model writes next")
-settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer), token_unit(ckpt.tokenizer))
+settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer), unit)
 try:
     samples = run_cached(sample, name, text, *settings.as_tuple(), opts)
     continuation = "".join(s.text for s in samples)
@@ -148,7 +149,7 @@ except (InputError, ConfigError) as e:
 
 with heads_area:  # ---------------------------------------- 1 every head, on the traced text
     if window:
-        gpt_panels.window_note(window, len(samples), cfg.max_len, token_unit(ckpt.tokenizer))
+        gpt_panels.window_note(window, len(samples), cfg.max_len, unit)
     grid_col, head_col = grid_columns()
     open_on_lesson(P, name, run_cached(lesson_head, name), unnamed)
     layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
@@ -174,7 +175,7 @@ with heads_area:  # ---------------------------------------- 1 every head, on th
     )
     st.caption(
         "One small map per layer (row) and head (column), all on one colour scale: rows are the "
-        "characters asking (queries), columns the characters answering (keys). Click a map, or use "
+        f"{unit}s asking (queries), columns the {unit}s answering (keys). Click a map, or use "
         "the selectors, to draw that head large with exact weights on hover."
         + (
             " Causal mask **off**: red outlines mark characters *after* the query that now get more "
@@ -187,9 +188,9 @@ with heads_area:  # ---------------------------------------- 1 every head, on th
 # ---------------------------------------------------------------- 2 sampling (continued)
 text_col, next_col = st.columns([1.5, 1], gap="medium")
 with text_col:
-    gpt_panels.sampled_text(P, text, checked.unknown, samples)
+    gpt_panels.sampled_text(P, text, checked.unknown, samples, unit)
     if window:  # a sampled character explained: its query row and the alternatives it beat
-        picked = gpt_panels.sampled_picker(P, window, view.tokens, samples, token_unit(ckpt.tokenizer))
+        picked = gpt_panels.sampled_picker(P, window, view.tokens, samples, unit)
         row = view.attention[layer, head, picked - 1]
         gpt_panels.explain_sampled(window, view.tokens, samples, picked, row, (layer, head))
 with next_col:  # the next character (after the prompt, or the picked one), and what an ablation changed
@@ -199,10 +200,11 @@ with next_col:  # the next character (after the prompt, or the picked one), and 
         gpt_panels.ablation_shift(P, name, ckpt.tokenizer, base.next_probs, prompt_view.next_probs, heads)
     elif window:
         probs = run_cached(step_probs, name, window.text, opts, window_ids)[picked - 1]
-        title = f"Next character after position {picked - 1}: it drew '{view.tokens[picked]}'"
-        gpt_panels.next_character(P, name, ckpt.tokenizer, probs, settings, title)
+        title = f"Next {unit} after position {picked - 1}: it drew '{view.tokens[picked]}'"
+        gpt_panels.next_character(P, name, ckpt.tokenizer, probs, settings, title, unit)
     else:
-        gpt_panels.next_character(P, name, ckpt.tokenizer, view.next_probs, settings)
+        title = f"Next {unit} after the prompt"
+        gpt_panels.next_character(P, name, ckpt.tokenizer, view.next_probs, settings, title, unit)
 
 # ---------------------------------------------------------------- 3 one query
 st.subheader("3 · One query, step by step")
@@ -218,7 +220,7 @@ gpt_panels.query_and_keys(P, steps, scheme, tokens, tokens[query], stem)
 gpt_panels.softmax_steps(P, steps, scheme, tokens, stem)
 st.caption(
     "Every head writes such a vector; the output projection mixes the heads and adds the "
-    "result to the character's running representation."
+    f"result to the {unit}'s running representation."
 )
 
 # ---------------------------------------------------------------- downloads
