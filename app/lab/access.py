@@ -118,8 +118,15 @@ def gate() -> None:
         "if (here.pathname + here.search !== '/')"
         f"  sessionStorage.setItem({json.dumps(RETURN_KEY)}, here.pathname + here.search);"
     )
-    for provider, name in providers():
-        if st.button(f"Sign in with {name}", icon=":material/login:", type="primary", key=f"login_{name}"):
+    for provider, name in providers() or [(None, "")]:
+        if not name:  # [auth] without a provider's client_id: the admin's setup is unfinished
+            st.error(
+                "Sign-in is switched on for this lab, but no identity provider is set up: the admin "
+                "needs to add `client_id`, `client_secret` and `server_metadata_url` to the `[auth]` "
+                "secrets (README.md, “Sign-in for a class”).",
+                icon=":material/settings_alert:",
+            )
+        elif st.button(f"Sign in with {name}", icon=":material/login:", type="primary", key=f"login_{name}"):
             st.login(provider) if provider else st.login()
     st.stop()
 

@@ -66,3 +66,29 @@ def test_without_auth_secrets_the_lab_stays_open(tmp_path: Path, monkeypatch: py
     assert at.title[0].value == "Train a model"
     assert "Sign in with University login" not in [b.label for b in at.button]
     assert "Sign out" not in [b.label for b in at.button]
+
+
+def test_auth_without_a_provider_says_what_the_admin_must_add(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTENTION_LAB_RUNS_DIR", str(tmp_path / "runs"))
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=60)
+    at.secrets["auth"] = {"redirect_uri": AUTH["redirect_uri"], "cookie_secret": AUTH["cookie_secret"]}
+    at.run()
+    assert not at.exception and not at.button  # no way in, and it says why
+    assert "no identity provider is set up" in at.error[0].value and "client_id" in at.error[0].value
+
+
+def test_several_providers_get_a_button_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTENTION_LAB_RUNS_DIR", str(tmp_path / "runs"))
+    provider = {k: AUTH[k] for k in ("client_id", "client_secret", "server_metadata_url")}
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=60)
+    at.secrets["auth"] = {
+        "redirect_uri": AUTH["redirect_uri"],
+        "cookie_secret": AUTH["cookie_secret"],
+        "campus": {**provider, "display_name": "Campus login"},
+        "guests": provider,  # no display_name: the section's name
+    }
+    at.run()
+    assert not at.exception
+    assert [b.label for b in at.button] == ["Sign in with Campus login", "Sign in with guests"]
