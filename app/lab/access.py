@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
@@ -47,7 +48,7 @@ def providers() -> list[tuple[str | None, str]]:
     return [
         (name, str(section.get("display_name", name)))
         for name, section in auth.items()
-        if isinstance(section, dict) and "client_id" in section
+        if isinstance(section, Mapping) and "client_id" in section
     ]
 
 
