@@ -54,6 +54,11 @@ def fuzz_page(page: str, cases: int, at_seed: int) -> tuple[int, list[tuple[dict
     return ran, failures
 
 
+def shortened(params: dict[str, str], width: int = 40) -> str:
+    """Every key of a failing link, each long value cut to `width` characters with its length."""
+    return repr({k: v if len(v) <= width else f"{v[:width]}…({len(v)} chars)" for k, v in params.items()})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pages", nargs="*", metavar="PAGE", help=f"any of {', '.join(fuzz.PAGES)}")
@@ -75,7 +80,7 @@ def main() -> None:
         total, failed = total + ran, failed + len(failures)
         print(f"/{page:<10}{ran:>7}{len(failures):>10}{time.perf_counter() - start:>9.0f}", flush=True)
         for params, problems in sorted(failures, key=lambda f: len(repr(f[0])))[:SHOWN]:
-            print(f"    {params!r:.300}\n      -> {'; '.join(problems):.300}")
+            print(f"    {shortened(params)}\n      -> {'; '.join(problems):.600}")
     print(f"all pages: {total} cases, {failed} failing")
 
 
