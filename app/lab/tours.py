@@ -80,19 +80,32 @@ def follow_link(pages: dict[str, Any], current: str) -> None:
         st.session_state[ACTIVE] = active
     tour = active[1]
     k, problem = _scene_number(st.query_params.get("scene"), len(tour.scenes))
-    if problem:
-        st.session_state[NOTICE] = problem  # said above the scene, after the page switch
+    from_link = WANT not in st.session_state and (st.session_state.get(AT) or (None,))[0] != name
     k = st.session_state.pop(WANT, k)
     if st.session_state.get(AT) == (name, k) and not problem:
         return
     st.session_state[AT] = (name, k)
     scene = tour.scenes[k - 1]
+    if notice := " ".join(filter(None, [problem, _overridden(scene, k) if from_link else ""])):
+        st.session_state[NOTICE] = notice  # said above the scene, after the page switch
     shown = {key: st.query_params.get(key) for key in scene.params}
     if scene.page == current and shown == scene.params and str(k) == st.query_params.get("scene"):
         return  # already on it (a follower who followed the lecturer's view here)
     st.session_state[REOPEN] = True  # the same page too: its widgets take the scene's values
     present = {"present": "1"} if st.session_state.get("present") else {}
     st.switch_page(pages[scene.page], query_params={**scene.params, "tour": name, "scene": str(k), **present})
+
+
+def _overridden(scene: Scene, k: int) -> str:
+    """What a tour link also asked for that the scene's own view replaces, said by name."""
+    ignored = [
+        md_code(f"{key}={value[:40]}" + ("…" if len(value) > 40 else ""))
+        for key, value in st.query_params.items()
+        if key not in (*NOT_SHARED, *URL_KEYS) and scene.params.get(key) != value
+    ]
+    if not ignored:
+        return ""
+    return f"The tour's scene {k} sets its own view, so the link's {', '.join(ignored)} were not used."
 
 
 def link_params() -> dict[str, str]:

@@ -59,3 +59,14 @@ def test_unknown_choices_are_named(page: str, params: dict[str, str], key: str, 
     at = open_page(page, **params)
     assert f"{says} is not available" in notices(at), notices(at)
     assert at.session_state[key] != params[key.split("_", 1)[1]]  # what is shown instead
+
+
+def test_a_tour_link_names_the_view_values_its_scene_replaces() -> None:
+    """Found by benchmarks/fuzz_pages.py (20,000-case run): /basics?house=0&tour=… opened the
+    tour's scene 1 and dropped house=0 without a word."""
+    at = open_page("basics", house="0", perm="x" * 50, tour="seed-chapters")
+    said = notices(at)
+    assert "The tour's scene 1 sets its own view, so the link's `house=0`, `perm=" in said
+    assert "were not used" in said and at.slider(key="basics_house").value == 2.0  # the scene's view
+    at = open_page("basics", tour="seed-chapters")  # a plain tour link: nothing to name
+    assert "sets its own view" not in notices(at)
