@@ -85,7 +85,7 @@ def generate(
             window = ids[-max_len:]
             cache = model.new_cache() if use_cache and len(ids) <= max_len else None
             x = torch.tensor([window], device=device)
-        logits = model(x, options=options, cache=cache)[0, -1].clone()
+        logits = model(x, options=options, cache=cache, last_only=True)[0, -1].clone()
         logits[banned.to(logits.device)] = float("-inf")  # e.g. PAD/SOS/EOS/UNK: not text to write
         fed = len(ids)
         probs = filter_logits(logits, temperature, top_k, top_p)

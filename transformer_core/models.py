@@ -166,9 +166,12 @@ class GPT(_Transformer):
         options: InferenceOptions = DEFAULT_OPTIONS,
         capture: AttentionCapture | None = None,
         cache: KVCache | None = None,
+        last_only: bool = False,
     ) -> torch.Tensor:
         """idx (B, T) token ids -> logits (B, T, vocab_size). With a cache, idx holds only
-        the new tokens and their keys/values are appended to it."""
+        the new tokens and their keys/values are appended to it. last_only: logits of the last
+        position only, (B, 1, vocab_size): what sampling needs (GPT-2's unembedding is 39M
+        multiply-adds per position, a third of a 64-token forward pass)."""
         _check_ids(idx, self.config.vocab_size, "GPT input")
         x = self._run_stack(
             idx,
@@ -182,6 +185,8 @@ class GPT(_Transformer):
             pad_keys=False,  # right padding only ever follows real tokens under the causal mask
             cache=cache,
         )
+        if last_only:
+            x = x[:, -1:]  # (B, T, d_model) -> (B, 1, d_model)
         return self.lm_head(self.final_norm(x))
 
     def new_cache(self) -> KVCache:

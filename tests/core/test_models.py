@@ -138,6 +138,16 @@ def _check_record(record, expect_bias: bool) -> None:
 
 
 @pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
+def test_last_only_logits_are_the_last_row_of_the_full_ones(make_gpt, positions):
+    model = make_gpt(positions)
+    idx = _gpt_batch()
+    with torch.no_grad():
+        full, last = model(idx), model(idx, last_only=True, capture=AttentionCapture())
+    assert last.shape == (2, 1, model.config.vocab_size)
+    torch.testing.assert_close(last[:, 0], full[:, -1], atol=ATOL, rtol=ATOL)
+
+
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 def test_gpt_fast_and_capture_paths_agree(make_gpt, positions):
     model = make_gpt(positions)
     idx = _gpt_batch()

@@ -145,7 +145,7 @@ def trace_gpt_ids(
     what was sampled is traced as sampled, never re-tokenized from its text."""
     ids = torch.tensor([token_ids], device=_device(model))
     capture = AttentionCapture()
-    logits = model(ids, options=options, capture=capture)
+    logits = model(ids, options=options, capture=capture, last_only=True)  # (1, 1, V): the next token
     probs = torch.softmax(logits[0, -1].float(), dim=-1)
     return GPTTrace(
         text=text,
