@@ -388,8 +388,15 @@ def sampled_picker(
     fresh = st.session_state.get(prefix + "explain_for") != window.text
     if fresh:
         st.session_state[prefix + "explain_for"] = window.text
-        after_query = (st.session_state.get(prefix + "query") or 0) + 1
+        asked = st.session_state.get(prefix + "query")
+        after_query = (asked or 0) + 1
         st.session_state[last] = after_query if after_query in positions else positions[0]
+        if after_query not in positions and (asked or 0) >= 0:  # a query inside the prompt (-1: the last)
+            st.info(
+                f"{md_code(f'query={asked}')} lies inside the prompt: with the sample traced, section 3 "
+                f"walks the query before the picked sampled {unit} (position {positions[0] - 1}).",
+                icon=":material/info:",
+            )
     if fresh or st.session_state.get(key) not in positions:  # a new sample, or the picker back on
         st.session_state[key] = st.session_state[last]
         walk(st.session_state[last])

@@ -124,16 +124,15 @@ def init_state(
         )
 
 
-def clamp_state(key: str, options: list[Any], default: Any) -> None:
+def clamp_state(key: str, options: list[Any], default: Any, why: str = "for this model") -> None:
     """Keep a selector's state inside its options (a link or a checkpoint switch can ask for
-    more than there is), saying so when a value had to go."""
+    more than there is), saying so, and `why`, when a value had to go."""
     value = st.session_state.get(key)
     if value not in options:
         if value not in (None, ""):  # "": nothing chosen yet (a page's default), nothing to say
             name = key.split("_", 1)[-1]
             st.info(
-                f"{md_code(f'{name}={shown(str(value))}')} is not available for this model; "
-                f"showing {default}.",
+                f"{md_code(f'{name}={shown(str(value))}')} is not available {why}; showing {default}.",
                 icon=":material/info:",
             )
         st.session_state[key] = default

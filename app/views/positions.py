@@ -266,8 +266,7 @@ c1, c2, c3, c4 = st.columns(4)
 c1.slider("heads", 1, 16, key=P + "alibi_heads", persist_state="session")
 c2.slider("sequence length", 2, 24, key=P + "alibi_len", persist_state="session")
 n_heads, a_len = int(st.session_state[P + "alibi_heads"]), int(st.session_state[P + "alibi_len"])
-if int(st.session_state[P + "alibi_head"]) >= n_heads:
-    st.session_state[P + "alibi_head"] = 0
+clamp_state(P + "alibi_head", list(range(n_heads)), 0, why=f"with {n_heads} heads")  # a link: head 13 of 8
 c3.selectbox("head to inspect", list(range(n_heads)), key=P + "alibi_head", persist_state="session")
 c4.toggle(
     "content scores",

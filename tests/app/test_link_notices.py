@@ -70,3 +70,18 @@ def test_a_tour_link_names_the_view_values_its_scene_replaces() -> None:
     assert "were not used" in said and at.slider(key="basics_house").value == 2.0  # the scene's view
     at = open_page("basics", tour="seed-chapters")  # a plain tour link: nothing to name
     assert "sets its own view" not in notices(at)
+
+
+def test_values_the_fuzz_run_found_replaced_silently_are_named() -> None:
+    """benchmarks/fuzz_pages.py (the 20,000-case run) found two more: a query inside the
+    prompt with the sample traced (the walk moves to the sampled part), and an ALiBi head past
+    the number of heads the same link asked for."""
+    at = open_page("gpt", text="The with statement", sampled="1", query="0")
+    assert "`query=0` lies inside the prompt" in notices(at) and at.selectbox(key="gpt_query").value == 17
+    at = open_page("gpt", text="The with statement", sampled="1")  # the default query: nothing to say
+    assert "query" not in notices(at)
+    at = open_page("positions", alibi_head="13", alibi_heads="13")
+    assert "`alibi_head=13` is not available with 13 heads; showing 0" in notices(at)
+    assert at.selectbox(key="positions_alibi_head").value == 0
+    at = open_page("positions", alibi_head="12", alibi_heads="13")
+    assert "alibi_head" not in notices(at) and at.selectbox(key="positions_alibi_head").value == 12
