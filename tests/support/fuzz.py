@@ -188,7 +188,9 @@ def _named(name: str, raw: str, parsed: Any, said: list[str]) -> bool:
         return True  # lab.model_input names what is wrong with the prompt in the box
     if raw.startswith("run-") and any("The link's model cannot be opened" in n for n in said):
         return True  # lab.resources: an unknown run id, explained once
-    return any(f"`{name}={form}" in n or f"`{name}`: " in n for n in said for form in forms)
+    # a value holding a backtick is fenced with two (md_code): "`` name=a`b ``"
+    starts = [f"`{name}={form}" for form in forms] + [f"`` {name}={form}" for form in forms] + [f"`{name}`: "]
+    return any(start in n for n in said for start in starts)
 
 
 def link_problems(page: str, params: dict[str, str], at: AppTest) -> list[str]:
