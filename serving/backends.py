@@ -15,7 +15,7 @@ from serving.sqlite_store import SQLiteRunStore
 from serving.store import RunStore
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io import META_FILE
-from transformer_core.io.checkpoint import NAME_PATTERN
+from transformer_core.io.checkpoint import NAME_PATTERN, list_checkpoints
 
 
 def open_run_store(root: Path | None = None, max_running: int | None = None) -> RunStore:
@@ -63,8 +63,7 @@ def installed_models() -> list[str]:
     folder = settings.models_dir()
     if folder is None:
         return []
-    found = (p.name for p in folder.iterdir() if NAME_PATTERN.match(p.name))
-    return sorted(name for name in found if (folder / name / META_FILE).is_file())
+    return sorted(name for name in list_checkpoints(folder) if NAME_PATTERN.match(name))
 
 
 def model_checkpoint_source(name: str) -> Path | None:

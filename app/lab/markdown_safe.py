@@ -20,3 +20,17 @@ def md_text(text: str) -> str:
     inside a line (an image, a link, emphasis, code, maths, a Streamlit directive) is
     backslash-escaped."""
     return re.sub(r"([\\`*_\[\]()!<>~:$&|])", r"\\\1", text)
+
+
+SHOWN_CHARS = 40  # a URL value in a notice: its first 40 characters
+
+
+def visible(text: str) -> str:
+    """User text safe to echo in a message: every character that is not printable (control
+    characters such as BEL or ESC, newlines, zero-width marks) is written as [U+XXXX]."""
+    return "".join(c if c == " " or c.isprintable() else f"[U+{ord(c):04X}]" for c in text)
+
+
+def shown(raw: str) -> str:
+    """A URL value as a notice shows it: `visible`, at most SHOWN_CHARS characters."""
+    return visible(raw[:SHOWN_CHARS]) + ("…" if len(raw) > SHOWN_CHARS else "")

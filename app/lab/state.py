@@ -40,13 +40,12 @@ from typing import Any
 import streamlit as st
 
 from lab import classroom, tours
-from lab.markdown_safe import md_code, md_text
+from lab.markdown_safe import md_code, md_text, shown, visible  # noqa: F401 (pages import them from here)
 
 LINKS = "_view_links"  # session_state: page url_path -> the parameters its URL had last
 FIRST = "_view_first_run"  # session_state: this run opens a page never shown, by a bare URL
 EXPLAINED = "_view_explained"  # session_state: link parameters a notice of this run explained
 PAGE, ENTERED = "_view_page", "_view_entered"  # the page shown last; whether this run opens a page
-SHOWN_CHARS = 40
 
 
 def _cast(raw: str, default: Any) -> Any:
@@ -67,17 +66,6 @@ def _format(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
     return str(value)
-
-
-def visible(text: str) -> str:
-    """User text safe to echo in a message: every character that is not printable (control
-    characters such as BEL or ESC, newlines, zero-width marks) is written as [U+XXXX]."""
-    return "".join(c if c == " " or c.isprintable() else f"[U+{ord(c):04X}]" for c in text)
-
-
-def shown(raw: str) -> str:
-    """A URL value as a notice shows it: `visible`, at most 40 characters."""
-    return visible(raw[:SHOWN_CHARS]) + ("…" if len(raw) > SHOWN_CHARS else "")
 
 
 def init_state(

@@ -16,7 +16,7 @@ from typing import Any
 import streamlit as st
 
 from lab.classroom import REOPEN
-from lab.markdown_safe import md_code, md_text
+from lab.markdown_safe import md_code, md_text, shown
 from serving.tours import Scene, Tour, TourError, is_tour_id, load_saved_tour, parse_tour, save_tour
 
 SHIPPED = Path(__file__).resolve().parents[1] / "tours"  # starter tours, by file name
@@ -99,7 +99,7 @@ def follow_link(pages: dict[str, Any], current: str) -> None:
 def _overridden(scene: Scene, k: int) -> str:
     """What a tour link also asked for that the scene's own view replaces, said by name."""
     ignored = [
-        md_code(f"{key}={value[:40]}" + ("…" if len(value) > 40 else ""))
+        md_code(f"{key}={shown(value)}")
         for key, value in st.query_params.items()
         if key not in (*NOT_SHARED, *URL_KEYS) and scene.params.get(key) != value
     ]
