@@ -13,10 +13,13 @@ process so its peak RSS is its own:
   captured, the next-token probabilities after every position), first run and the median of
   --repeats reruns (uncached: the app caches these, so a real rerun costs nearly nothing);
 - app: the real /gpt page (Streamlit's AppTest running app/Home.py, the model in
-  ATTENTION_LAB_MODELS_DIR) on a prompt of --tokens tokens typed into it, its default 16
-  sampled tokens included: the first page run (the model loads), a page run on a new prompt
-  (everything computed anew, the model loaded), a rerun of the same view (the app's caches),
-  and a new prompt with 80 sampled tokens.
+  ATTENTION_LAB_MODELS_DIR) on a prompt of --tokens tokens typed into it, its default
+  sampled tokens included: the first page run (the model loads), the median of --repeats
+  page runs each on a new prompt (everything computed anew, the model loaded), a rerun of
+  the same view (the app's caches), and a new prompt with 16 and with 80 sampled tokens. As
+  on a server, each page script is compiled once (benchmarks/bench_pages.py's shared script
+  cache), and the app's torch ops get --threads threads (ATTENTION_LAB_TORCH_THREADS; the
+  app's default is half the cores: --threads 1 here).
 Prints seconds and peak / current resident memory (MiB) per stage.
 """
 
@@ -33,7 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "app")]
+sys.path[:0] = [str(ROOT), str(ROOT / "app"), str(ROOT / "benchmarks")]
 
 SHAPE = {"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024, "vocab_size": 50257}
 TEXT = "The attention of every head is a map from each token to the tokens before it. " * 8
@@ -122,18 +125,21 @@ def stage_page(out: Path, tokens: int, repeats: int) -> dict:
     }
 
 
-def stage_app(out: Path, tokens: int) -> dict:
+def stage_app(out: Path, tokens: int, threads: int, repeats: int) -> dict:
     """Server time of real /gpt page runs on the imported model (AppTest, no browser)."""
     import os
 
+    import bench_pages  # noqa: F401  (one compiled-script cache, as a server has)
     from streamlit.testing.v1 import AppTest
 
     from transformer_core.io import load_checkpoint
 
     os.environ.update(ATTENTION_LAB_MODELS_DIR=str(out.parent), ATTENTION_LAB_DEVICE="cpu")
     os.environ["ATTENTION_LAB_RUNS_DIR"] = str(out.parent / "runs")
+    os.environ["ATTENTION_LAB_TORCH_THREADS"] = str(threads)  # else the app takes half the cores
     tok = load_checkpoint(out).tokenizer
-    texts = [tok.decode(tok.encode(TEXT[k:])[:tokens]) for k in (0, 4)]  # two prompts of `tokens` tokens
+    offsets = range(0, 4 * (repeats + 1), 4)  # a prompt of `tokens` tokens per offset: each one new
+    texts = [tok.decode(tok.encode(TEXT[k:])[:tokens]) for k in offsets]
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=600)
     at.run()
     at.switch_page("views/gpt.py")
@@ -147,12 +153,22 @@ def stage_app(out: Path, tokens: int) -> dict:
         return time.perf_counter() - t0
 
     first = page_run()
-    new, cached = page_run(texts[1]), page_run()
-    assert at.text_area(key="gpt_text").value == texts[1]
+    new = statistics.median(page_run(text) for text in texts[1:])
+    cached = page_run()
+    assert at.text_area(key="gpt_text").value == texts[-1]
     sampled = at.slider(key="gpt_max_new").value  # the default for a BPE model
-    at.slider(key="gpt_max_new").set_value(80)
-    long = page_run(texts[0])
-    return {"first": first, "new": new, "cached": cached, "long": long, "sampled": sampled, "rss": rss_mib()}
+    longer = {}
+    for n in (16, 80):  # a person asking for more text: each sampled token is one more step
+        at.slider(key="gpt_max_new").set_value(n)
+        longer[n] = page_run(texts[n // 16 - 1])
+    return {
+        "first": first,
+        "new": new,
+        "cached": cached,
+        "longer": longer,
+        "sampled": sampled,
+        "rss": rss_mib(),
+    }
 
 
 def child(args: argparse.Namespace) -> None:
@@ -165,7 +181,7 @@ def child(args: argparse.Namespace) -> None:
     elif args.stage == "import":
         result = stage_import(args.folder, args.out)
     elif args.stage == "app":
-        result = stage_app(args.out, args.tokens)
+        result = stage_app(args.out, args.tokens, args.threads, args.repeats)
     else:
         result = stage_page(args.out, args.tokens, args.repeats)
     print(json.dumps(result))
@@ -206,9 +222,10 @@ def main() -> None:
     print(f"/gpt page computations, rerun:    {page['rerun'] * 1000:.0f} ms (median, uncached)")
     print(f"page process: peak RSS {page['rss'][0]:,.0f} MiB, RSS at the end {page['rss'][1]:,.0f} MiB")
     print(f"real /gpt page run (AppTest), first (loads the model): {app['first']:.2f} s")
-    new = f"a new {args.tokens}-token prompt ({app['sampled']} sampled)"
+    new = f"a new {args.tokens}-token prompt ({app['sampled']} sampled; median of {args.repeats})"
     print(f"real /gpt page run, {new}: {app['new']:.2f} s")
-    print(f"real /gpt page run, a new prompt with 80 sampled tokens: {app['long']:.2f} s")
+    for n, seconds in app["longer"].items():
+        print(f"real /gpt page run, a new prompt with {n} sampled tokens: {seconds:.2f} s")
     print(f"real /gpt page run, the same view again (cached): {app['cached'] * 1000:.0f} ms")
     print(f"app process: peak RSS {app['rss'][0]:,.0f} MiB, RSS at the end {app['rss'][1]:,.0f} MiB")
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from transformer_core.attention import KVCache
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.models import GPT, Seq2Seq
 from transformer_core.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS
@@ -62,13 +63,16 @@ def generate(
     options: InferenceOptions = DEFAULT_OPTIONS,
     never_sampled: Sequence[int] = CHAR_SPECIALS,
     stop_id: int | None = None,
+    cache: KVCache | None = None,
 ) -> list[SampledToken]:
     """Sample max_new_tokens after the prompt. With a cache, each step feeds one token;
     once the context would pass max_len, the window slides and the cache is rebuilt.
 
     never_sampled: ids never written (default: our character models' PAD/SOS/EOS/UNK); an
     imported model passes its tokenizer's (`tokenizer.never_sampled`, often none). stop_id:
-    sampling it ends generation (it is the last step returned), e.g. GPT-2's <|endoftext|>."""
+    sampling it ends generation (it is the last step returned), e.g. GPT-2's <|endoftext|>.
+    cache: the keys and values of the prompt's first cache.length tokens, already computed
+    (a traced pass of the prompt, see KVCache.keep): the first step feeds only the rest."""
     banned = torch.tensor(list(never_sampled), dtype=torch.long)
     device = next(model.parameters()).device
     generator = torch.Generator(device=device)
@@ -77,7 +81,9 @@ def generate(
     max_len = model.config.max_len
     ids = list(prompt_ids)
     out: list[SampledToken] = []
-    cache, fed = None, 0  # fed = how many tokens of `ids` the cache already holds
+    if cache is not None and not (use_cache and 0 < cache.length < len(ids)):
+        raise ValueError("generate: a given cache must hold some, not all, of the prompt's tokens")
+    fed = 0 if cache is None else cache.length  # how many tokens of `ids` the cache already holds
     for _ in range(max_new_tokens):
         if use_cache and cache is not None and len(ids) <= max_len:
             x = torch.tensor([ids[fed:]], device=device)

@@ -15,6 +15,7 @@ import torch
 
 from lab.compute import cached_call
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
+from transformer_core.attention import KVCache
 from transformer_core.interp import GPTTrace, Seq2SeqTrace, record_arrays, trace_gpt, trace_seq2seq
 from transformer_core.interp.report import report_detectors
 from transformer_core.interp.trace import trace_gpt_ids
@@ -99,6 +100,10 @@ def gpt_view(
         tr = trace_gpt(ckpt.model, ckpt.tokenizer, text, options)
     else:
         tr = trace_gpt_ids(ckpt.model, ckpt.tokenizer, list(ids), text, [], options)
+    return _view(tr)
+
+
+def _view(tr: GPTTrace) -> GPTView:
     layers = sorted((r for r in tr.capture.records if r.kind == "self"), key=lambda r: r.layer)
     return GPTView(replace(tr, capture=AttentionCapture()), [record_arrays(r) for r in layers])
 
@@ -125,10 +130,49 @@ def sample(
     options: InferenceOptions,
 ) -> list[Sample]:
     """What the GPT writes after `text`, seeded, with each step's alternatives."""
+    return _sample(ckpt, ckpt.tokenizer.encode(text), max_new, temperature, top_k, top_p, seed, options)
+
+
+def view_and_sample(
+    ckpt: Checkpoint,
+    text: str,
+    max_new: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int,
+    options: InferenceOptions,
+) -> tuple[GPTView, list[Sample]]:
+    """gpt_view(text) and sample(text, ...) from one forward pass of the prompt: the traced pass
+    keeps its keys and values, and sampling goes on from them (for GPT-2 small on CPU that pass
+    is ~0.12 s, which the page would otherwise pay twice)."""
+    model, tok = ckpt.model, ckpt.tokenizer
+    encoded = tok.encode_checked(text, max_chars=model.config.max_len)
+    cache = model.new_cache()
+    tr = trace_gpt_ids(model, tok, encoded.ids, text, encoded.unknown, options, cache=cache)
+    if len(encoded.ids) < 2:  # nothing to keep: sampling starts from scratch
+        cache = None
+    else:
+        cache.keep(len(encoded.ids) - 1)  # the last prompt token is fed again: its logits start the sample
+    samples = _sample(ckpt, encoded.ids, max_new, temperature, top_k, top_p, seed, options, cache)
+    return _view(tr), samples
+
+
+def _sample(
+    ckpt: Checkpoint,
+    prompt_ids: list[int],
+    max_new: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int,
+    options: InferenceOptions,
+    cache: KVCache | None = None,
+) -> list[Sample]:
     tok = ckpt.tokenizer
     steps = generate(
         ckpt.model,
-        tok.encode(text),
+        prompt_ids,
         max_new,
         temperature=temperature,
         top_k=top_k or None,
@@ -137,6 +181,7 @@ def sample(
         options=options,
         never_sampled=tok.never_sampled,  # e.g. <pad> of our models, the padding ids of nanoGPT's BPE
         stop_id=tok.stop_id,
+        cache=cache,
     )
     return [
         Sample(

@@ -55,9 +55,10 @@ class SamplingSettings:
         )
 
 
-#: the sample's default length by what a position is: about as much text either way (a BPE token is
-#: ~4 characters), and 16 steps of GPT-2 small take ~0.6 s on 2 CPU cores where 80 take ~3 s
-DEFAULT_NEW = {"character": 80, "token": 16}
+#: the sample's default length by what a position is. A BPE model may be GPT-2 small, where each
+#: step reads all 475 MiB of weights: ~35 ms a token on 2 CPU cores, so 8 tokens (a clause, ~30
+#: characters) keep a new prompt's page run under 1 s (benchmarks/bench_import.py); 80 take ~3 s
+DEFAULT_NEW = {"character": 80, "token": 8}
 
 
 def sampling_settings(prefix: str, vocab_size: int, unit: str = "character") -> SamplingSettings:

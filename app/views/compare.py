@@ -16,7 +16,7 @@ from lab.explorer_compute import top_tokens, trace_of
 from lab.head_view import grid_figure, head_figure, head_selectors, kind_label, pick_head
 from lab.inference_switches import Switch, Switched, switch_toggles
 from lab.markdown_safe import md_code
-from lab.model_input import check_input, checkpoint_note, show_input_notes
+from lab.model_input import check_input, checkpoint_note, show_input_notes, token_unit
 from lab.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
 from lab.state import visible
 
@@ -142,7 +142,8 @@ except (InputError, ConfigError) as e:
 
 
 def answer(side: str) -> str:
-    """What one side answers: the reversal's output and verdict, or the likeliest next characters."""
+    """What one side answers: the reversal's output and verdict, or the likeliest next characters
+    (tokens, for a BPE model)."""
     tr = traces[side]
     if reversal:
         expected = text[::-1]
@@ -152,7 +153,8 @@ def answer(side: str) -> str:
             f" — {verdict}"
         )
     top = top_tokens(tr.next_token_probs, ckpts[side].tokenizer, k=5)
-    return f"**{side.upper()}**'s likeliest next characters: " + " · ".join(
+    unit = token_unit(ckpts[side].tokenizer)
+    return f"**{side.upper()}**'s likeliest next {unit}s: " + " · ".join(
         f"{md_code(label)} {p:.2f}" for _, label, p in top
     )
 
@@ -210,7 +212,8 @@ st.caption(
     "Both grids use one colour scale, weight 0 (white) to 1 (dark blue). Titles on B's grid give "
     "Δ = mean |B − A| of that head."
     + (
-        " Both sides give the same " + ("output." if reversal else "most likely next character.")
+        " Both sides give the same "
+        + ("output." if reversal else f"most likely next {token_unit(ckpts['a'].tokenizer)}.")
         if traces["a"].output == traces["b"].output
         else ""
     )

@@ -5,7 +5,7 @@ import re
 import streamlit as st
 from lab import export, gpt_panels, state
 from lab.compute import run_cached
-from lab.explorer_compute import gpt_view, lesson_head, sample, step_probs
+from lab.explorer_compute import gpt_view, lesson_head, step_probs, view_and_sample
 from lab.head_view import grid_and_head, grid_columns, head_selectors, names_no_head, open_on_lesson
 from lab.inference_switches import NO_POSITIONS, Switch, Switched, ablation_picker, head_name, switch_toggles
 from lab.model_input import check_input, checkpoint_note, show_input_notes, stop_on_problem, token_unit
@@ -138,11 +138,10 @@ heads_area = st.container()  # filled below, once the sample (section 2) is know
 st.subheader("2 · What the model writes next")
 settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer), unit)
 try:
-    samples = run_cached(sample, name, text, *settings.as_tuple(), opts)
+    prompt_view, samples = run_cached(view_and_sample, name, text, *settings.as_tuple(), opts)  # one pass
     continuation = "".join(s.text for s in samples)
     window, window_ids = gpt_panels.traced_window(ckpt.tokenizer, text, samples, cfg.max_len, over_sample)
-    view = run_cached(gpt_view, name, window.text if window else text, opts, window_ids)  # sections 1 and 3
-    prompt_view = run_cached(gpt_view, name, text, opts, None) if window else view
+    view = run_cached(gpt_view, name, window.text, opts, window_ids) if window else prompt_view  # 1 and 3
 except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()

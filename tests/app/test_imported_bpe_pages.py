@@ -78,10 +78,10 @@ def test_gpt_traces_the_sampled_tokens_as_sampled(env: Path) -> None:
     np.testing.assert_allclose(heatmaps(head)[0], tr.attention["self"][layer, h], atol=1e-6)
 
 
-def test_a_bpe_model_samples_16_tokens_by_default_and_a_chosen_length_stays(env: Path) -> None:
+def test_a_bpe_model_samples_8_tokens_by_default_and_a_chosen_length_stays(env: Path) -> None:
     at = open_page("views/gpt.py", {"checkpoint": "tiny-bpe", "text": PROMPT})
     length = at.slider(key="gpt_max_new")
-    assert (length.label, length.value) == ("New tokens", 16)  # about as much text as 80 characters
+    assert (length.label, length.value) == ("New tokens", 8)  # GPT-2 small: a page run under 1 s
     at.selectbox(key="gpt_checkpoint").set_value("gpt-learned").run()
     assert (at.slider(key="gpt_max_new").label, at.slider(key="gpt_max_new").value) == ("New characters", 80)
     at.slider(key="gpt_max_new").set_value(33).run()
@@ -118,3 +118,25 @@ def test_byte_pieces_and_control_characters_have_readable_labels(env: Path) -> N
     assert labels == ["⟨C3⟩", "⟨A9⟩", "␁", "␣the", "↵"]
     assert len(set(tok.token_labels(list(range(len(tok)))))) == len(tok)  # every token tells itself apart
     assert np.all([isinstance(label, str) and label for label in tok.token_labels([0, 1, 2])])
+
+
+def test_compare_runs_a_bpe_model_against_itself_without_positions(env: Path) -> None:
+    """/compare on one imported BPE model, B without positions: token labels on both maps,
+    the answer in tokens, and B's head map the model's own attention on the prompt's ids."""
+    at = open_page("views/compare.py", {"a": "tiny-bpe", "b_nopos": "true", "text": PROMPT})
+    ckpt = load_checkpoint(env / "tiny-bpe")
+    ids = ckpt.tokenizer.encode(PROMPT)
+    answers = [m.value for m in at.markdown if "likeliest" in m.value]
+    assert [a.split(":")[0] for a in answers] == [
+        "**A**'s likeliest next tokens",
+        "**B**'s likeliest next tokens",
+    ]
+    figs = charts(at)
+    assert figs["cmp_a_head"]["x"] == figs["cmp_b_head"]["x"] == ckpt.tokenizer.token_labels(ids)
+    layer, head = figs["cmp_a_grid"]["selected"]
+    no_positions = trace_gpt_ids(
+        ckpt.model, ckpt.tokenizer, ids, PROMPT, [], InferenceOptions(positions=False)
+    )
+    b = heatmaps(figs["cmp_b_head"])[0]
+    np.testing.assert_allclose(b, no_positions.attention["self"][layer, head], atol=1e-6)
+    assert np.abs(b - heatmaps(figs["cmp_a_head"])[0]).max() > 1e-3  # positions matter to this model

@@ -50,10 +50,10 @@ def test_an_imported_bpe_model_on_gpt_with_its_tokens(
         expect(picker).to_have_value(re.compile(r"tiny-bpe · 37\.1k parameters"))
         main = page.locator('[data-testid="stMain"]')
         expect(main).to_contain_text("imported from Hugging Face (gpt2) · byte-level BPE, 300 tokens")
-        expect(main).to_contain_text("Tracing the prompt and the 16 sampled tokens")
+        expect(main).to_contain_text("Tracing the prompt and the 8 sampled tokens")
         chart_title(page, "gpt_self_head", "prompt + sample")
         pills = page.locator('[data-testid="stButtonGroup"]').get_by_role("radio")
-        expect(pills).to_have_count(16)  # one per sampled token
+        expect(pills).to_have_count(8)  # one per sampled token
         pills.nth(2).scroll_into_view_if_needed()
         pills.nth(2).focus()  # the keyboard: Space picks a sampled token
         page.keyboard.press("Space")

@@ -10,7 +10,7 @@ from transformer_core.capture import AttentionCapture
 from transformer_core.config import InferenceOptions
 from transformer_core.errors import InputError
 from transformer_core.generation import filter_logits, generate, greedy_decode
-from transformer_core.interp.trace import trace_gpt, trace_seq2seq
+from transformer_core.interp.trace import trace_gpt, trace_gpt_ids, trace_seq2seq
 from transformer_core.io.data import encode_source, reversal_tokenizer
 from transformer_core.io.tokenizer import EOS_ID, PAD_ID, SOS_ID, UNK_ID, CharTokenizer
 from transformer_core.positional import POSITION_SCHEMES
@@ -49,6 +49,52 @@ def test_cached_forward_with_sliding_window_option(make_gpt, positions):
 
 def _tokens(samples) -> list[int]:
     return [s.token for s in samples]
+
+
+def test_cache_grows_past_its_buffer_and_keep_rewinds_it(make_gpt):
+    """The cache writes in place into buffers it doubles; keep(n) forgets from n on, and the
+    positions fed after it overwrite the forgotten ones: the same logits as a full pass."""
+    model = make_gpt("rope", max_len=40)
+    idx = torch.randint(4, 16, (1, 30))
+    with torch.no_grad():
+        full = model(idx)
+        cache = model.new_cache()
+        model(idx[:, :3], cache=cache)  # buffers for 6 positions, then grown step by step
+        steps = [model(idx[:, t : t + 1], cache=cache) for t in range(3, 30)]
+        torch.testing.assert_close(torch.cat(steps, dim=1), full[:, 3:], atol=1e-5, rtol=1e-5)
+        assert cache.length == 30 and cache.layers[0].k.shape[2] == 30
+        cache.keep(12)
+        assert cache.length == 12 and cache.layers[-1].v.shape[2] == 12
+        other = torch.randint(4, 16, (1, 5))
+        again = model(other, cache=cache)
+        expected = model(torch.cat((idx[:, :12], other), dim=1))[:, 12:]
+    torch.testing.assert_close(again, expected, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="between 0 and the 17 cached"):
+        cache.keep(18)
+
+
+@pytest.mark.parametrize("positions", POSITION_SCHEMES)
+def test_sampling_from_a_traced_prompts_cache_equals_sampling_afresh(make_gpt, positions):
+    """A traced pass that keeps its keys and values, rewound by one token, lets sampling go on
+    from it: the same tokens and probabilities as sampling from the bare prompt."""
+    model = make_gpt(positions, max_len=24)
+    tok = CharTokenizer("abcdefghijkl")  # 16 ids with the four specials
+    prompt = "abcdefglhaik"
+    ids = tok.encode(prompt)
+    kwargs = dict(max_new_tokens=10, temperature=0.9, top_k=5, seed=11)
+    afresh = generate(model, ids, **kwargs)
+    cache = model.new_cache()
+    traced = trace_gpt_ids(model, tok, ids, prompt, [], cache=cache)
+    assert cache.length == len(ids)
+    np.testing.assert_allclose(
+        traced.attention["self"], trace_gpt(model, tok, prompt).attention["self"], atol=1e-6
+    )
+    cache.keep(len(ids) - 1)
+    resumed = generate(model, ids, cache=cache, **kwargs)
+    assert _tokens(resumed) == _tokens(afresh)
+    np.testing.assert_allclose([s.prob for s in resumed], [s.prob for s in afresh], atol=1e-5)
+    with pytest.raises(ValueError, match="some, not all"):
+        generate(model, ids, cache=model.new_cache(), **kwargs)
 
 
 @pytest.mark.parametrize("positions", POSITION_SCHEMES)

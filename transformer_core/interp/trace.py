@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from transformer_core.attention import KVCache
 from transformer_core.capture import AttentionCapture
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.generation import greedy_decode
@@ -140,12 +141,14 @@ def trace_gpt_ids(
     text: str,
     unknown: list[tuple[int, str]],
     options: InferenceOptions = DEFAULT_OPTIONS,
+    cache: KVCache | None = None,
 ) -> GPTTrace:
     """The trace of given token ids (text: what they show, unknown: its characters read as UNK):
-    what was sampled is traced as sampled, never re-tokenized from its text."""
+    what was sampled is traced as sampled, never re-tokenized from its text. cache: an empty
+    KVCache that keeps every layer's keys and values, so sampling can go on from this pass."""
     ids = torch.tensor([token_ids], device=_device(model))
     capture = AttentionCapture()
-    logits = model(ids, options=options, capture=capture, last_only=True)  # (1, 1, V): the next token
+    logits = model(ids, options=options, capture=capture, cache=cache, last_only=True)  # (1, 1, V)
     probs = torch.softmax(logits[0, -1].float(), dim=-1)
     return GPTTrace(
         text=text,
