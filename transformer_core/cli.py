@@ -168,7 +168,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
         result = evaluate_lm(
             ckpt.model, task.val_ids, ckpt.config.max_len, batches=max(1, args.samples // 32), seed=args.seed
         )
-        text = f"val_loss {result['val_loss']:.4f} nats/char, perplexity {result['perplexity']:.3f}"
+        unit = "token" if ckpt.tokenizer.kind == "bpe" else "char"  # a BPE position is a piece of a word
+        text = f"val_loss {result['val_loss']:.4f} nats/{unit}, perplexity {result['perplexity']:.3f}"
     _emit(args, {"checkpoint": ckpt.name, **result}, text)
 
 

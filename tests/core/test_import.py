@@ -9,6 +9,7 @@ installs it with pip when it is missing, so these tests always run.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import subprocess
@@ -388,3 +389,17 @@ def test_nanogpt_padded_bpe_vocabulary_never_samples_the_padding(transformers, h
         ckpt.model, tok.encode("hello"), 10, temperature=1.0, seed=0, never_sampled=tok.never_sampled
     )
     assert len(steps) == 10 and all(s.token < 300 for s in steps)
+
+
+def test_eval_on_an_imported_bpe_model_reports_nats_per_token(hf_ckpt, tmp_path, capsys):
+    """`eval` reads the corpus through the model's own BPE: its loss is per token and says so
+    (it said nats/char), with perplexity exp(loss)."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello world, the heads attend to the world. " * 40)
+    assert main(["eval", str(hf_ckpt.folder), "--corpus", str(corpus)]) == 0
+    out = capsys.readouterr().out
+    assert "nats/token" in out and "nats/char" not in out
+    assert main(["eval", str(hf_ckpt.folder), "--corpus", str(corpus), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["perplexity"] == pytest.approx(math.exp(result["val_loss"]), rel=1e-4)
+    assert 0 < result["val_loss"] < 20
