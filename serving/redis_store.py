@@ -148,8 +148,31 @@ class RedisRunStore:
     def submit(self, request: RunRequest, corpus: str | None = None) -> str:
         """Store the request (and corpus) in Redis and enqueue its RQ job. Returns the run id."""
         check_submission(request, corpus)
-        hold_to_limits(self.usage, request.owner, uploading=corpus is not None)
         self.enforce_disk_budget()
+        with self._person_lock(request.owner):  # check and add as one step: tabs pressing at once
+            hold_to_limits(self.usage, request.owner, uploading=corpus is not None)
+            run_id = self._add(request, corpus)
+        rq_queue(self.redis).enqueue(
+            RUN_JOB,
+            run_id,
+            job_id=run_id,
+            job_timeout=self.max_seconds + 300,  # the worker stops itself at max_seconds and saves
+            result_ttl=3600,
+            failure_ttl=24 * 3600,
+        )
+        return run_id
+
+    @contextlib.contextmanager
+    def _person_lock(self, owner: str) -> Iterator[None]:
+        """One submit at a time per person, box-wide (a Redis lock; none for a script's "")."""
+        if not owner:
+            yield
+            return
+        with self.redis.lock(f"{_owner_key(owner)}:submit", timeout=30, blocking_timeout=30):
+            yield
+
+    def _add(self, request: RunRequest, corpus: str | None) -> str:
+        """Write the run's hash, request and corpus, queue it and file it under its owner."""
         run_id = new_run_id()
         seq = self.redis.incr(SEQ)
         fields = {
@@ -171,14 +194,6 @@ class RedisRunStore:
             if request.owner:
                 pipe.zadd(_owner_key(request.owner), {run_id: seq})
             pipe.execute()
-        rq_queue(self.redis).enqueue(
-            RUN_JOB,
-            run_id,
-            job_id=run_id,
-            job_timeout=self.max_seconds + 300,  # the worker stops itself at max_seconds and saves
-            result_ttl=3600,
-            failure_ttl=24 * 3600,
-        )
         return run_id
 
     def info(self, run_id: str) -> RunInfo | None:

@@ -15,6 +15,7 @@ folders' layout is `serving.progress`'s.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import socket
@@ -124,7 +125,6 @@ class SQLiteRunStore:
         """Store the request, queue it, and start it when a slot is free. Returns the run id.
         A request with an owner is held to that person's limits (serving.quota)."""
         check_submission(request, corpus)
-        hold_to_limits(self.usage, request.owner, uploading=corpus is not None)
         self.enforce_disk_budget()
         if self.disk_bytes() > self.max_bytes:
             raise RunError("the runs folder is full of runs still training; try again when one ends")
@@ -134,11 +134,18 @@ class SQLiteRunStore:
         (folder / REQUEST_FILE).write_text(request.to_json(), encoding="utf-8")
         if corpus is not None:
             (folder / CORPUS_FILE).write_text(corpus, encoding="utf-8")
-        with self._transaction() as db:
-            db.execute(
-                "INSERT INTO runs (id, label, task, status, created, owner) VALUES (?, ?, ?, 'queued', ?, ?)",
-                (run_id, request.label, request.train_config().task, time.time(), request.owner),
-            )
+        try:
+            with self._transaction() as db:  # the limits checked where the run is added: one step
+                usage = functools.partial(self._usage, db)
+                hold_to_limits(usage, request.owner, uploading=corpus is not None)
+                db.execute(
+                    "INSERT INTO runs (id, label, task, status, created, owner) "
+                    "VALUES (?, ?, ?, 'queued', ?, ?)",
+                    (run_id, request.label, request.train_config().task, time.time(), request.owner),
+                )
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         self.dispatch()
         return run_id
 
@@ -190,8 +197,11 @@ class SQLiteRunStore:
         """What `owner` holds now: runs waiting or training, kept runs with an uploaded
         corpus, and the bytes of their kept run folders."""
         with self._connect() as db:
-            rows = db.execute("SELECT id, status FROM runs WHERE owner = ? AND status != 'evicted'", (owner,))
-            rows = rows.fetchall()
+            return self._usage(db, owner)
+
+    def _usage(self, db: sqlite3.Connection, owner: str) -> PersonUsage:
+        rows = db.execute("SELECT id, status FROM runs WHERE owner = ? AND status != 'evicted'", (owner,))
+        rows = rows.fetchall()
         folders = [self.folder(r["id"]) for r in rows]
         return PersonUsage(
             active=sum(r["status"] in ACTIVE for r in rows),

@@ -5,6 +5,7 @@ runs folder's SQLite and on a real redis-server. No run trains here: runs stay q
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,3 +129,30 @@ def test_a_queue_from_before_owners_gains_the_column_and_keeps_its_runs(tmp_path
     assert old is not None and (old.label, old.status, old.owner) == ("old", "done", "")
     new = store.submit(run("alice@uni.edu"))
     assert store.info(new).owner == "alice@uni.edu"
+
+
+def test_submits_at_the_same_instant_never_pass_a_persons_limit(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight tabs of one person press Start together with a limit of 2: exactly two runs are
+    accepted (the check and the insert are one step; before, all eight could pass the check)."""
+    monkeypatch.setenv("ATTENTION_LAB_RUNS_PER_PERSON", "2")
+    start = threading.Barrier(8)
+    accepted, refused = [], []
+
+    def press_start(k: int) -> None:
+        start.wait()
+        try:
+            accepted.append(store.submit(run("dave@uni.edu", f"tab {k}")))
+        except RunError as e:
+            refused.append(str(e))
+
+    tabs = [threading.Thread(target=press_start, args=(k,)) for k in range(8)]
+    for tab in tabs:
+        tab.start()
+    for tab in tabs:
+        tab.join()
+    assert len(accepted) == 2 and len(refused) == 6, refused
+    assert all("the limit per person is 2" in r for r in refused)
+    assert sorted(r.id for r in store.runs_of("dave@uni.edu", 10)) == sorted(accepted)
+    assert {p.name for p in store.root.iterdir() if p.is_dir()} <= set(accepted)  # no refused run's folder
