@@ -105,7 +105,8 @@ def _overridden(scene: Scene, k: int) -> str:
     ]
     if not ignored:
         return ""
-    return f"The tour's scene {k} sets its own view, so the link's {', '.join(ignored)} were not used."
+    verb = "was" if len(ignored) == 1 else "were"
+    return f"The tour's scene {k} sets its own view, so the link's {', '.join(ignored)} {verb} not used."
 
 
 def link_params() -> dict[str, str]:

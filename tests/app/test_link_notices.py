@@ -68,6 +68,8 @@ def test_a_tour_link_names_the_view_values_its_scene_replaces() -> None:
     said = notices(at)
     assert "The tour's scene 1 sets its own view, so the link's `house=0`, `perm=" in said
     assert "were not used" in said and at.slider(key="basics_house").value == 2.0  # the scene's view
+    at = open_page("basics", house="0", tour="seed-chapters")  # one value: said in the singular
+    assert "so the link's `house=0` was not used." in notices(at)
     at = open_page("basics", tour="seed-chapters")  # a plain tour link: nothing to name
     assert "sets its own view" not in notices(at)
 
