@@ -198,9 +198,9 @@ def next_character(
     )
 
 
-def query_picker(prefix: str, tokens: list[str], where: Any) -> int:
-    """Which query character to walk through: the last one, unless the state (a link, or the
-    picker itself) names another for this same prompt; a new prompt starts at its last one."""
+def query_picker(prefix: str, tokens: list[str], where: Any, unit: str = "character") -> int:
+    """Which query character (token) to walk through: the last one, unless the state (a link, or
+    the picker itself) names another for this same prompt; a new prompt starts at its last one."""
     positions = list(range(len(tokens)))
     key, picked_for = prefix + "query", prefix + "query_prompt"
     new_prompt = picked_for in st.session_state and st.session_state[picked_for] != tokens
@@ -210,7 +210,7 @@ def query_picker(prefix: str, tokens: list[str], where: Any) -> int:
     st.session_state[picked_for] = list(tokens)
     return int(
         where.selectbox(
-            "Query character",
+            f"Query {unit}",
             positions,
             key=prefix + "query",
             persist_state="session",

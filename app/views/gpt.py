@@ -209,7 +209,7 @@ with next_col:  # the next character (after the prompt, or the picked one), and 
 st.subheader("3 · One query, step by step")
 tokens = view.tokens
 query_col, formula_col = st.columns([1, 2.2])
-query = gpt_panels.query_picker(P, tokens, query_col)
+query = gpt_panels.query_picker(P, tokens, query_col, unit)
 state.write_state(URL_KEYS, prefix=P)  # the clamped selectors
 steps = query_steps(view.records[layer], head, query)
 scheme = POSITION_SCHEMES[cfg.positions].display_name  # names the rotation and the bias

@@ -73,6 +73,7 @@ def test_gpt_traces_the_sampled_tokens_as_sampled(env: Path) -> None:
     )
     assert f"sampled queries are rows {len(prompt_ids)} and below" in captions
     assert at.get("button_group")[0].label == "Click a sampled token to explain it"
+    assert at.selectbox(key="gpt_query").label == "Query token"  # section 3 says what a position is
     tr = trace_gpt_ids(ckpt.model, tok, ids, "", [])  # the map is the model's attention on those ids
     layer, h = charts(at)["gpt_self_grid"]["selected"]  # the head drawn large
     np.testing.assert_allclose(heatmaps(head)[0], tr.attention["self"][layer, h], atol=1e-6)
