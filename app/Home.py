@@ -62,6 +62,8 @@ ADMIN = st.Page(PAGES / "admin.py", title="Admin", icon=":material/admin_panel_s
 # a follower opening the lecturer's new view runs all of it in turn with the others
 with classroom.page_turn():
     navigation = st.navigation({**SECTIONS, "Admin": [ADMIN]}, position="hidden")
+    BY_PATH = {p.url_path: p for pages in SECTIONS.values() for p in pages}
+    classroom.open_new_view(BY_PATH)  # a follower whose lecturer moved goes there first
     page_links(SECTIONS)
     device_picker()
     access.account_panel()
@@ -69,7 +71,6 @@ with classroom.page_turn():
     tours.recorder(navigation.url_path)
     present.apply()
     tables.style()  # once per run, for every table the page shows
-    BY_PATH = {p.url_path: p for pages in SECTIONS.values() for p in pages}
     classroom.join_from_link()
     tours.follow_link(BY_PATH, navigation.url_path)
     enter_page(navigation.url_path)

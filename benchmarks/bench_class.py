@@ -10,8 +10,8 @@ and changes the text every --every seconds. Each follower opens the follow link.
 
 Followers (default) speak Streamlit's own protocol, as benchmarks/bench_load.py's users do:
 GET the link (nginx sets the route cookie: followers spread over the app processes), open
-the websocket, run the page, then answer the follow poll's auto-rerun requests at their
-interval and take the page runs the server pushes when the lecturer's view moves, keeping
+the websocket, run the page, then take the page runs the server starts when the lecturer's
+view moves (lab.class_push) and answer the page's own (rare) poll at its interval, keeping
 the URL and page the server sets - what an open tab does, without drawing. A follower's
 delay is from the lecturer sending the change to the first page run that shows the new text
 in the text box. --others users (bench_load's closed loop over its deep links) open pages
@@ -109,22 +109,32 @@ class Follower:
         return outcome
 
     async def run(self, ready: asyncio.Event, timeout: float) -> None:
-        """Open the follow link, then poll as the open tab does until cancelled."""
+        """Open the follow link, then, as the open tab does until cancelled, take the runs the
+        server starts (its push of the lecturer's new view) and answer the page's own poll."""
         try:
             await self.tab.browser.get(self.tab.link, timeout)
             async with self.tab.browser.connect() as ws:
                 await ws.send(rerun_msg(self.tab.link))
                 page = self._take(await read_run(ws, timeout))
                 ready.set()
+                polled = time.monotonic()
                 while not self.leaving:
                     if not page.auto_reruns:
                         raise RuntimeError("the follower's page has no poll (not following)")
                     poll, interval = min(page.auto_reruns.items(), key=lambda kv: kv[1])
-                    await asyncio.sleep(interval)
-                    tab = self.tab
-                    await ws.send(rerun_msg(tab.link, fragment_id=poll, auto=True, page_hash=tab.page_hash))
-                    outcome = self._take(await read_run(ws, timeout, fragment=True))
-                    if outcome.full_run:  # the poll opened the lecturer's new view
+                    wait = polled + interval - time.monotonic()
+                    if wait <= 0:  # the page's own poll is due
+                        polled, tab = time.monotonic(), self.tab
+                        msg = rerun_msg(tab.link, fragment_id=poll, auto=True, page_hash=tab.page_hash)
+                        await ws.send(msg)
+                        outcome = self._take(await read_run(ws, timeout, fragment=True))
+                    else:
+                        try:  # a run the server starts: the lecturer's new view, pushed
+                            first = await asyncio.wait_for(ws.recv(), min(wait, 1.0))
+                        except TimeoutError:
+                            continue
+                        outcome = self._take(await read_run(ws, timeout, first=first))
+                    if outcome.full_run:  # the lecturer's new view opened
                         page = outcome
         except asyncio.CancelledError:
             raise

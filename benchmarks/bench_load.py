@@ -186,15 +186,19 @@ class RunOutcome:
     page_hash: str = ""  # the page this session shows (navigation.page_script_hash)
 
 
-async def read_run(ws: ClientConnection, timeout: float, fragment: bool = False) -> RunOutcome:
-    """Read ForwardMsgs until the script (or fragment) run finishes; collect what we need."""
+async def read_run(
+    ws: ClientConnection, timeout: float, fragment: bool = False, first: bytes | None = None
+) -> RunOutcome:
+    """Read ForwardMsgs until the script (or fragment) run finishes; collect what we need.
+    first: the run's first message, already received (a run the server started by itself)."""
     out = RunOutcome()
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError(f"no script_finished within {timeout:.0f} s")
-        data = await asyncio.wait_for(ws.recv(), remaining)
+        data = first if first is not None else await asyncio.wait_for(ws.recv(), remaining)
+        first = None
         msg = ForwardMsg()
         msg.ParseFromString(data)
         kind = msg.WhichOneof("type")

@@ -4,8 +4,9 @@ link and see the lecturer's page and view within a second or two of each change.
 The lecturer's side: "Start a class session" in the sidebar, the follow link as text and
 QR code, how many follow, "End the class session"; every view the lecturer shows is shared
 (`share`, called by the router and by lab.state.write_state). A follower's side: a banner
-with "Explore on my own" / "Follow again", and a poll (a fragment, every poll_seconds) that
-opens the lecturer's view when it changes. The sessions live box-wide (serving.classroom).
+with "Explore on my own" / "Follow again"; each of its runs opens the lecturer's view when it
+changed. Its app process reruns it when the view changes (lab.class_push); a rare poll (a
+fragment) catches a lost push. The sessions live box-wide (serving.classroom).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 import segno
 import streamlit as st
 
+from lab import class_push
 from serving import settings
 from serving.classroom import ClassSessions, ClassView, is_class_code, open_class_sessions
 
@@ -34,7 +36,10 @@ SEEN = "class_seen"  # session_state: the version of the lecturer's view shown h
 SHARED = "class_shared"  # session_state: the (page, params) the lecturer shared last
 ENDED = "class_ended"  # session_state: the session followed has just ended (said once)
 BEAT = "class_beat"  # session_state: (follower id, when this follower last said it is here)
-POLL_SECONDS = 1.0  # a follower sees a change within this, plus a page run
+POLL_SECONDS = 1.0  # without a server's push (lab.class_push), a follower asks this often
+# With the push, a follower's own poll only catches a push that was lost (a follower's run
+# interrupted by a click, say): each poll costs a fragment run, so rarely.
+FALLBACK_POLL_SECONDS = 15.0
 # Each poll is a Streamlit fragment run, ~5-8 ms of a core (benchmarks/bench_class.py "idle"):
 # a large class polls less often, so the box-wide polls stay near this many per second.
 CLASS_POLLS_PER_SECOND = 100.0
@@ -175,6 +180,15 @@ def _follow_again() -> None:
     st.session_state[SEEN] = -1
 
 
+def open_new_view(pages: dict[str, Any]) -> None:
+    """Early in a follower's run: when the lecturer's view moved (a pushed rerun), open it now,
+    before the sidebar and the rest of the router are drawn for nothing."""
+    code = st.session_state.get(FOLLOWING)
+    if code:
+        st.session_state[PAGE_NOTE] = pages
+        _poll(code)
+
+
 def follower_banner(pages: dict[str, Any]) -> None:
     """Above the page: following (with "Explore on my own") or, after leaving, "Follow
     again"; while following, the poll that opens each new view of the lecturer's."""
@@ -192,7 +206,9 @@ def follower_banner(pages: dict[str, Any]) -> None:
     left.info("Following the lecturer: this page shows what they show.", icon=":material/groups:")
     right.button("Explore on my own", icon=":material/explore:", on_click=_explore, width="stretch")
     st.session_state[PAGE_NOTE] = pages
-    st.fragment(run_every=poll_seconds(sessions().following(code)))(_poll)(code)
+    pushed = class_push.watch(sessions(), FOLLOWING, SEEN, BEAT, BEAT_SECONDS) is not None
+    every = FALLBACK_POLL_SECONDS if pushed else poll_seconds(sessions().following(code))
+    st.fragment(run_every=every)(_poll)(code)  # in this run too: a pushed rerun opens the new view here
 
 
 def poll_seconds(following: int) -> float:

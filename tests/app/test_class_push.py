@@ -1,0 +1,122 @@
+"""The app process's push to followers (lab.class_push), one round at a time, on a real event
+loop and the runs folder's SQLite class sessions: who is rerun, once per new view, who is
+counted as following, and a class session that ends. The push through real servers and
+browsers: tests/deploy/test_class_session.py."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from lab.class_push import ENDED, Follower, FollowerWatch
+
+from serving.classroom import FOLLOWING_SECONDS, SQLiteClassSessions
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop running in its own thread, as Streamlit's runtime loop does."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield loop
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+class Class:
+    """A lecturer's class session and this process's followers as the watch would see them."""
+
+    def __init__(self, root: Path, loop: asyncio.AbstractEventLoop, beat_seconds: float = 4.0) -> None:
+        self.store = SQLiteClassSessions(root)
+        self.code = self.store.start(hours=1)
+        self.store.publish(self.code, "reversal", {"text": "attention"})
+        self.followers: list[Follower] = []
+        self.reruns: list[str] = []
+        self.rerun_threads: set[str] = set()
+        self.running: set[str] = set()  # sessions in the middle of a run
+        self.watch = FollowerWatch(loop, self._listed, self._rerun, self.store, beat_seconds)
+
+    def _listed(self) -> list[Follower]:
+        return [replace(f, running=f.session_id in self.running) for f in self.followers]
+
+    def _rerun(self, session_id: str) -> bool:
+        if session_id in self.running:
+            return False
+        self.reruns.append(session_id)
+        self.rerun_threads.add(threading.current_thread().name)
+        return True
+
+    def version(self) -> int:
+        view = self.store.view(self.code)
+        assert view is not None
+        return view.version
+
+    def shows(self, session_id: str, version: int) -> None:
+        """The follower's run opened `version` (its state says so now)."""
+        self.followers = [
+            Follower(f.session_id, f.code, version if f.session_id == session_id else f.seen, f.follower)
+            for f in self.followers
+        ]
+
+    def round(self) -> list[str]:
+        before = len(self.reruns)
+        asked = self.watch.round()
+        assert self.reruns[before:] == asked
+        return asked
+
+
+def test_followers_behind_are_rerun_once_per_new_view(tmp_path: Path, loop) -> None:
+    c = Class(tmp_path, loop)
+    v1 = c.version()
+    c.followers = [Follower("s1", c.code, v1, "f1"), Follower("s2", c.code, -1, "f2")]  # s2 just joined
+    c.running = {"s2"}  # its first run goes on: never cut short
+    assert c.round() == [] and c.round() == []
+    c.running = set()  # it ended without opening the view (say, it was interrupted)
+    assert c.round() == ["s2"]
+    assert c.round() == []  # asked already: not again while its run waits its turn
+    c.shows("s2", v1)
+    c.store.publish(c.code, "reversal", {"text": "classroom"})  # the lecturer types
+    assert sorted(c.round()) == ["s1", "s2"]
+    assert c.round() == []
+    c.shows("s1", c.version())
+    c.store.publish(c.code, "gpt", {})  # and moves on before s2 caught up: s2 is asked again
+    assert sorted(c.round()) == ["s1", "s2"]
+    assert c.rerun_threads != {threading.current_thread().name}  # reruns happen on the runtime's loop
+
+
+def test_a_session_that_left_is_forgotten_and_others_are_untouched(tmp_path: Path, loop) -> None:
+    c, other = Class(tmp_path, loop), SQLiteClassSessions(tmp_path)
+    other_code = other.start(hours=1)
+    c.followers = [Follower("s1", c.code, -1, "f1"), Follower("s9", other_code, 0, "f9")]
+    assert c.round() == ["s1"]  # s9 shows its own class's view (version 0): nothing to do
+    c.followers = []  # s1 closed its tab
+    c.round()
+    assert c.watch._asked == {} and c.watch._beats == {}
+
+
+def test_followers_are_counted_by_the_watchs_beats(tmp_path: Path, loop) -> None:
+    c = Class(tmp_path, loop, beat_seconds=0.0)
+    c.followers = [Follower(f"s{k}", c.code, c.version(), f"f{k}") for k in range(3)]
+    assert c.store.following(c.code) == 0
+    c.round()
+    assert c.store.following(c.code) == 3  # no follower ran anything: the watch said they are here
+    assert FOLLOWING_SECONDS > 4.0  # a beat every BEAT_SECONDS keeps them counted
+
+
+def test_an_ended_class_session_reruns_its_followers_to_say_so(tmp_path: Path, loop) -> None:
+    c = Class(tmp_path, loop)
+    c.followers = [Follower("s1", c.code, c.version(), "f1")]
+    assert c.round() == []
+    c.followers.append(Follower("s2", c.code, -1, ""))  # joining: its first run gives it a follower id
+    c.running = {"s2"}
+    c.round()
+    assert c.store.following(c.code) == 1  # counted once, under its own id, not a second one
+    c.store.end(c.code)
+    assert c.round() == ["s1"] and c.watch._asked["s1"] == ENDED  # s2 is still running
+    assert c.round() == []
