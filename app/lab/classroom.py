@@ -36,16 +36,12 @@ SEEN = "class_seen"  # session_state: the version of the lecturer's view shown h
 SHARED = "class_shared"  # session_state: the (page, params) the lecturer shared last
 ENDED = "class_ended"  # session_state: the session followed has just ended (said once)
 BEAT = "class_beat"  # session_state: (follower id, when this follower last said it is here)
-POLL_SECONDS = 1.0  # without a server's push (lab.class_push), a follower asks this often
-# With the push, a follower's own poll only catches a push that was lost (a follower's run
-# interrupted by a click, say): each poll costs a fragment run, so rarely.
+# The app process pushes each new view (lab.class_push); a follower's own poll only catches a
+# lost push. Each poll is a Streamlit fragment run, ~5-8 ms of a core, so rarely.
 FALLBACK_POLL_SECONDS = 15.0
-# Each poll is a Streamlit fragment run, ~5-8 ms of a core (benchmarks/bench_class.py "idle"):
-# a large class polls less often, so the box-wide polls stay near this many per second.
-CLASS_POLLS_PER_SECOND = 100.0
-MAX_POLL_SECONDS = 3.0
 BEAT_SECONDS = 4.0  # a follower says it is still here this often (the lecturer's count)
 PAGE_NOTE = "_class_page"  # session_state: the router's page lookup, url_path -> st.Page
+CHECKED = "_class_checked"  # session_state: this run's router looked at the view already
 REOPEN = "_class_reopen"  # session_state: the next run opens its page afresh, from its URL (lab.state)
 TURN = "_class_turn"  # session_state: this run opens the lecturer's new view (it waits its turn)
 # A lecturer's change sets every follower on this process to run its page at once. Run
@@ -187,6 +183,7 @@ def open_new_view(pages: dict[str, Any]) -> None:
     if code:
         st.session_state[PAGE_NOTE] = pages
         _poll(code)
+        st.session_state[CHECKED] = True  # the banner's poll, run inline below, need not ask again
 
 
 def follower_banner(pages: dict[str, Any]) -> None:
@@ -206,20 +203,14 @@ def follower_banner(pages: dict[str, Any]) -> None:
     left.info("Following the lecturer: this page shows what they show.", icon=":material/groups:")
     right.button("Explore on my own", icon=":material/explore:", on_click=_explore, width="stretch")
     st.session_state[PAGE_NOTE] = pages
-    pushed = class_push.watch(sessions(), FOLLOWING, SEEN, BEAT, BEAT_SECONDS) is not None
-    every = FALLBACK_POLL_SECONDS if pushed else poll_seconds(sessions().following(code))
-    st.fragment(run_every=every)(_poll)(code)  # in this run too: a pushed rerun opens the new view here
-
-
-def poll_seconds(following: int) -> float:
-    """How often a follower asks whether the view moved: every POLL_SECONDS, less often in a
-    class so large that its polls alone would crowd the box."""
-    return min(MAX_POLL_SECONDS, max(POLL_SECONDS, following / CLASS_POLLS_PER_SECOND))
+    class_push.watch(sessions(), FOLLOWING, SEEN, BEAT, BEAT_SECONDS)  # this process's push, once
+    st.fragment(run_every=FALLBACK_POLL_SECONDS)(_poll)(code)
 
 
 def _poll(code: str) -> None:
-    """Open the lecturer's view when its version moved (a whole-app run on that page)."""
-    if st.session_state.get(FOLLOWING) != code:
+    """Open the lecturer's view when its version moved (a whole-app run on that page). In a
+    full run the router asked already (open_new_view); as a fragment run, it asks here."""
+    if st.session_state.pop(CHECKED, False) or st.session_state.get(FOLLOWING) != code:
         return
     follower, last_beat = st.session_state.get(BEAT, (secrets.token_hex(8), 0.0))
     beat = time.time() - last_beat > BEAT_SECONDS
