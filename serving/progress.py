@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +42,15 @@ SUMMARY_TAIL = 16_384  # bytes read from the end of progress.jsonl for a run's l
 
 
 def folder_bytes(folder: Path) -> int:
-    """Bytes of every file under `folder`."""
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    """Bytes of every file under `folder`. A file or folder removed while this counts (another
+    tab's refused run is cleared at the same moment) counts as nothing: os.walk skips folders
+    it can no longer list, and a file gone before its stat adds 0."""
+    total = 0
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.lstat(os.path.join(parent, name)).st_size
+    return total
 
 
 def runs_bytes(root: Path) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import torch
 
 from serving import priority, run_process
 from serving.ids import new_run_id
-from serving.progress import PROGRESS_FILE, RunProgress
+from serving.progress import PROGRESS_FILE, RunProgress, folder_bytes, runs_bytes
 from serving.request import RunRequest
 from serving.settings import gpu_fraction, run_yield, runs_max_bytes
 from serving.sqlite_store import SQLiteRunStore
@@ -234,6 +235,31 @@ def test_disk_budget_evicts_the_oldest_finished_runs(runs_root: Path) -> None:
     running = _claimed(tight, request(steps=2))  # active runs are never evicted
     tight.max_bytes = 1
     assert done[1] in tight.enforce_disk_budget() and queue.folder(running).is_dir()
+
+
+def test_disk_use_counts_every_file_and_a_folder_cleared_meanwhile_as_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept, refused = tmp_path / new_run_id(), tmp_path / new_run_id()
+    (kept / "snapshots").mkdir(parents=True)
+    (kept / "request.json").write_bytes(b"x" * 100)
+    (kept / "snapshots" / "step-1.safetensors").write_bytes(b"y" * 1000)
+    (refused / "request.json").parent.mkdir()
+    (refused / "request.json").write_bytes(b"z" * 7)
+    (tmp_path / "not-a-run").mkdir()
+    (tmp_path / "not-a-run" / "big").write_bytes(b"w" * 5000)
+    assert folder_bytes(kept) == 1100 and runs_bytes(tmp_path) == 1107
+    # Another tab's refused submit removes its folder after it was listed, before it is walked.
+    walk = os.walk
+
+    def walk_after_clearing(top, *args, **kwargs):
+        if Path(top) == refused:
+            shutil.rmtree(refused)
+        return walk(top, *args, **kwargs)
+
+    monkeypatch.setattr(os, "walk", walk_after_clearing)
+    assert runs_bytes(tmp_path) == 1100
+    assert folder_bytes(tmp_path / "never-made") == 0
 
 
 def test_corrupt_run_files_are_reported_not_fatal(runs_root: Path) -> None:
