@@ -11,28 +11,49 @@ Why: a poll per follower is a Streamlit fragment run, ~5-8 ms of a core; 200 fol
 polling each second took most of the box's two cores before anyone's page changed
 (benchmarks/bench_class.py "idle"), and they saw a change only at their next poll.
 
+Followers in step are **mirrored**: when several followers of this process are behind together
+and their session states are equal (followers who only followed: same views, nothing of their
+own), one of them, the leader, runs the page and the others get a copy of its messages and of
+its session state afterwards, as if each had run the page itself. A follower page run is ~50 ms
+of a core; a mirror costs the messages' sending and a state copy. A mirror receives only what
+its own run would have produced: its state equalled the leader's before the run (a session's
+own runs, tour draft, typed text or explored views make it differ, and it runs on its own),
+the pages that show a person's own things (/train's "my runs", /admin) are never mirrored,
+nor is anything while sign-in is on (the sidebar names the account). A leader whose own person
+asks for a run meanwhile spoils its record, and its mirrors run on their own.
+
 Streamlit has no public call that reruns another session. This module reads the runtime's
 session list on the runtime's own event loop and calls `AppSession.request_rerun` there with
 the session's last client state, which is what run-on-save does; outside a server (AppTest)
 there is no runtime and nothing is pushed: a follower's page checks the store on every run.
+Mirroring records the leader's messages where its AppSession enqueues them and copies
+`SessionState`'s fields (streamlit is pinned; tests/deploy/test_class_mirror.py checks it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import functools
+import hashlib
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from streamlit import runtime
 from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.state.session_state import SessionState
 
 PUSH_SECONDS = 0.2  # a follower's run starts within this of the lecturer's change
 ENDED = -2  # the version a follower is pushed to when its class session ended or expired
+MIRROR_FROM = 2  # followers in step behind together: one runs the page, the others mirror it
+NOT_MIRRORED = ("train", "admin")  # pages that show a person's own things (their runs, the box's)
+RECORD_SECONDS = 40.0  # a leader's run not finished by then (its turn, TURN_WAIT_SECONDS, and more)
 _LOG = logging.getLogger(__name__)
 
 
@@ -45,6 +66,22 @@ class Follower:
     seen: int  # the version of the lecturer's view it shows
     follower: str  # its follower id in the store (the lecturer's count); "" before its first run
     running: bool = False  # a run of it is going on now
+
+
+@dataclass
+class Recording:
+    """A leader's run of a new view, recorded for the followers mirroring it."""
+
+    leader: str  # the session that runs the page
+    mirrors: list[str]  # the sessions that get its messages and state
+    fingerprint: str  # the state all of them had before the run
+    code: str
+    version: int
+    started: float = field(default_factory=time.monotonic)
+    messages: list[ForwardMsg] = field(default_factory=list)
+    touched: bool = False  # the leader's own person asked for a run meanwhile: the output is theirs
+    final: bool = False  # the run (through its reruns) finished
+    failed: list[str] | None = None  # once done: the mirrors that must run the page themselves
 
 
 class FollowerWatch:
@@ -61,9 +98,10 @@ class FollowerWatch:
         rerun: Callable[[str], bool],
         store: Any,
         beat_seconds: float,
+        mirrors: Mirrors | None = None,
     ) -> None:
         self._loop, self._list, self._rerun, self._store = loop, list_followers, rerun, store
-        self._beat_seconds = beat_seconds
+        self._beat_seconds, self._mirrors = beat_seconds, mirrors
         self._asked: dict[str, int] = {}  # session id -> version it was rerun for
         self._beats: dict[str, float] = {}  # follower id -> when the store last heard of it
         self.thread = threading.Thread(target=self._run, name="attention-lab-follow", daemon=True)
@@ -77,9 +115,12 @@ class FollowerWatch:
             time.sleep(PUSH_SECONDS)
 
     def round(self) -> list[str]:
-        """One look: the session ids rerun now."""
+        """One look: the session ids rerun now (leaders of mirrors included)."""
+        if self._mirrors is not None:  # mirrors whose leader's record failed run on their own now
+            for session_id in self._on_loop(self._mirrors.settle):
+                self._asked.pop(session_id, None)
         followers = self._on_loop(self._list)
-        now, behind = time.time(), {}
+        now, behind, pages = time.time(), {}, {}
         by_code: dict[str, list[Follower]] = {}
         for f in followers:
             by_code.setdefault(f.code, []).append(f)
@@ -87,6 +128,8 @@ class FollowerWatch:
             view = self._store.view(code)
             live = view is not None and not view.ended and view.expires > now
             version = view.version if live and view is not None else ENDED  # ended: the runs say so
+            if live and view is not None:
+                pages[code] = view.page
             for f in members:
                 if f.seen != version and self._asked.get(f.session_id) != version:
                     behind[f.session_id] = version
@@ -96,13 +139,39 @@ class FollowerWatch:
         # All at once: each run opens the view early in the router (lab.classroom.open_new_view)
         # and then waits its turn for the page (lab.classroom.page_turn). Pushing in turns here
         # instead left turns idle between runs: p95 at 100 followers 9.0 s against 5.2 s.
-        idle = [f.session_id for f in followers if f.session_id in behind and not f.running]
-        rerun = self._on_loop(lambda: [s for s in idle if self._rerun(s)])
+        idle = [f for f in followers if f.session_id in behind and not f.running]
+        rerun, mirroring = self._on_loop(lambda: self._launch(idle, behind, pages))
         here = {f.session_id for f in followers}
-        self._asked = {k: v for k, v in self._asked.items() if k in here} | {s: behind[s] for s in rerun}
+        asked = {s: behind[s] for s in [*rerun, *mirroring]}
+        self._asked = {k: v for k, v in self._asked.items() if k in here} | asked
         followers_here = {f.follower for f in followers}
         self._beats = {k: v for k, v in self._beats.items() if k in followers_here}
         return rerun
+
+    def _launch(
+        self, idle: list[Follower], behind: dict[str, int], pages: dict[str, str]
+    ) -> tuple[list[str], list[str]]:
+        """On the loop: rerun the idle followers behind; followers in step (equal states, a page
+        that shows nothing of a person's own) share one leader's run. Returns (rerun, mirroring)."""
+        cohorts: dict[tuple[str, int, str], list[str]] = {}
+        if self._mirrors is not None:
+            for f in idle:
+                page = pages.get(f.code)
+                if page is None or page in NOT_MIRRORED:
+                    continue
+                fingerprint = self._mirrors.fingerprint(f.session_id)
+                if fingerprint is not None:
+                    cohorts.setdefault((f.code, behind[f.session_id], fingerprint), []).append(f.session_id)
+        rerun, mirroring, shared = [], [], set()
+        for (code, version, fingerprint), ids in cohorts.items():
+            if len(ids) < MIRROR_FROM or self._mirrors is None:
+                continue
+            if self._mirrors.start(Recording(ids[0], ids[1:], fingerprint, code, version)):
+                rerun.append(ids[0])
+                mirroring.extend(ids[1:])
+                shared.update(ids)
+        rerun += [f.session_id for f in idle if f.session_id not in shared and self._rerun(f.session_id)]
+        return rerun, mirroring
 
     def _on_loop(self, fn: Callable[[], list[Any]]) -> list[Any]:
         """fn() on the runtime's event loop, where the sessions are changed: none changes meanwhile."""
@@ -153,21 +222,202 @@ def rerun_session(session_id: str) -> bool:
     return True
 
 
+FINAL = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)  # a run's last finish
+
+
+class Unmirrorable(ValueError):
+    """A session state value that cannot be compared across sessions (an object's identity)."""
+
+
+def _canonical(value: Any) -> Any:
+    """`value` in a form equal for equal values in any session: sets and dicts sorted; a
+    value shown by its identity ('<... at 0x...>') cannot be compared and makes no mirror."""
+    if isinstance(value, dict):
+        return sorted((repr(k), _canonical(v)) for k, v in value.items())
+    if isinstance(value, (set, frozenset)):
+        return sorted(repr(_canonical(v)) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [type(value).__name__, *(_canonical(v) for v in value)]
+    text = repr(value)
+    if " at 0x" in text:
+        raise Unmirrorable(text[:80])
+    return text
+
+
+def state_fingerprint(state: Any, skip: frozenset[str]) -> str | None:
+    """A digest of every value of a session state (widgets too) but `skip`; None where a value
+    cannot be compared. Two sessions with one fingerprint would draw a page alike."""
+    items = []
+    for key in state:
+        if key in skip:
+            continue
+        try:
+            value = state[key]
+        except KeyError:  # a widget value the browser sent that no run of this session has read
+            value = "<unread>"
+        try:
+            items.append((key, _canonical(value)))
+        except Unmirrorable:
+            return None
+    return hashlib.sha256(repr(sorted(items)).encode()).hexdigest()
+
+
+def copy_state(source: SessionState, target: SessionState, keep: tuple[str, ...]) -> None:
+    """Make `target` a deep copy of `source` (widget values, keys, metadata: every field), but
+    the `keep` keys keep `target`'s own values (or stay absent)."""
+    kept = {key: target[key] for key in keep if key in target}
+    clone = copy.deepcopy(source)
+    for f in dataclasses.fields(SessionState):
+        setattr(target, f.name, getattr(clone, f.name))
+    for key in keep:
+        if key in kept:
+            target[key] = kept[key]
+        elif key in target:
+            del target[key]
+
+
+def for_session(msg: ForwardMsg, session_id: str) -> ForwardMsg:
+    """The leader's message as `session_id`'s own: a run's first message names its session."""
+    if not msg.HasField("new_session"):
+        return msg  # shared, never changed: the queues and the websocket only read messages
+    own = ForwardMsg()
+    own.CopyFrom(msg)
+    own.new_session.initialize.session_id = session_id
+    return own
+
+
+def share_files(leader: str, mirror: str) -> None:
+    """The mirror's download buttons are the leader's files: the mirror holds them too, so they
+    stay served after the leader's next run, until the mirror's own next run lets them go."""
+    files = runtime.get_instance().media_file_mgr
+    with files._lock:  # noqa: SLF001 - who holds which file: no public call
+        held = files._files_by_session_and_coord  # noqa: SLF001
+        held[mirror] = dict(held.get(leader, {}))
+
+
+class Mirrors:
+    """Leaders' runs recorded and copied to their mirrors (see the module docstring). Every call
+    runs on the runtime's event loop, where sessions enqueue their messages: no lock needed."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, keys: tuple[str, str, str], skip: tuple[str, ...]
+    ) -> None:
+        self._loop = loop
+        self._following, self._seen, self._beat = keys
+        self._skip = frozenset(skip) | {self._beat}
+        self.active: dict[str, Recording] = {}  # leader session id -> its recording
+
+    def fingerprint(self, session_id: str) -> str | None:
+        info = _session_manager().get_active_session_info(session_id)
+        return None if info is None else state_fingerprint(info.session.session_state, self._skip)
+
+    def start(self, rec: Recording) -> bool:
+        """Record the leader's next run and rerun it; False (nothing started) if it cannot."""
+        info = _session_manager().get_active_session_info(rec.leader)
+        if info is None or rec.leader in self.active:
+            return False
+        session = info.session
+        enqueue, handle = session._enqueue_forward_msg, session.handle_backmsg  # noqa: SLF001
+
+        def recorded(msg: ForwardMsg) -> None:
+            enqueue(msg)
+            if rec.failed is not None:
+                return
+            rec.messages.append(msg)
+            if not rec.final and msg.WhichOneof("type") == "script_finished" and msg.script_finished in FINAL:
+                rec.final = True  # after this handler's last message (the status), copy it out
+                self._loop.call_soon(self._finish, rec)
+
+        def guarded(msg: Any) -> None:
+            if msg.WhichOneof("type") == "rerun_script":
+                rec.touched = True
+            handle(msg)
+
+        session._enqueue_forward_msg = recorded  # noqa: SLF001 - where a session's messages pass
+        session.handle_backmsg = guarded
+        self.active[rec.leader] = rec
+        if not rerun_session(rec.leader):
+            self._detach(rec)
+            del self.active[rec.leader]
+            return False
+        return True
+
+    def _detach(self, rec: Recording) -> None:
+        info = _session_manager().get_active_session_info(rec.leader)
+        if info is not None:
+            for name in ("_enqueue_forward_msg", "handle_backmsg"):
+                info.session.__dict__.pop(name, None)
+
+    def _finish(self, rec: Recording) -> None:
+        """The leader's run ended: give each mirror still in step its state and messages."""
+        self._detach(rec)
+        info = _session_manager().get_active_session_info(rec.leader)
+        leader = None if info is None else info.session.session_state
+        if rec.touched or leader is None or rec.failed is not None:
+            rec.failed = list(rec.mirrors)
+            return
+        if _get(leader, self._following) != rec.code or _get(leader, self._seen) != rec.version:
+            rec.failed = list(rec.mirrors)  # the run did not open the view (the class ended, ...)
+            return
+        fragments = {m.delta.fragment_id for m in rec.messages if m.HasField("delta")}
+        fragments |= {m.auto_rerun.fragment_id for m in rec.messages if m.HasField("auto_rerun")}
+        fragments.discard("")
+        failed = []
+        for session_id in rec.mirrors:
+            mirror = _session_manager().get_active_session_info(session_id)
+            if mirror is None:
+                continue  # the tab closed
+            session = mirror.session
+            if (
+                session._scriptrunner is not None  # noqa: SLF001 - its own run goes on
+                or self.fingerprint(session_id) != rec.fingerprint
+                or not all(session.has_fragment(f) for f in fragments)  # its fragments' reruns need them
+            ):
+                failed.append(session_id)
+                continue
+            copy_state(leader, session.session_state, (self._beat,))
+            share_files(rec.leader, session_id)
+            for msg in rec.messages:
+                session._enqueue_forward_msg(for_session(msg, session_id))  # noqa: SLF001
+        rec.failed = failed
+
+    def settle(self) -> list[str]:
+        """Forget finished recordings (and give up on those past RECORD_SECONDS): the mirrors
+        that must now run the page on their own."""
+        failed = []
+        for leader, rec in list(self.active.items()):
+            if rec.failed is None and time.monotonic() - rec.started > RECORD_SECONDS:
+                self._detach(rec)
+                rec.failed = list(rec.mirrors)
+            if rec.failed is not None:
+                failed += rec.failed
+                del self.active[leader]
+        return failed
+
+
 @functools.cache
 def watch(
-    store: Any, following_key: str, seen_key: str, beat_key: str, beat_seconds: float
+    store: Any,
+    following_key: str,
+    seen_key: str,
+    beat_key: str,
+    beat_seconds: float,
+    mirror_skip: tuple[str, ...] | None = None,
 ) -> FollowerWatch | None:
     """Start this process's watch once, on `store` (the process's class sessions); None outside
-    a Streamlit server (AppTest): nothing to push to."""
+    a Streamlit server (AppTest): nothing to push to. `mirror_skip`: followers in step mirror
+    one leader's run, their states compared but for these keys (and the beat); None: no mirrors."""
     if not runtime.exists():
         return None
     loop = runtime.get_instance()._get_async_objs().eventloop  # noqa: SLF001 - the runtime's loop
+    keys = (following_key, seen_key, beat_key)
     watcher = FollowerWatch(
         loop,
-        functools.partial(followers_here, following_key, seen_key, beat_key),
+        functools.partial(followers_here, *keys),
         rerun_session,
         store,
         beat_seconds,
+        None if mirror_skip is None else Mirrors(loop, keys, mirror_skip),
     )
     watcher.thread.start()
     return watcher

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import segno
 import streamlit as st
 
-from lab import class_push
+from lab import access, class_push
 from serving import settings
 from serving.classroom import ClassSessions, ClassView, is_class_code, open_class_sessions
 
@@ -203,7 +203,10 @@ def follower_banner(pages: dict[str, Any]) -> None:
     left.info("Following the lecturer: this page shows what they show.", icon=":material/groups:")
     right.button("Explore on my own", icon=":material/explore:", on_click=_explore, width="stretch")
     st.session_state[PAGE_NOTE] = pages
-    class_push.watch(sessions(), FOLLOWING, SEEN, BEAT, BEAT_SECONDS)  # this process's push, once
+    # this process's push, once; followers in step mirror one run, never while the sidebar names
+    # each person's account (sign-in on). The router's page lookup is the same in every session.
+    mirror_skip = None if access.sign_in_on() else (PAGE_NOTE,)
+    class_push.watch(sessions(), FOLLOWING, SEEN, BEAT, BEAT_SECONDS, mirror_skip)
     st.fragment(run_every=FALLBACK_POLL_SECONDS)(_poll)(code)
 
 

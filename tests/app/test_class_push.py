@@ -12,7 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from lab.class_push import ENDED, Follower, FollowerWatch
+from lab.class_push import ENDED, Follower, FollowerWatch, Recording, copy_state, state_fingerprint
+from streamlit.runtime.state.session_state import SessionState
 
 from serving.classroom import FOLLOWING_SECONDS, SQLiteClassSessions
 
@@ -120,3 +121,66 @@ def test_an_ended_class_session_reruns_its_followers_to_say_so(tmp_path: Path, l
     c.store.end(c.code)
     assert c.round() == ["s1"] and c.watch._asked["s1"] == ENDED  # s2 is still running
     assert c.round() == []
+
+
+class FakeMirrors:
+    """The watch's side of lab.class_push.Mirrors: fingerprints as given, leaders rerun through
+    the class's rerun, recordings kept; `fail` is what the next settle() reports."""
+
+    def __init__(self, c: Class, fingerprints: dict[str, str | None]) -> None:
+        self.c, self.fingerprints, self.started, self.fail = c, fingerprints, [], []
+
+    def fingerprint(self, session_id: str) -> str | None:
+        return self.fingerprints.get(session_id)
+
+    def start(self, rec: Recording) -> bool:
+        self.started.append(rec)
+        return self.c._rerun(rec.leader)
+
+    def settle(self) -> list[str]:
+        failed, self.fail = self.fail, []
+        return failed
+
+
+def test_followers_in_step_share_one_run_and_failed_mirrors_run_on_their_own(tmp_path: Path, loop) -> None:
+    c = Class(tmp_path, loop)
+    mirrors = FakeMirrors(c, {"s1": "a", "s2": "a", "s3": "a", "s4": "b", "s5": None})
+    c.watch = FollowerWatch(loop, c._listed, c._rerun, c.store, 4.0, mirrors)  # type: ignore[arg-type]
+    v1 = c.version()
+    c.followers = [Follower(f"s{k}", c.code, v1, f"f{k}") for k in range(1, 6)]
+    c.store.publish(c.code, "reversal", {"text": "classroom"})
+    v2 = c.version()
+    assert sorted(c.round()) == ["s1", "s4", "s5"]  # s1 leads s2 and s3; s4 alone in its state; s5 unknown
+    (rec,) = mirrors.started
+    assert (rec.leader, rec.mirrors, rec.fingerprint, rec.version) == ("s1", ["s2", "s3"], "a", v2)
+    assert c.round() == []  # the mirrors wait on their leader, not asked again
+    mirrors.fail = ["s3"]  # s3 could not take the record (say, it had started a run of its own)
+    assert c.round() == ["s3"]
+    for k in (1, 2, 3, 4, 5):
+        c.shows(f"s{k}", v2)
+    c.store.publish(c.code, "train", {})  # /train shows a person's own runs: never mirrored
+    assert sorted(c.round()) == ["s1", "s2", "s3", "s4", "s5"] and len(mirrors.started) == 1
+
+
+def test_a_state_fingerprint_compares_values_not_objects_and_a_copy_keeps_the_beat() -> None:
+    one, two = SessionState(), SessionState()
+    for state, order in ((one, ["a", "b"]), (two, ["b", "a"])):
+        state["text"] = "attention"
+        state["explained"] = set(order)  # a set's order is no difference
+        state["links"] = {"reversal": {"text": "attention"}}
+    one["beat"], two["beat"] = ("f1", 1.0), ("f2", 2.0)
+    skip = frozenset({"beat"})
+    assert state_fingerprint(one, skip) == state_fingerprint(two, skip) is not None
+    two["draft"] = ["my own note"]
+    assert state_fingerprint(one, skip) != state_fingerprint(two, skip)
+    two["draft"] = object()  # compared by identity: no session can be said to equal it
+    assert state_fingerprint(two, skip) is None
+
+    copy_state(one, two, keep=("beat",))
+    assert state_fingerprint(two, skip) == state_fingerprint(one, skip)
+    assert two["beat"] == ("f2", 2.0) and "draft" not in two
+    one["links"]["reversal"]["text"] = "changed"  # a deep copy: the leader's later runs stay its own
+    assert two["links"] == {"reversal": {"text": "attention"}}
+    fresh = SessionState()
+    copy_state(one, fresh, keep=("beat",))
+    assert "beat" not in fresh  # never another follower's id
