@@ -20,6 +20,9 @@ with and without the class. Memory is the server's resident set (app processes +
 the start and end of each level; exceptions are Exception elements on any run; errors are
 closed websockets and runs that did not finish within --timeout. "idle" is the server's CPU
 (cores busy) while the class follows and the lecturer changes nothing: the polls' cost.
+"srv/ch" is the server's CPU seconds per change (with --others, their pages too) and "me/ch"
+this benchmark's own (its followers reading every message, on the same cores: a class's
+browsers would not be).
 
 With --browsers N, each follower is a whole Chromium tab instead (the same delay, read from
 the drawn page); the box itself limits how many tabs can be measured that way.
@@ -165,6 +168,8 @@ class Level:
     others: list[float] = field(default_factory=list)
     count_shown: str = ""
     idle_cpu: float = float("nan")  # server CPU seconds per second while nothing changes
+    server_per_change: float = float("nan")  # server CPU seconds per change (others' pages too)
+    bench_per_change: float = float("nan")  # this process's CPU seconds per change (the followers)
 
 
 async def class_level(server: Server, n: int, args: argparse.Namespace, first_round: int) -> Level:
@@ -198,6 +203,7 @@ async def class_level(server: Server, n: int, args: argparse.Namespace, first_ro
         await asyncio.sleep(args.every)
         stop_at = time.monotonic() + args.minutes * 60
         round_no = first_round
+        server_before, bench_before = server_cpu(server), time.process_time()
         while time.monotonic() < stop_at:
             word = word_for(round_no)
             changed = time.monotonic()
@@ -213,6 +219,8 @@ async def class_level(server: Server, n: int, args: argparse.Namespace, first_ro
                     level.delays.append(when - changed)
             level.changes += 1
             round_no += 1
+        level.server_per_change = (server_cpu(server) - server_before) / max(level.changes, 1)
+        level.bench_per_change = (time.process_time() - bench_before) / max(level.changes, 1)
         counts = [r for fid, r in page.auto_reruns.items() if r > 1]
         if counts:  # the lecturer's follower count, as the sidebar shows it
             fid = next(fid for fid, r in page.auto_reruns.items() if r > 1)
@@ -257,14 +265,14 @@ def report(level: Level, baseline: list[float]) -> str:
         f"{level.followers:>9} {level.changes:>7} {statistics.median(d):>6.2f} {pct(d, 0.95):>6.2f} "
         f"{d[-1]:>6.2f} {level.missed:>6} {p95_alone:>8.2f} {p95_others:>8.2f} {change:>+6.0f}% "
         f"{level.rss[0]:>7,.0f} {level.rss[1]:>7,.0f} {len(level.exceptions):>4} {len(level.errors):>4} "
-        f"{level.idle_cpu:>5.2f}  {count}"
+        f"{level.idle_cpu:>5.2f} {level.server_per_change:>6.2f} {level.bench_per_change:>6.2f}  {count}"
     )
 
 
 HEADER = (
     f"{'followers':>9} {'changes':>7} {'p50 s':>6} {'p95 s':>6} {'max s':>6} {'missed':>6} "
     f"{'others':>8} {'+class':>8} {'Δp95':>7} {'RSS MB':>7} {'→ end':>7} {'exc':>4} {'err':>4} "
-    f"{'idle':>5}  lecturer sees"
+    f"{'idle':>5} {'srv/ch':>6} {'me/ch':>6}  lecturer sees"
 )
 
 

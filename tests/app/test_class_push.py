@@ -12,7 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from lab.class_push import ENDED, Follower, FollowerWatch, Recording, copy_state, state_fingerprint
+from lab.class_push import ENDED, Follower, FollowerWatch, Recording, copy_state, last_run, state_fingerprint
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.state.session_state import SessionState
 
 from serving.classroom import FOLLOWING_SECONDS, SQLiteClassSessions
@@ -184,3 +185,28 @@ def test_a_state_fingerprint_compares_values_not_objects_and_a_copy_keeps_the_be
     fresh = SessionState()
     copy_state(one, fresh, keep=("beat",))
     assert "beat" not in fresh  # never another follower's id
+
+
+def test_a_mirror_gets_the_last_run_and_the_url_its_first_run_set() -> None:
+    def message(kind: str) -> ForwardMsg:
+        msg = ForwardMsg()
+        if kind == "new_session":
+            msg.new_session.name = "run"
+        elif kind == "url":
+            msg.page_info_changed.query_string = "text=classroom"
+        elif kind == "finished":
+            msg.script_finished = ForwardMsg.FINISHED_EARLY_FOR_RERUN
+        else:
+            msg.delta.new_element.markdown.body = kind
+        return msg
+
+    first = [message(k) for k in ("new_session", "url", "finished")]  # the router switched the page
+    second = [message(k) for k in ("new_session", "the page", "its map")]
+    assert last_run(first + second) == [first[1], *second]
+    shared = {"pages": object()}
+    one, two = SessionState(), SessionState()
+    one["pages"] = shared["pages"]
+    copy_state(one, two, keep=(), share=("pages",))
+    assert two["pages"] is shared["pages"]  # the router's page lookup is not copied per follower
+    copy_state(one, two, keep=())
+    assert two["pages"] is not shared["pages"]
