@@ -56,6 +56,7 @@ from bench_load import (  # noqa: E402  (one protocol client for every load benc
     load_step,
     pct,
     read_run,
+    read_shown,
     rerun_msg,
     started,
     warm_up,
@@ -108,7 +109,7 @@ class Follower:
         self.exceptions.extend(outcome.exceptions)
         text = text_shown(outcome)
         if text is not None:
-            self.seen.setdefault(text, time.monotonic())
+            self.seen.setdefault(text, outcome.text_at or time.monotonic())
         return outcome
 
     async def run(self, ready: asyncio.Event, timeout: float) -> None:
@@ -132,11 +133,11 @@ class Follower:
                         await ws.send(msg)
                         outcome = self._take(await read_run(ws, timeout, fragment=True))
                     else:
-                        try:  # a run the server starts: the lecturer's new view, pushed
+                        try:  # what the server sends by itself: the lecturer's new view, pushed
                             first = await asyncio.wait_for(ws.recv(), min(wait, 1.0))
                         except TimeoutError:
                             continue
-                        outcome = self._take(await read_run(ws, timeout, first=first))
+                        outcome = self._take(await read_shown(ws, timeout, first))
                     if outcome.full_run:  # the lecturer's new view opened
                         page = outcome
         except asyncio.CancelledError:

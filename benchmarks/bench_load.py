@@ -184,14 +184,79 @@ class RunOutcome:
     full_run: bool = False  # the whole page ran (not only a fragment)
     query_string: str | None = None  # the page changed its URL's query (st.query_params)
     page_hash: str = ""  # the page this session shows (navigation.page_script_hash)
+    text_at: float = 0.0  # time.monotonic() when a text box's value last arrived
+
+
+UPDATE_QUIET_SECONDS = 0.05  # elements sent outside a run: the update is over when none come this long
+
+
+async def read_shown(ws: ClientConnection, timeout: float, first: bytes) -> RunOutcome:
+    """What the server sent by itself, from its `first` message: a run (the push of a new view)
+    read to its end, or changed elements sent outside a run (a mirror brought up to date,
+    lab.class_push.changes) read until UPDATE_QUIET_SECONDS pass without one."""
+    msg = ForwardMsg()
+    msg.ParseFromString(first)
+    if msg.HasField("new_session"):
+        return await read_run(ws, timeout, first=first)
+    out = RunOutcome()
+    data: bytes | None = first
+    while data is not None:
+        msg = ForwardMsg()
+        msg.ParseFromString(data)
+        if msg.HasField("new_session"):  # a run follows the update: read it into the same outcome
+            return await read_run(ws, timeout, first=data, out=out)
+        _note(out, msg)
+        try:
+            data = await asyncio.wait_for(ws.recv(), UPDATE_QUIET_SECONDS)
+        except TimeoutError:
+            data = None
+    return out
+
+
+def _note(out: RunOutcome, msg: ForwardMsg) -> str:
+    """Keep in `out` what `msg` shows; its kind."""
+    kind = msg.WhichOneof("type")
+    if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+        element = msg.delta.new_element
+        which = element.WhichOneof("type")
+        if which == "exception":
+            out.exceptions.append(f"{element.exception.type}: {element.exception.message}"[:300])
+        elif which == "button":
+            out.buttons[element.button.label] = (element.button.id, element.button.disabled)
+        elif which == "markdown":
+            out.texts.append(element.markdown.body)
+        elif which == "progress":
+            out.texts.append(element.progress.text)
+        elif which == "code":
+            out.codes.append(element.code.code_text)
+        elif which == "text_input":
+            box = element.text_input
+            out.text_inputs[box.label] = (box.id, box.value if box.HasField("value") else box.default)
+            out.text_at = time.monotonic()
+    elif kind == "new_session":  # a run starts: the whole page, or only fragments
+        out.full_run = out.full_run or not msg.metadata.run.fragment_ids
+    elif kind == "navigation":  # st.navigation chose the page: the browser keeps its hash
+        out.page_hash = msg.navigation.page_script_hash or out.page_hash
+    elif kind == "page_info_changed":
+        out.query_string = msg.page_info_changed.query_string
+    elif kind == "auto_rerun":
+        out.auto_reruns[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
+    elif kind == "page_not_found":
+        raise ProtocolError(f"page not found: {msg.page_not_found.page_name!r}")
+    return kind or ""
 
 
 async def read_run(
-    ws: ClientConnection, timeout: float, fragment: bool = False, first: bytes | None = None
+    ws: ClientConnection,
+    timeout: float,
+    fragment: bool = False,
+    first: bytes | None = None,
+    out: RunOutcome | None = None,
 ) -> RunOutcome:
     """Read ForwardMsgs until the script (or fragment) run finishes; collect what we need.
-    first: the run's first message, already received (a run the server started by itself)."""
-    out = RunOutcome()
+    first: the run's first message, already received (a run the server started by itself);
+    out: an outcome to go on filling."""
+    out = out or RunOutcome()
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()
@@ -201,34 +266,8 @@ async def read_run(
         first = None
         msg = ForwardMsg()
         msg.ParseFromString(data)
-        kind = msg.WhichOneof("type")
-        if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            element = msg.delta.new_element
-            which = element.WhichOneof("type")
-            if which == "exception":
-                out.exceptions.append(f"{element.exception.type}: {element.exception.message}"[:300])
-            elif which == "button":
-                out.buttons[element.button.label] = (element.button.id, element.button.disabled)
-            elif which == "markdown":
-                out.texts.append(element.markdown.body)
-            elif which == "progress":
-                out.texts.append(element.progress.text)
-            elif which == "code":
-                out.codes.append(element.code.code_text)
-            elif which == "text_input":
-                box = element.text_input
-                out.text_inputs[box.label] = (box.id, box.value if box.HasField("value") else box.default)
-        elif kind == "new_session":  # a run starts: the whole page, or only fragments
-            out.full_run = out.full_run or not msg.metadata.run.fragment_ids
-        elif kind == "navigation":  # st.navigation chose the page: the browser keeps its hash
-            out.page_hash = msg.navigation.page_script_hash or out.page_hash
-        elif kind == "page_info_changed":
-            out.query_string = msg.page_info_changed.query_string
-        elif kind == "auto_rerun":
-            out.auto_reruns[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
-        elif kind == "page_not_found":
-            raise ProtocolError(f"page not found: {msg.page_not_found.page_name!r}")
-        elif kind == "script_finished":
+        kind = _note(out, msg)
+        if kind == "script_finished":
             status = msg.script_finished
             if status == FINISHED_EARLY_FOR_RERUN:
                 continue  # st.rerun(): the next run follows on the same session

@@ -83,6 +83,23 @@ class Recording:
     final: bool = False  # the run (through its reruns) finished
     failed: list[str] | None = None  # once done: the mirrors that must run the page themselves
 
+    _elements: dict[tuple[int, ...], tuple[bytes, ForwardMsg]] | None = field(default=None, repr=False)
+
+    def elements(self) -> dict[tuple[int, ...], tuple[bytes, ForwardMsg]]:
+        """The last run's elements by place: (serialized, message); made once, asked per mirror."""
+        if self._elements is None:
+            self._elements = {
+                tuple(m.metadata.delta_path): (m.SerializeToString(), m)
+                for m in last_run(self.messages)
+                if m.HasField("delta")
+            }
+        return self._elements
+
+    def page(self) -> str:
+        """The page its last run showed."""
+        runs = [m.new_session.page_script_hash for m in self.messages if m.HasField("new_session")]
+        return runs[-1] if runs else ""
+
 
 class FollowerWatch:
     """The thread that pushes new views to this process's followers (see the module docstring).
@@ -289,6 +306,18 @@ def last_run(messages: list[ForwardMsg]) -> list[ForwardMsg]:
     return [m for m in messages[:start] if m.HasField("page_info_changed")] + messages[start:]
 
 
+def changes(before: Recording, after: Recording) -> list[ForwardMsg]:
+    """What a browser showing `before`'s run needs to show `after`'s: where both drew the same
+    elements at the same places on the same page, its new URL and the elements that changed
+    (a text change on /reversal: 18 messages of 96), sent outside a run, so the browser keeps
+    the others. Else `after`'s whole last run."""
+    old, new = before.elements(), after.elements()
+    if old.keys() != new.keys() or before.page() != after.page():
+        return last_run(after.messages)
+    urls = [m for m in last_run(after.messages) if m.HasField("page_info_changed")]
+    return urls + [msg for path, (data, msg) in new.items() if old[path][0] != data]
+
+
 def for_session(msg: ForwardMsg, session_id: str) -> ForwardMsg:
     """The leader's message as `session_id`'s own: a run's first message names its session."""
     if not msg.HasField("new_session"):
@@ -313,12 +342,20 @@ class Mirrors:
     runs on the runtime's event loop, where sessions enqueue their messages: no lock needed."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, keys: tuple[str, str, str], skip: tuple[str, ...]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        keys: tuple[str, str, str],
+        skip: tuple[str, ...],
+        runs_key: str,
     ) -> None:
         self._loop = loop
         self._following, self._seen, self._beat = keys
-        self._skip, self._share = frozenset(skip) | {self._beat}, tuple(skip)
+        self._skip, self._share = frozenset(skip) | {self._beat, runs_key}, (*skip, runs_key)
+        self._runs = runs_key  # session_state: the session's full runs so far (the router counts)
         self.active: dict[str, Recording] = {}  # leader session id -> its recording
+        # session id -> (the recording its browser shows, its run count then): while it has not
+        # run since, the next recording's changed elements alone bring it up to date
+        self.shown: dict[str, tuple[Recording, int]] = {}
 
     def fingerprint(self, session_id: str) -> str | None:
         info = _session_manager().get_active_session_info(session_id)
@@ -376,6 +413,8 @@ class Mirrors:
         fragments |= {m.auto_rerun.fragment_id for m in rec.messages if m.HasField("auto_rerun")}
         fragments.discard("")
         failed, messages = [], last_run(rec.messages)
+        runs = _get(leader, self._runs, 0)
+        self.shown[rec.leader] = (rec, runs)  # its browser got the whole run
         for session_id in rec.mirrors:
             mirror = _session_manager().get_active_session_info(session_id)
             if mirror is None:
@@ -388,12 +427,15 @@ class Mirrors:
             ):
                 failed.append(session_id)
                 continue
+            shown = self.shown.get(session_id)
+            ran = _get(session.session_state, self._runs, 0)
             copy_state(leader, session.session_state, (self._beat,), self._share)
             share_files(rec.leader, session_id)
             queue = session._browser_queue  # noqa: SLF001 - what _enqueue_forward_msg does, woken once
-            for msg in messages:
+            for msg in changes(shown[0], rec) if shown and shown[1] == ran else messages:
                 queue.enqueue(for_session(msg, session_id))
             session._message_enqueued_callback()  # noqa: SLF001
+            self.shown[session_id] = (rec, runs)
         rec.failed = failed
 
     def settle(self) -> list[str]:
@@ -407,6 +449,8 @@ class Mirrors:
             if rec.failed is not None:
                 failed += rec.failed
                 del self.active[leader]
+        here = {info.session.id for info in _session_manager().list_active_sessions()}
+        self.shown = {k: v for k, v in self.shown.items() if k in here}
         return failed
 
 
@@ -418,11 +462,13 @@ def watch(
     beat_key: str,
     beat_seconds: float,
     mirror_skip: tuple[str, ...] | None = None,
+    runs_key: str = "",
 ) -> FollowerWatch | None:
     """Start this process's watch once, on `store` (the process's class sessions); None outside
     a Streamlit server (AppTest): nothing to push to. `mirror_skip`: followers in step mirror
     one leader's run, their states compared but for these keys (values the same in every
-    session, shared by the copies) and the beat; None: no mirrors."""
+    session, shared by the copies) and the beat; None: no mirrors. `runs_key`: the session
+    state's count of full runs (a mirror that ran since its last copy gets a whole run)."""
     if not runtime.exists():
         return None
     loop = runtime.get_instance()._get_async_objs().eventloop  # noqa: SLF001 - the runtime's loop
@@ -433,7 +479,7 @@ def watch(
         rerun_session,
         store,
         beat_seconds,
-        None if mirror_skip is None else Mirrors(loop, keys, mirror_skip),
+        None if mirror_skip is None else Mirrors(loop, keys, mirror_skip, runs_key),
     )
     watcher.thread.start()
     return watcher

@@ -43,6 +43,7 @@ BEAT_SECONDS = 4.0  # a follower says it is still here this often (the lecturer'
 PAGE_NOTE = "_class_page"  # session_state: the router's page lookup, url_path -> st.Page
 CHECKED = "_class_checked"  # session_state: this run's router looked at the view already
 REOPEN = "_class_reopen"  # session_state: the next run opens its page afresh, from its URL (lab.state)
+RUNS = "_class_runs"  # session_state: this session's full runs (a mirror that ran since gets a whole run)
 TURN = "_class_turn"  # session_state: this run opens the lecturer's new view (it waits its turn)
 # A lecturer's change sets every follower on this process to run its page at once. Run
 # together they share the interpreter, so all finish late, other users' pages with them;
@@ -178,7 +179,8 @@ def _follow_again() -> None:
 
 def open_new_view(pages: dict[str, Any]) -> None:
     """Early in a follower's run: when the lecturer's view moved (a pushed rerun), open it now,
-    before the sidebar and the rest of the router are drawn for nothing."""
+    before the sidebar and the rest of the router are drawn for nothing. Counts the run (RUNS)."""
+    st.session_state[RUNS] = st.session_state.get(RUNS, 0) + 1
     code = st.session_state.get(FOLLOWING)
     if code:
         st.session_state[PAGE_NOTE] = pages
@@ -206,7 +208,7 @@ def follower_banner(pages: dict[str, Any]) -> None:
     # this process's push, once; followers in step mirror one run, never while the sidebar names
     # each person's account (sign-in on). The router's page lookup is the same in every session.
     mirror_skip = None if access.sign_in_on() else (PAGE_NOTE,)
-    class_push.watch(sessions(), FOLLOWING, SEEN, BEAT, BEAT_SECONDS, mirror_skip)
+    class_push.watch(sessions(), FOLLOWING, SEEN, BEAT, BEAT_SECONDS, mirror_skip, RUNS)
     st.fragment(run_every=FALLBACK_POLL_SECONDS)(_poll)(code)
 
 

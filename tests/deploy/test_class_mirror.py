@@ -15,7 +15,7 @@ from pathlib import Path
 from streamlit.proto.BackMsg_pb2 import BackMsg
 
 from benchmarks.bench_class import TEXT_LABEL, Tab, text_change, text_shown
-from benchmarks.bench_load import Browser, RunOutcome, read_run, rerun_msg
+from benchmarks.bench_load import Browser, RunOutcome, read_run, read_shown, rerun_msg
 from serving.page_stats import PageCounter
 from tests.support.app import running_app
 from tests.support.serve import in_own_loop
@@ -40,7 +40,7 @@ class Watched:
     async def listen(self) -> None:
         while True:
             first = await self.ws.recv()
-            self.take(await read_run(self.ws, TIMEOUT, first=first))
+            self.take(await read_shown(self.ws, TIMEOUT, first))
 
     def showed(self, text: str) -> bool:
         return any(text_shown(r) == text for r in self.runs)
@@ -107,6 +107,9 @@ async def lecture(url: str, runs: Path) -> None:
                 print(f"{word}: all {FOLLOWERS} followers in {took:.2f} s; {page_runs} page runs")
                 # the lecturer's run, the leader's and the follower with a draft: not one per follower
                 assert page_runs <= 3 < 1 + FOLLOWERS, page_runs
+            # the second change reached the mirrors as the changed elements alone, outside a run
+            updates = [r for f in followers for r in f.runs if text_shown(r) == "mirrored" and not r.full_run]
+            assert updates and all(not r.buttons for r in updates), len(updates)
         finally:
             for task in listeners:
                 task.cancel()
@@ -114,11 +117,12 @@ async def lecture(url: str, runs: Path) -> None:
 
         # A mirror holds the leader's state as its own: what its person does next is its own.
         typing, leaving = followers[2], followers[3]
-        box = next(i for label, (i, _) in typing.runs[-1].text_inputs.items() if label.startswith(TEXT_LABEL))
+        boxes = next(r.text_inputs for r in reversed(typing.runs) if r.text_inputs)
+        box = next(i for label, (i, _) in boxes.items() if label.startswith(TEXT_LABEL))
         await typing.ws.send(text_change(typing.tab, box, "mine"))
         typed = typing.take(await read_run(typing.ws, TIMEOUT))
         assert "text=mine" in (typed.query_string or ""), typed.query_string  # taken, not the lecturer's
-        explore = leaving.runs[-1].buttons["Explore on my own"][0]
+        explore = next(r.buttons for r in reversed(leaving.runs) if r.buttons)["Explore on my own"][0]
         await leaving.ws.send(rerun_msg(leaving.tab.link, [(explore, True)], page_hash=leaving.tab.page_hash))
         left = leaving.take(await read_run(leaving.ws, TIMEOUT))
         assert "Follow again" in left.buttons and "text=mirrored" in leaving.tab.link  # keeps the view
