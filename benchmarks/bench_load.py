@@ -256,7 +256,7 @@ async def read_run(
     """Read ForwardMsgs until the script (or fragment) run finishes; collect what we need.
     first: the run's first message, already received (a run the server started by itself);
     out: an outcome to go on filling."""
-    out = out or RunOutcome()
+    out, fragment_run = out or RunOutcome(), False
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()
@@ -267,13 +267,15 @@ async def read_run(
         msg = ForwardMsg()
         msg.ParseFromString(data)
         kind = _note(out, msg)
+        if kind == "new_session":  # a fragment run (a poll answered late) ends at its fragment's end
+            fragment_run = bool(msg.metadata.run.fragment_ids)
         if kind == "script_finished":
             status = msg.script_finished
             if status == FINISHED_EARLY_FOR_RERUN:
                 continue  # st.rerun(): the next run follows on the same session
             if status == FINISHED_WITH_COMPILE_ERROR:
                 out.exceptions.append("compile error")
-            if fragment or status in (FINISHED_SUCCESSFULLY, FINISHED_WITH_COMPILE_ERROR):
+            if fragment or fragment_run or status in (FINISHED_SUCCESSFULLY, FINISHED_WITH_COMPILE_ERROR):
                 return out
 
 

@@ -302,7 +302,8 @@ def copy_state(
 def last_run(messages: list[ForwardMsg]) -> list[ForwardMsg]:
     """A recorded run's messages a mirror needs: the last run's (the leader's first run only
     switched the page) and the URL that first run gave the page."""
-    start = max((i for i, m in enumerate(messages) if m.HasField("new_session")), default=0)
+    starts = [i for i, m in enumerate(messages) if m.HasField("new_session") and not m.metadata.run.fragment_ids]
+    start = starts[-1] if starts else 0
     return [m for m in messages[:start] if m.HasField("page_info_changed")] + messages[start:]
 
 
@@ -371,16 +372,17 @@ class Mirrors:
 
         def recorded(msg: ForwardMsg) -> None:
             enqueue(msg)
-            if rec.failed is not None:
-                return
+            if rec.failed is not None or (rec.final and not msg.HasField("session_status_changed")):
+                return  # after the final finish only its status belongs to the run (a poll may follow)
             rec.messages.append(msg)
             if not rec.final and msg.WhichOneof("type") == "script_finished" and msg.script_finished in FINAL:
                 rec.final = True  # after this handler's last message (the status), copy it out
                 self._loop.call_soon(self._finish, rec)
 
         def guarded(msg: Any) -> None:
-            if msg.WhichOneof("type") == "rerun_script":
-                rec.touched = True
+            rerun = msg.rerun_script if msg.WhichOneof("type") == "rerun_script" else None
+            if rerun is not None and not (rerun.fragment_id and rerun.is_auto_rerun):
+                rec.touched = True  # the page's own poll waits for the run's end: not a touch
             handle(msg)
 
         session._enqueue_forward_msg = recorded  # noqa: SLF001 - where a session's messages pass
