@@ -302,8 +302,9 @@ def copy_state(
 def last_run(messages: list[ForwardMsg]) -> list[ForwardMsg]:
     """A recorded run's messages a mirror needs: the last run's (the leader's first run only
     switched the page) and the URL that first run gave the page."""
-    starts = [i for i, m in enumerate(messages) if m.HasField("new_session") and not m.metadata.run.fragment_ids]
-    start = starts[-1] if starts else 0
+    runs = [i for i, m in enumerate(messages) if m.HasField("new_session")]
+    full = [i for i in runs if not messages[i].metadata.run.fragment_ids]  # not a poll's fragment run
+    start = full[-1] if full else 0
     return [m for m in messages[:start] if m.HasField("page_info_changed")] + messages[start:]
 
 
