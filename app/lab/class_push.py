@@ -83,14 +83,21 @@ class Recording:
     final: bool = False  # the run (through its reruns) finished
     failed: list[str] | None = None  # once done: the mirrors that must run the page themselves
 
+    _run: list[ForwardMsg] | None = field(default=None, repr=False)
     _elements: dict[tuple[int, ...], tuple[bytes, ForwardMsg]] | None = field(default=None, repr=False)
+
+    def run(self) -> list[ForwardMsg]:
+        """What a mirror needs of the recorded messages (`last_run`); made once the run is final."""
+        if self._run is None:
+            self._run = last_run(self.messages)
+        return self._run
 
     def elements(self) -> dict[tuple[int, ...], tuple[bytes, ForwardMsg]]:
         """The last run's elements by place: (serialized, message); made once, asked per mirror."""
         if self._elements is None:
             self._elements = {
                 tuple(m.metadata.delta_path): (m.SerializeToString(), m)
-                for m in last_run(self.messages)
+                for m in self.run()
                 if m.HasField("delta")
             }
         return self._elements
@@ -315,8 +322,8 @@ def changes(before: Recording, after: Recording) -> list[ForwardMsg]:
     the others. Else `after`'s whole last run."""
     old, new = before.elements(), after.elements()
     if old.keys() != new.keys() or before.page() != after.page():
-        return last_run(after.messages)
-    urls = [m for m in last_run(after.messages) if m.HasField("page_info_changed")]
+        return after.run()
+    urls = [m for m in after.run() if m.HasField("page_info_changed")]
     return urls + [msg for path, (data, msg) in new.items() if old[path][0] != data]
 
 
@@ -415,8 +422,10 @@ class Mirrors:
         fragments = {m.delta.fragment_id for m in rec.messages if m.HasField("delta")}
         fragments |= {m.auto_rerun.fragment_id for m in rec.messages if m.HasField("auto_rerun")}
         fragments.discard("")
-        failed, messages = [], last_run(rec.messages)
+        failed, updates = [], {}  # id of the recording a mirror shows -> its changes to this one
         runs = _get(leader, self._runs, 0)
+        here = {info.session.id for info in _session_manager().list_active_sessions()}
+        self.shown = {k: v for k, v in self.shown.items() if k in here}  # closed tabs forgotten
         self.shown[rec.leader] = (rec, runs)  # its browser got the whole run
         for session_id in rec.mirrors:
             mirror = _session_manager().get_active_session_info(session_id)
@@ -435,7 +444,13 @@ class Mirrors:
             copy_state(leader, session.session_state, (self._beat,), self._share)
             share_files(rec.leader, session_id)
             queue = session._browser_queue  # noqa: SLF001 - what _enqueue_forward_msg does, woken once
-            for msg in changes(shown[0], rec) if shown and shown[1] == ran else messages:
+            if shown and shown[1] == ran:  # it shows `shown`'s view still: the changes alone
+                if id(shown[0]) not in updates:
+                    updates[id(shown[0])] = changes(shown[0], rec)
+                messages = updates[id(shown[0])]
+            else:
+                messages = rec.run()
+            for msg in messages:
                 queue.enqueue(for_session(msg, session_id))
             session._message_enqueued_callback()  # noqa: SLF001
             self.shown[session_id] = (rec, runs)
@@ -452,8 +467,6 @@ class Mirrors:
             if rec.failed is not None:
                 failed += rec.failed
                 del self.active[leader]
-        here = {info.session.id for info in _session_manager().list_active_sessions()}
-        self.shown = {k: v for k, v in self.shown.items() if k in here}
         return failed
 
 
