@@ -53,6 +53,7 @@ PUSH_SECONDS = 0.2  # a follower's run starts within this of the lecturer's chan
 ENDED = -2  # the version a follower is pushed to when its class session ended or expired
 MIRROR_FROM = 2  # followers in step behind together: one runs the page, the others mirror it
 NOT_MIRRORED = ("train", "admin")  # pages that show a person's own things (their runs, the box's)
+FINAL = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)  # a run's last finish
 RECORD_SECONDS = 40.0  # a leader's run not finished by then (its turn, TURN_WAIT_SECONDS, and more)
 _LOG = logging.getLogger(__name__)
 
@@ -82,7 +83,6 @@ class Recording:
     touched: bool = False  # the leader's own person asked for a run meanwhile: the output is theirs
     final: bool = False  # the run (through its reruns) finished
     failed: list[str] | None = None  # once done: the mirrors that must run the page themselves
-
     _run: list[ForwardMsg] | None = field(default=None, repr=False)
     _elements: dict[tuple[int, ...], tuple[bytes, ForwardMsg]] | None = field(default=None, repr=False)
 
@@ -244,9 +244,6 @@ def rerun_session(session_id: str) -> bool:
     state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not a fragment
     info.session.request_rerun(state)
     return True
-
-
-FINAL = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)  # a run's last finish
 
 
 class Unmirrorable(ValueError):
