@@ -193,7 +193,7 @@ UPDATE_QUIET_SECONDS = 0.05  # elements sent outside a run: the update is over w
 async def read_shown(ws: ClientConnection, timeout: float, first: bytes) -> RunOutcome:
     """What the server sent by itself, from its `first` message: a run (the push of a new view)
     read to its end, or changed elements sent outside a run (a mirror brought up to date,
-    lab.class_push.changes) read until UPDATE_QUIET_SECONDS pass without one."""
+    lab.class_mirror.changes) read until UPDATE_QUIET_SECONDS pass without one."""
     msg = ForwardMsg()
     msg.ParseFromString(first)
     if msg.HasField("new_session"):

@@ -12,7 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from lab.class_push import ENDED, Follower, FollowerWatch, Recording, copy_state, last_run, state_fingerprint
+from lab.class_mirror import Recording, copy_state, last_run, state_fingerprint
+from lab.class_push import ENDED, Follower, FollowerWatch
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.state.session_state import SessionState
 
@@ -125,7 +126,7 @@ def test_an_ended_class_session_reruns_its_followers_to_say_so(tmp_path: Path, l
 
 
 class FakeMirrors:
-    """The watch's side of lab.class_push.Mirrors: fingerprints as given, leaders rerun through
+    """The watch's side of lab.class_mirror.Mirrors: fingerprints as given, leaders rerun through
     the class's rerun, recordings kept; `fail` is what the next settle() reports."""
 
     def __init__(self, c: Class, fingerprints: dict[str, str | None]) -> None:

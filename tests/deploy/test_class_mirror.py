@@ -1,4 +1,4 @@
-"""Followers in step mirror one leader's run (lab.class_push.Mirrors), through a real app
+"""Followers in step mirror one leader's run (lab.class_mirror.Mirrors), through a real app
 process and Streamlit's own websocket protocol (the benchmarks' client): every follower shows
 each new view of the lecturer's; the page runs once for the followers in step, not once each;
 a follower with something of its own (a tour draft in its sidebar) runs the page on its own,
