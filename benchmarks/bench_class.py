@@ -16,8 +16,9 @@ the URL and page the server sets - what an open tab does, without drawing. A fol
 delay is from the lecturer sending the change to the first page run that shows the new text
 in the text box. --others users (bench_load's closed loop over its deep links) open pages
 for --baseline seconds without the class, then all through it; their page p95 is reported
-with and without the class. Memory is the server's resident set (app processes + nginx) at
-the start and end of each level; exceptions are Exception elements on any run; errors are
+with and without the class. Memory is the server's resident set (app processes + nginx) before
+the class, once it joined (its sessions) and at the end of each level (flat: nothing kept per
+change); exceptions are Exception elements on any run; errors are
 closed websockets and runs that did not finish within --timeout. "idle" is the server's CPU
 (cores busy) while the class follows and the lecturer changes nothing: the polls' cost.
 "srv/ch" is the server's CPU seconds per change (with --others, their pages too) and "me/ch"
@@ -165,7 +166,7 @@ class Level:
     changes: int = 0
     exceptions: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    rss: tuple[float, float] = (float("nan"), float("nan"))
+    rss: tuple[float, float, float] = (float("nan"),) * 3  # server MB: before the class, joined, end
     others: list[float] = field(default_factory=list)
     count_shown: str = ""
     idle_cpu: float = float("nan")  # server CPU seconds per second while nothing changes
@@ -186,7 +187,7 @@ async def class_level(server: Server, n: int, args: argparse.Namespace, first_ro
         page = lecturer.note(await read_run(ws, timeout))
         link = next(c.strip() for c in page.codes if "?follow=" in c)
         box_id = next(i for label, (i, _) in page.text_inputs.items() if label.startswith(TEXT_LABEL))
-        level.rss = (server.rss_mb(), level.rss[1])
+        level.rss = (server.rss_mb(), *level.rss[1:])
         followers = [Follower(Tab(Browser(server.base), "/" + link.split("/", 3)[3])) for _ in range(n)]
         tasks, readies = [], []
         for follower in followers:  # the class arrives over a few seconds, not in one instant
@@ -195,6 +196,7 @@ async def class_level(server: Server, n: int, args: argparse.Namespace, first_ro
             await asyncio.sleep(args.arrive / n)
         await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), timeout * 2)
         await asyncio.sleep(3)
+        level.rss = (level.rss[0], server.rss_mb(), level.rss[2])  # flat from here: nothing kept per change
         idle_cpu = server_cpu(server)
         await asyncio.sleep(5)  # the class following, the lecturer still: what the polls cost
         level.idle_cpu = (server_cpu(server) - idle_cpu) / 5
@@ -228,7 +230,7 @@ async def class_level(server: Server, n: int, args: argparse.Namespace, first_ro
             await ws.send(rerun_msg(lecturer.link, fragment_id=fid, auto=True, page_hash=lecturer.page_hash))
             shown = await read_run(ws, timeout, fragment=True)
             level.count_shown = next((t for t in shown.texts if "following" in t), "")
-        level.rss = (level.rss[0], server.rss_mb())
+        level.rss = (*level.rss[:2], server.rss_mb())
         for follower, task in zip(followers, tasks, strict=True):
             follower.leaving = True
             task.cancel()
@@ -265,14 +267,15 @@ def report(level: Level, baseline: list[float]) -> str:
     return (
         f"{level.followers:>9} {level.changes:>7} {statistics.median(d):>6.2f} {pct(d, 0.95):>6.2f} "
         f"{d[-1]:>6.2f} {level.missed:>6} {p95_alone:>8.2f} {p95_others:>8.2f} {change:>+6.0f}% "
-        f"{level.rss[0]:>7,.0f} {level.rss[1]:>7,.0f} {len(level.exceptions):>4} {len(level.errors):>4} "
+        + "".join(f"{mb:>7,.0f} " for mb in level.rss)
+        + f"{len(level.exceptions):>4} {len(level.errors):>4} "
         f"{level.idle_cpu:>5.2f} {level.server_per_change:>6.2f} {level.bench_per_change:>6.2f}  {count}"
     )
 
 
 HEADER = (
     f"{'followers':>9} {'changes':>7} {'p50 s':>6} {'p95 s':>6} {'max s':>6} {'missed':>6} "
-    f"{'others':>8} {'+class':>8} {'Δp95':>7} {'RSS MB':>7} {'→ end':>7} {'exc':>4} {'err':>4} "
+    f"{'others':>8} {'+class':>8} {'Δp95':>7} {'RSS MB':>7} {'joined':>7} {'→ end':>7} {'exc':>4} {'err':>4} "
     f"{'idle':>5} {'srv/ch':>6} {'me/ch':>6}  lecturer sees"
 )
 
