@@ -1,0 +1,145 @@
+"""A finished leader's run handed to its mirrors (lab.class_mirror.Mirrors), on a real event
+loop with real SessionStates and ForwardMsgs; the sessions are stand-ins with the parts of
+Streamlit's AppSession the hand-out touches. Through a real app process:
+tests/deploy/test_class_mirror.py."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+from lab import class_mirror
+from lab.class_mirror import MIRRORS_PER_TURN, Mirrors, Recording, state_fingerprint
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.state.session_state import SessionState
+
+KEYS = ("following", "seen", "beat")
+CODE, VERSION = "c0de", 3
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield loop
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+class Queue:
+    def __init__(self) -> None:
+        self.messages: list[ForwardMsg] = []
+
+    def enqueue(self, msg: ForwardMsg) -> None:
+        self.messages.append(msg)
+
+
+class Session:
+    """An AppSession as the hand-out sees it: its state, whether it runs, its browser queue."""
+
+    def __init__(self, session_id: str, text: str) -> None:
+        self.id, self.session_state = session_id, SessionState()
+        values = {
+            "following": CODE,
+            "seen": VERSION - 1,
+            "text": text,
+            "beat": (f"follower-{session_id}", 0.0),
+        }
+        for key, value in values.items():
+            self.session_state[key] = value
+        self._scriptrunner = None
+        self._browser_queue = Queue()
+        self.wakes = 0
+
+    def _message_enqueued_callback(self) -> None:
+        self.wakes += 1
+
+    def has_fragment(self, fragment_id: str) -> bool:
+        return True
+
+
+class SessionManager:
+    def __init__(self, sessions: list[Session]) -> None:
+        self.sessions = {s.id: s for s in sessions}
+
+    def get_active_session_info(self, session_id: str) -> SimpleNamespace | None:
+        session = self.sessions.get(session_id)
+        return None if session is None else SimpleNamespace(session=session)
+
+    def list_active_sessions(self) -> list[SimpleNamespace]:
+        return [SimpleNamespace(session=s) for s in self.sessions.values()]
+
+
+def leader_run(text: str) -> list[ForwardMsg]:
+    """A page run's messages: its start, the text box showing `text`, its finish."""
+    start, box, end = ForwardMsg(), ForwardMsg(), ForwardMsg()
+    start.new_session.initialize.session_id = "leader"
+    box.delta.new_element.text_input.label = "Text to reverse"
+    box.delta.new_element.text_input.value = text
+    box.metadata.delta_path[:] = [0, 1]
+    end.script_finished = ForwardMsg.FINISHED_SUCCESSFULLY
+    return [start, box, end]
+
+
+def on_loop(loop: asyncio.AbstractEventLoop, fn) -> None:  # noqa: ANN001
+    async def call() -> None:
+        fn()
+
+    asyncio.run_coroutine_threadsafe(call(), loop).result(5)
+
+
+def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
+    loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    n = 2 * MIRRORS_PER_TURN + 3  # three turns
+    leader, *mirrors = sessions = [Session(f"s{k}", "attention") for k in range(n + 1)]
+    manager = SessionManager(sessions)
+    files = SimpleNamespace(_lock=threading.Lock(), _files_by_session_and_coord={"s0": {"el": "file"}})
+    monkeypatch.setattr(class_mirror, "session_manager", lambda: manager)
+    media = SimpleNamespace(media_file_mgr=files)
+    monkeypatch.setattr(class_mirror, "runtime", SimpleNamespace(get_instance=lambda: media))
+    hub = Mirrors(loop, KEYS, (), "runs", rerun=lambda session_id: True)
+    fingerprint = hub.fingerprint("s1")
+    assert fingerprint is not None and fingerprint == hub.fingerprint("s0")  # in step: beats differ only
+    rec = Recording("s0", [m.id for m in mirrors], fingerprint, CODE, VERSION, messages=leader_run("new"))
+    leader.session_state["seen"], leader.session_state["text"] = VERSION, "new"  # what its run left
+    mine = mirrors[-1]  # the last mirror runs on its own before its turn comes
+
+    handed: list[int] = []  # mirrors that had their messages, each time another callback ran
+
+    def other_users() -> None:  # another session's work on the same loop
+        handed.append(sum(1 for m in mirrors if m._browser_queue.messages))
+        if len(handed) == 1:  # between the turns: the leader runs again, a mirror types
+            leader.session_state["text"] = "the leader's own next run"
+            mine.session_state["text"] = "mine"
+        if rec.failed is None:
+            loop.call_soon(other_users)
+
+    def finish() -> None:
+        loop.call_soon(other_users)
+        hub._finish(rec)
+
+    on_loop(loop, finish)
+    deadline = time.monotonic() + 5
+    while rec.failed is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+    assert handed[:3] == [MIRRORS_PER_TURN, 2 * MIRRORS_PER_TURN, n - 1]  # other work ran between turns
+    assert rec.failed == [mine.id] and not mine._browser_queue.messages  # its own text is kept
+    assert mine.session_state["text"] == "mine"
+    for m in mirrors[:-1]:
+        assert m.session_state["text"] == "new"  # the state the leader's run left, not its next
+        assert m.session_state["beat"] == (f"follower-{m.id}", 0.0)  # each keeps its own follower id
+        (start, box, _) = m._browser_queue.messages
+        assert start.new_session.initialize.session_id == m.id  # its own session, not the leader's
+        assert box.delta.new_element.text_input.value == "new"
+        assert m.wakes == 1 and files._files_by_session_and_coord[m.id] == {"el": "file"}
+    skip = frozenset({"beat", "runs"})
+    assert len({state_fingerprint(m.session_state, skip) for m in mirrors[:-1]}) == 1
