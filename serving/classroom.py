@@ -56,6 +56,7 @@ class ClassSessions(Protocol):
     def start(self, hours: float) -> str: ...
     def publish(self, code: str, page: str, params: dict[str, str]) -> None: ...
     def view(self, code: str, follower: str | None = None) -> ClassView | None: ...
+    def still_here(self, code: str, followers: list[str]) -> None: ...
     def following(self, code: str) -> int: ...
     def end(self, code: str) -> None: ...
 
@@ -116,12 +117,23 @@ class SQLiteClassSessions:
             row = db.execute(
                 "SELECT version, view, expires, ended FROM classes WHERE code = ?", (code,)
             ).fetchone()
-            if row is None:
-                return None
-            if follower is not None:
-                db.execute("INSERT OR REPLACE INTO followers VALUES (?, ?, ?)", (code, follower, time.time()))
+        if row is None:
+            return None
+        if follower is not None:
+            self.still_here(code, [follower])
         shown: dict[str, Any] = json.loads(row[1])
         return ClassView(int(row[0]), shown["page"], shown["params"], float(row[2]), bool(row[3]))
+
+    def still_here(self, code: str, followers: list[str]) -> None:
+        """The followers are there now (the lecturer's count): one transaction for them all (an
+        app process beats for its whole class at once, not a write per follower)."""
+        now = time.time()
+        with self._connect() as db:
+            db.execute("BEGIN")
+            db.executemany(
+                "INSERT OR REPLACE INTO followers VALUES (?, ?, ?)", [(code, f, now) for f in followers]
+            )
+            db.execute("COMMIT")
 
     def following(self, code: str) -> int:
         with self._connect() as db:
@@ -174,14 +186,19 @@ class RedisClassSessions:
         if view is None:
             return None
         if follower is not None:
-            key = self._key(code, "followers")
-            with self.redis.pipeline() as pipe:
-                pipe.zadd(key, {follower: time.time()})
-                pipe.zremrangebyscore(key, 0, time.time() - FOLLOWING_SECONDS)
-                pipe.expire(key, 86400)
-                pipe.execute()
+            self.still_here(code, [follower])
         shown = json.loads(view)
         return ClassView(int(version), shown["page"], shown["params"], float(expires), ended == b"1")
+
+    def still_here(self, code: str, followers: list[str]) -> None:
+        key, now = self._key(code, "followers"), time.time()
+        if not followers:
+            return
+        with self.redis.pipeline() as pipe:
+            pipe.zadd(key, dict.fromkeys(followers, now))
+            pipe.zremrangebyscore(key, 0, now - FOLLOWING_SECONDS)
+            pipe.expire(key, 86400)
+            pipe.execute()
 
     def following(self, code: str) -> int:
         return int(self.redis.zcount(self._key(code, "followers"), time.time() - FOLLOWING_SECONDS, "+inf"))

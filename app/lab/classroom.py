@@ -37,8 +37,9 @@ SHARED = "class_shared"  # session_state: the (page, params) the lecturer shared
 ENDED = "class_ended"  # session_state: the session followed has just ended (said once)
 BEAT = "class_beat"  # session_state: (follower id, when this follower last said it is here)
 # The app process pushes each new view (lab.class_push); a follower's own poll only catches a
-# lost push. Each poll is a Streamlit fragment run, ~5-8 ms of a core, so rarely.
-FALLBACK_POLL_SECONDS = 15.0
+# lost push. Each poll is a Streamlit fragment run, ~5-8 ms of a core, so rarely: at 15 s, a
+# class of 200 polled 13 times a second, ~20% of its app processes' time while idle (py-spy).
+FALLBACK_POLL_SECONDS = 60.0
 BEAT_SECONDS = 4.0  # a follower says it is still here this often (the lecturer's count)
 PAGE_NOTE = "_class_page"  # session_state: the router's page lookup, url_path -> st.Page
 CHECKED = "_class_checked"  # session_state: this run's router looked at the view already

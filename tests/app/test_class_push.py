@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -110,6 +111,22 @@ def test_followers_are_counted_by_the_watchs_beats(tmp_path: Path, loop) -> None
     c.round()
     assert c.store.following(c.code) == 3  # no follower ran anything: the watch said they are here
     assert FOLLOWING_SECONDS > 4.0  # a beat every BEAT_SECONDS keeps them counted
+
+
+def test_a_process_beats_for_its_whole_class_in_one_write(tmp_path: Path, loop, monkeypatch) -> None:
+    c = Class(tmp_path, loop, beat_seconds=0.5)
+    writes: list[list[str]] = []
+    still_here = c.store.still_here
+    monkeypatch.setattr(c.store, "still_here", lambda code, who: writes.append(who) or still_here(code, who))
+    c.followers = [Follower(f"s{k}", c.code, c.version(), f"f{k}") for k in range(3)]
+    c.round()
+    c.followers.append(Follower("s3", c.code, c.version(), "f3"))  # joins: due at once
+    c.round()
+    c.round()  # nobody due
+    assert writes == [["f0", "f1", "f2"], ["f0", "f1", "f2", "f3"]]  # in step with the others from now on
+    time.sleep(0.6)
+    c.round()
+    assert len(writes) == 3 and c.store.following(c.code) == 4
 
 
 def test_an_ended_class_session_reruns_its_followers_to_say_so(tmp_path: Path, loop) -> None:

@@ -19,7 +19,7 @@ from tests.support.browser import assert_no_exception, wait_for_app
 from tests.support.serve import ROUTE, Served, serving, upstream_of
 
 SIZE = {"width": 1280, "height": 720}
-FOLLOW_S = 10_000  # ms a follower may take to show a change: under the 15 s fallback poll, so the push did it
+FOLLOW_S = 10_000  # ms a follower may take to show a change: under the 60 s fallback poll, so the push did it
 
 
 @pytest.fixture(scope="module")

@@ -68,6 +68,21 @@ def test_a_lecturers_view_reaches_a_follower_on_the_other_process(two_processes)
     assert follower.view(code).version == 2  # type: ignore[union-attr]
 
 
+def test_a_process_says_its_whole_class_is_there_at_once(two_processes, monkeypatch) -> None:
+    lecturer, process = two_processes
+    code, other = lecturer.start(hours=1), lecturer.start(hours=1)
+    process.still_here(code, [f"student-{k}" for k in range(150)])
+    process.still_here(code, ["student-0", "student-150"])  # again, and one more
+    process.still_here(other, ["student-0"])
+    assert (lecturer.following(code), lecturer.following(other)) == (151, 1)
+    process.still_here(code, [])  # nobody: no error, nobody added
+    assert lecturer.following(code) == 151
+    later = time.time() + classroom.FOLLOWING_SECONDS + 1
+    monkeypatch.setattr(classroom.time, "time", lambda: later)
+    process.still_here(code, ["student-7"])  # the others have not been heard of for too long
+    assert lecturer.following(code) == 1
+
+
 def test_unknown_codes_and_oversized_views(two_processes) -> None:
     lecturer, follower = two_processes
     assert follower.view("ZnYjJmKQV-K3heRx") is None  # well formed, never started
