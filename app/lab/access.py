@@ -109,7 +109,7 @@ def gate() -> None:
                 "  here.replace(to);"
             )
         return
-    st.title("Attention Lab")
+    st.title("Attention Lab", anchor=False)
     st.markdown(
         "This lab is for a class. **Sign in** with your account to open it; "
         "the link you opened comes back after you sign in."

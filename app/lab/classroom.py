@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import segno
 import streamlit as st
 
-from lab import access, class_push
+from lab import access, class_push, present
 from serving import settings
 from serving.classroom import ClassSessions, ClassView, is_class_code, open_class_sessions
 
@@ -197,12 +197,12 @@ def follower_banner(pages: dict[str, Any]) -> None:
     code, joined = st.session_state.get(FOLLOWING), st.session_state.get(JOINED)
     if not code and not joined:
         return
-    if not code:
+    with st.container(key=present.TOP_BAR_KEYS[1]):  # clear of the header (lab.present)
         left, right = st.columns([2.6, 1], vertical_alignment="center")
+    if not code:
         left.caption("You are exploring on your own; the class session goes on.")
         right.button("Follow again", icon=":material/groups:", on_click=_follow_again, width="stretch")
         return
-    left, right = st.columns([2.6, 1], vertical_alignment="center")
     left.info("Following the lecturer: this page shows what they show.", icon=":material/groups:")
     right.button("Explore on my own", icon=":material/explore:", on_click=_explore, width="stretch")
     st.session_state[PAGE_NOTE] = pages

@@ -13,16 +13,23 @@ import streamlit as st
 KEY, PARAM = "present", "present"
 GRID_PX = 380  # height of an explorer's grid (and of its large head with the selectors) when projected
 
+# The bars that may open a page (a tour's scene bar, a follower's banner): their containers' keys.
+TOP_BAR_KEYS = ("tour_bar", "class_banner")
 # Every page, either mode, either theme: text at WCAG AA contrast (4.5:1) where Streamlit's own isn't,
-# and pills that wrap.
-CONTRAST_CSS = """
+# pills that wrap, and the bars above a page clear of the header.
+CONTRAST_CSS = (
+    """
 /* captions in the text colour, a little lighter: Streamlit's grey is 3.9:1 on white */
 [data-testid="stCaptionContainer"] { color: inherit; opacity: 0.8; }
 /* a slider's value in the text colour: the dark theme's red on its background is 3.9:1 */
 [data-testid="stSliderThumbValue"] { color: inherit; }
 /* pills wrap onto more lines (Streamlit scrolls them sideways): a sample's 40 characters, none cut */
 [data-testid="stButtonGroup"] div:has(> button[role="radio"]) { flex-wrap: wrap; overflow-x: visible; }
+/* a bar that opens the page starts below the header (3.75rem; 2.2rem projected), not under it */
 """
+    + ", ".join(f".st-key-{key}" for key in TOP_BAR_KEYS)
+    + " { margin-top: 1.25rem; }\n"
+)
 # Every page, outside projector mode: Streamlit leaves 6rem above the title (room for a header
 # that holds only the menu here); 3rem lets the explorers' first map start above the fold at 1280x720.
 LAYOUT_CSS = (

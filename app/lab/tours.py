@@ -15,6 +15,7 @@ from typing import Any
 
 import streamlit as st
 
+from lab import present
 from lab.classroom import REOPEN
 from lab.markdown_safe import md_code, md_text, shown
 from serving.tours import Scene, Tour, TourError, is_tour_id, load_saved_tour, parse_tour, save_tour
@@ -136,7 +137,7 @@ def tour_bar() -> None:
         return
     tour, k = active[1], at[1]
     n = len(tour.scenes)
-    with st.container(border=True):
+    with st.container(border=True, key=present.TOP_BAR_KEYS[0]):  # clear of the header (lab.present)
         left, prev_col, next_col, leave_col = st.columns([4, 1.1, 1.1, 1.6], vertical_alignment="center")
         title = f"{tour.title} · " if tour.title else ""
         note = tour.scenes[k - 1].note

@@ -6,7 +6,7 @@ and page runs and errors across every app process; the same figures as Prometheu
 import streamlit as st
 from lab import admin
 
-st.title("The admin's view")
+st.title("The admin's view", anchor=False)
 if admin.admitted():
     figures = admin.figures()
     admin.show_queue(figures)

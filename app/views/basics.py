@@ -98,7 +98,7 @@ def kernels(house: float, sigma: float, width: float) -> dict:
     }
 
 
-st.title("Attention basics")
+st.title("Attention basics", anchor=False)
 st.markdown(
     "Attention is a soft lookup. A **query** is compared with every **key**; the comparison "
     "scores become weights through a softmax; the answer is the weighted average of the "

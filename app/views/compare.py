@@ -36,7 +36,7 @@ SWITCHES = (  # each side's switches, in the URL as a_nopos, b_noscale, ...
 )
 URL_KEYS = ["a", "b", "text", "kind", "layer", "head"] + [f"{s}_{w.name}" for s in SIDES for w in SWITCHES]
 KINDS = {"gpt": ["self"], "seq2seq": ["cross", "encoder_self", "decoder_self"]}
-st.title("Side by side")
+st.title("Side by side", anchor=False)
 st.caption(
     "The same input through two models, or through one model with different switches: both attention "
     "grids on one colour scale, then one head of each and their difference."

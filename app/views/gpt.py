@@ -41,7 +41,7 @@ SWITCHES = (
     ),
 )
 
-st.title("GPT explorer")
+st.title("GPT explorer", anchor=False)
 st.caption(
     "A character-level GPT trained on Python's documentation (or a model your admin imported, such as "
     "GPT-2: the line under the prompt says which). Type a prompt, see where every head "

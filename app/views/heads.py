@@ -36,7 +36,7 @@ P = "heads_"  # session_state prefix; the URL uses the bare names
 URL_KEYS = ["checkpoint", "probe", "score", "open", "sort"]
 BEST = "best score"
 
-st.title("Heads you can read")
+st.title("Heads you can read", anchor=False)
 st.caption(
     "Every head of a trained model, scored against the patterns interpretability research has "
     "names for, then switched off one at a time to see which ones the model needs."

@@ -7,7 +7,7 @@ from lab.resources import current_device, shipped_checkpoints
 
 from transformer_core import describe_device
 
-st.title("Attention Lab")
+st.title("Attention Lab", anchor=False)
 st.markdown(
     "Watch a Transformer's attention **live**. Type text, switch masks and positional "
     "schemes on trained models, see every head of every layer, and train your own model "

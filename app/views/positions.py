@@ -99,7 +99,7 @@ def learned_choices() -> list[str]:
     return out
 
 
-st.title("Positional encodings")
+st.title("Positional encodings", anchor=False)
 st.markdown(
     "Attention treats its input as a set: shuffle the tokens and the outputs shuffle along "
     "(see *Attention basics*). Position has to be put in from outside. Absolute schemes add a "

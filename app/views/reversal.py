@@ -27,7 +27,7 @@ SWITCHES = (
     Switch("nopad", "Padding mask off", "Let padded positions of a batch receive attention; see section 4."),
 )
 
-st.title("Reversal explorer")
+st.title("Reversal explorer", anchor=False)
 st.caption(
     "An encoder–decoder trained to write a word backwards: the encoder reads the letters, the "
     "decoder writes one at a time, and cross-attention is how each written letter looks back."

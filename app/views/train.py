@@ -52,7 +52,7 @@ SCHEDULES = ["cosine", "vaswani", "constant"]
 POLL_TIERS = ((12.0, 2.0), (30.0, 4.0), (float("inf"), 8.0))
 SCHEMES = list(POSITION_SCHEMES)
 
-st.title("Train a model")
+st.title("Train a model", anchor=False)
 st.caption(
     "Pick a task and a positional scheme, press Start, and watch the loss fall while the "
     "attention of a fixed probe input changes. The run trains on the server even when you "

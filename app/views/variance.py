@@ -83,7 +83,7 @@ def schedules(d_model: int, warmup: int, total: int) -> training.Schedules:
     return training.lr_schedules(d_model, warmup, total)
 
 
-st.title("Why divide by √d_k")
+st.title("Why divide by √d_k", anchor=False)
 st.markdown(
     "Scaled dot-product attention divides every score by √d_k before the softmax. This page "
     "shows what goes wrong without it: dot products of longer vectors spread out, the softmax "

@@ -42,3 +42,26 @@ def test_the_arrow_keys_step_through_a_projected_tour(page: Page, app_url: str, 
     wait_for_app(page)
     page.screenshot(path=str(tmp_path / "tour-2.png"))
     assert_no_exception(page)
+
+
+def test_the_tour_bar_and_the_title_sit_clear_of_the_header(page: Page, app_url: str, tmp_path: Path) -> None:
+    """After Next the scene's bar opens the page: its border shows below Streamlit's header (it
+    sat under it), in dark at 390 too; a one-line title leaves no empty line under it at 390
+    (its hover anchor wrapped onto a line of its own)."""
+    header_and_bar = """() => [
+        document.querySelector('header[data-testid="stHeader"]').getBoundingClientRect().bottom,
+        document.querySelector('.st-key-tour_bar').getBoundingClientRect().top]"""
+    for width, height, scheme in ((1280, 720, "light"), (390, 844, "dark")):
+        page.set_viewport_size({"width": width, "height": height})
+        page.emulate_media(color_scheme=scheme)
+        open_page(page, app_url + "/?tour=seed-chapters&scene=3")
+        page.get_by_role("button", name="Next").click()
+        expect(page).to_have_url(re.compile(r"/reversal\?.*scene=4"), timeout=30_000)
+        wait_for_app(page)
+        header_bottom, bar_top = page.evaluate(header_and_bar)
+        page.screenshot(path=str(tmp_path / f"tour-bar-{width}-{scheme}.png"))
+        assert bar_top >= header_bottom, (width, bar_top, header_bottom)
+        assert_no_exception(page)
+    title = page.locator("h1", has_text="Reversal explorer")
+    one_line = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('h1')).lineHeight)")
+    assert title.bounding_box()["height"] < 2 * one_line  # type: ignore[index]
