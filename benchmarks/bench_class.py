@@ -15,8 +15,9 @@ view moves (lab.class_push) and answer the page's own (rare) poll at its interva
 the URL and page the server sets - what an open tab does, without drawing. A follower's
 delay is from the lecturer sending the change to the first page run that shows the new text
 in the text box. --others users (bench_load's closed loop over its deep links) open pages
-for --baseline seconds without the class, then all through it, in a process of their own
-(as their own browsers are); their page p95 is reported with and without the class. Memory
+for --baseline seconds without the class right before each level, then all through it, in a
+process of their own (as their own browsers are); their page p95 is reported without the
+class and with it. Memory
 is the server's resident set (app processes + nginx) before the class, once it joined (its
 sessions) and at the end of each level (flat: nothing kept per change); exceptions are
 Exception elements on any run; errors are closed websockets and runs that did not finish
@@ -299,14 +300,12 @@ HEADER = (
 
 async def protocol_bench(server: Server, args: argparse.Namespace) -> None:
     await warm_up(server.base, server.workers, args.timeout)
-    baseline = []
-    if args.others:
-        alone = await other_users(server.base, args.others, args.baseline, args.timeout)
-        baseline = alone.times
-        print(f"others alone: {len(baseline)} pages, p95 {pct(baseline, 0.95):.2f} s", flush=True)
     print(HEADER, flush=True)
     first_round = 0
     for n in args.followers:
+        baseline = []  # right before each level: the box's own pace drifts (p95 0.13-0.22 s alone)
+        if args.others:
+            baseline = (await other_users(server.base, args.others, args.baseline, args.timeout)).times
         level = await class_level(server, n, args, first_round)
         first_round += level.changes
         print(report(level, baseline), flush=True)
