@@ -3,9 +3,12 @@
 from pathlib import Path
 
 import streamlit as st
-from lab import access, admin, classroom, present, tables, tours
-from lab.resources import configure_torch, device_picker
-from lab.state import enter_page, page_links
+
+from attention_lab.accounts import admin
+from attention_lab.accounts import sign_in as access
+from attention_lab.frame import present, state, tables
+from attention_lab.lecture import classroom, tours
+from attention_lab.models.resources import configure_torch, device_picker
 
 configure_torch()
 st.set_page_config(
@@ -57,14 +60,14 @@ SECTIONS = {
         ),
     ],
 }
-#: reachable at /admin by address, not in the sidebar menu (lab.admin decides who sees figures)
+#: reachable at /admin by address, not in the sidebar menu (accounts.admin decides who sees figures)
 ADMIN = st.Page(PAGES / "admin.py", title="Admin", icon=":material/admin_panel_settings:", url_path="admin")
 # a follower opening the lecturer's new view runs all of it in turn with the others
 with classroom.page_turn():
     navigation = st.navigation({**SECTIONS, "Admin": [ADMIN]}, position="hidden")
     BY_PATH = {p.url_path: p for pages in SECTIONS.values() for p in pages}
     classroom.open_new_view(BY_PATH)  # a follower whose lecturer moved goes there first
-    page_links(SECTIONS)
+    state.page_links(SECTIONS)
     device_picker()
     access.account_panel()
     classroom.lecturer_panel()
@@ -73,9 +76,12 @@ with classroom.page_turn():
     tables.style()  # once per run, for every table the page shows
     classroom.join_from_link()
     tours.follow_link(BY_PATH, navigation.url_path)
-    enter_page(navigation.url_path)
+    state.enter_page(navigation.url_path)
     classroom.follower_banner(BY_PATH)
     tours.tour_bar()
-    classroom.share(navigation.url_path, dict(st.query_params))  # a lecturer's page switch goes to the class
-    with admin.counted_run():  # the box's page runs and errors (/admin, /metrics)
-        navigation.run()
+    state.carry(tours.link_params())  # a tour's scene travels with every URL the page writes
+    try:
+        with admin.counted_run():  # the box's page runs and errors (/admin, /metrics)
+            navigation.run()
+    finally:  # once per run, stopped or not: the lecturer's view goes to the class
+        classroom.share(navigation.url_path, state.written(navigation.url_path))

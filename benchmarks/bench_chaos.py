@@ -99,7 +99,7 @@ async def user_loop(log: UserLog, base: str, index: int, end: float, page_timeou
 
 
 async def chaos(server: Server, users: int, before: float, after: float, page_timeout: float) -> None:
-    from serving import open_run_store
+    from attention_lab.serving import open_run_store
 
     await warm_up(server.base, server.workers, page_timeout)
     [watcher] = await start_trainings(server.base, 1, page_timeout)

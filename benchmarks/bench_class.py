@@ -11,7 +11,7 @@ and changes the text every --every seconds. Each follower opens the follow link.
 Followers (default) speak Streamlit's own protocol, as benchmarks/bench_load.py's users do:
 GET the link (nginx sets the route cookie: followers spread over the app processes), open
 the websocket, run the page, then take the page runs the server starts when the lecturer's
-view moves (lab.class_push) and answer the page's own (rare) poll at its interval, keeping
+view moves (attention_lab.lecture.push) and answer the page's own (rare) poll at its interval, keeping
 the URL and page the server sets - what an open tab does, without drawing. A follower's
 delay is from the lecturer sending the change to the first page run that shows the new text
 in the text box. --others users (bench_load's closed loop over its deep links) open pages

@@ -92,8 +92,7 @@ def stage_import(folder: Path, out: Path) -> dict:
 
 
 def stage_page(out: Path, tokens: int, repeats: int) -> dict:
-    from lab.explorer_compute import gpt_view, step_probs, top_tokens
-
+    from attention_lab.models.explorer_compute import gpt_view, step_probs, top_tokens
     from transformer_core import InferenceOptions
     from transformer_core.io import load_checkpoint
 

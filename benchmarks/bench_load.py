@@ -193,7 +193,7 @@ UPDATE_QUIET_SECONDS = 0.05  # elements sent outside a run: the update is over w
 async def read_shown(ws: ClientConnection, timeout: float, first: bytes) -> RunOutcome:
     """What the server sent by itself, from its `first` message: a run (the push of a new view)
     read to its end, or changed elements sent outside a run (a mirror brought up to date,
-    lab.class_mirror.changes) read until UPDATE_QUIET_SECONDS pass without one."""
+    attention_lab.lecture.mirror.changes) read until UPDATE_QUIET_SECONDS pass without one."""
     msg = ForwardMsg()
     msg.ParseFromString(first)
     if msg.HasField("new_session"):
@@ -485,10 +485,10 @@ def descendants(pid: int) -> list[int]:
 
 
 def is_training_worker(pid: int) -> bool:
-    """A run's process (`python -m serving.run_process RUN_ID`)."""
+    """A run's process (`python -m attention_lab.serving.run_process RUN_ID`)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"serving.run_process" in f.read()
+            return b"attention_lab.serving.run_process" in f.read()
     except OSError:
         return False
 
@@ -621,7 +621,7 @@ def started(target: str, workers: int, logdir: Path) -> Iterator[Server]:
 
 def queue_waits(runs: Path, run_ids: list[str]) -> str:
     """Each training's wait in the queue (submitted -> a worker took it), or its place."""
-    from serving import open_run_store
+    from attention_lab.serving import open_run_store
 
     queue, now, parts = open_run_store(runs, 1), time.time(), []
     for i, info in enumerate(map(queue.info, run_ids), 1):
@@ -638,7 +638,7 @@ def stop_trainings(runs: Path, run_ids: list[str], timeout: float = 30) -> None:
     """Training workers outlive the web server by design: stop the ones started here and
     wait for their processes to end (killed after `timeout` s)."""
     if run_ids and os.environ.get("ATTENTION_LAB_REDIS_URL"):
-        from serving import open_run_store
+        from attention_lab.serving import open_run_store
 
         queue = open_run_store(runs)
         for run_id in run_ids:
@@ -647,7 +647,7 @@ def stop_trainings(runs: Path, run_ids: list[str], timeout: float = 30) -> None:
         return  # the workers themselves are stopped by redis_queue()
     if not run_ids or not (runs / "queue.sqlite3").exists():
         return
-    from serving.sqlite_store import SQLiteRunStore
+    from attention_lab.serving.sqlite_store import SQLiteRunStore
 
     queue = SQLiteRunStore(runs, max_running=1)
     for run_id in run_ids:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from safetensors.numpy import load_file
 
-from serving import RunRequest
-from serving.sqlite_store import SQLiteRunStore
+from attention_lab.serving import RunRequest
+from attention_lab.serving.sqlite_store import SQLiteRunStore
 from transformer_core.train import TASKS
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from serving import page_config
+from attention_lab.serving import page_config
 from transformer_core.train import TASKS
 from transformer_core.train.evaluation import evaluate_reversal
 from transformer_core.train.presets import prepare_run
@@ -37,8 +37,8 @@ def page_run(positions: str, size: str) -> None:
     """The /train default reversal run through the run store, timed from submission."""
     import tempfile
 
-    from serving import RunProgress, RunRequest
-    from serving.sqlite_store import SQLiteRunStore
+    from attention_lab.serving import RunProgress, RunRequest
+    from attention_lab.serving.sqlite_store import SQLiteRunStore
     from transformer_core.interp.heads import anti_diagonal_scores
 
     with tempfile.TemporaryDirectory() as root:

@@ -7,7 +7,10 @@ Streamlit itself costs a page on this machine, whatever the lab's pages do on to
 
 import numpy as np
 import streamlit as st
-from lab import charts  # app/ on PYTHONPATH: bench_browser.py serves a copy next to app/static
+
+from attention_lab.charts import (
+    specs as charts,  # app/ on PYTHONPATH: bench_browser.py serves a copy next to app/static
+)
 
 ELEMENTS = {
     "caption": lambda: st.caption("A caption under the title, as every page has."),

@@ -27,7 +27,7 @@ usage: bash deploy/serve.sh [--workers N] [--port P] [--address A] [--run-dir DI
                  default: a fresh temporary directory, removed on exit
   --timeout S    seconds to wait for the processes to become healthy (default 180)
   --metrics-port M  serve the admin's figures as Prometheus metrics on 127.0.0.1:M/metrics
-                 (python -m serving.metrics; default: off; see README "The admin's view")
+                 (python -m attention_lab.serving.metrics; default: off; see README "The admin's view")
 
 Environment: PYTHON (interpreter with the app installed), NGINX (nginx binary),
 ATTENTION_LAB_TORCH_THREADS (torch threads per process, default 1), and any
@@ -262,7 +262,7 @@ if [[ "$ADDRESS" == 0.0.0.0 ]]; then
 fi
 # The admin's figures as Prometheus metrics (serving/metrics.py), on loopback only.
 if [[ -n "$METRICS_PORT" ]]; then
-    setsid "$PYTHON" -m serving.metrics --port "$METRICS_PORT" >>"$RUN_DIR/logs/metrics.log" 2>&1 &
+    setsid "$PYTHON" -m attention_lab.serving.metrics --port "$METRICS_PORT" >>"$RUN_DIR/logs/metrics.log" 2>&1 &
     METRICS_PID=$!
     if ! wait_healthy --pid "$METRICS_PID" --url "http://127.0.0.1:$METRICS_PORT/metrics"; then
         log_tail "$RUN_DIR/logs/metrics.log"

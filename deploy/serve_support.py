@@ -62,7 +62,7 @@ def preflight(args: argparse.Namespace) -> int:
             "Install the app first: pip install -r requirements.txt"
         )
     try:  # a bad ATTENTION_LAB_* setting stops the start with its name, not every page later
-        from serving import settings
+        from attention_lab.serving import settings
         from transformer_core.errors import ConfigError
     except ImportError as exc:
         return _fail(
@@ -96,7 +96,7 @@ def _healthy(url: str) -> bool:
 
 
 def wait(args: argparse.Namespace) -> int:
-    from serving.priority import pid_alive
+    from attention_lab.serving.priority import pid_alive
 
     start = time.monotonic()
     pending = list(args.urls)

@@ -4,7 +4,8 @@ and page runs and errors across every app process; the same figures as Prometheu
 (`python -m serving.metrics`, started by `deploy/serve.sh --metrics-port N`)."""
 
 import streamlit as st
-from lab import admin
+
+from attention_lab.accounts import admin
 
 st.title("The admin's view", anchor=False)
 if admin.admitted():

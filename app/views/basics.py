@@ -12,13 +12,13 @@ import random
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import lesson_charts as lc
-from lab import tables
-from lab.charts import WEIGHT_DIGITS, weight_text
-from lab.lesson_page import chart_writer, in_range, matrix_frame
-from lab.state import init_state, write_state
 
-from lessons import basics as lesson
+from attention_lab.charts.specs import WEIGHT_DIGITS, weight_text
+from attention_lab.frame import tables
+from attention_lab.frame.state import init_state, write_state
+from attention_lab.lesson_pages import lesson_charts as lc
+from attention_lab.lesson_pages.lesson_page import chart_writer, in_range, matrix_frame
+from attention_lab.lessons import basics as lesson
 
 PERM_TOKENS = lesson.PERM_TOKENS
 PERMUTATIONS = [",".join(map(str, p)) for p in itertools.permutations(range(len(PERM_TOKENS)))]

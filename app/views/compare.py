@@ -10,16 +10,18 @@ import json
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import charts, export, state, tables
-from lab.compute import run_cached
-from lab.explorer_compute import top_tokens, trace_of
-from lab.head_view import grid_figure, head_figure, head_selectors, kind_label, pick_head
-from lab.inference_switches import Switch, Switched, switch_toggles
-from lab.markdown_safe import md_code
-from lab.model_input import check_input, checkpoint_note, show_input_notes, token_unit
-from lab.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
-from lab.state import visible
 
+from attention_lab.charts import export
+from attention_lab.charts import specs as charts
+from attention_lab.explorers.head_view import grid_figure, head_figure, head_selectors, kind_label, pick_head
+from attention_lab.explorers.model_input import check_input, checkpoint_note, show_input_notes, token_unit
+from attention_lab.frame import state, tables
+from attention_lab.frame.markdown_safe import md_code
+from attention_lab.frame.state import visible
+from attention_lab.models.compute import run_cached
+from attention_lab.models.explorer_compute import top_tokens, trace_of
+from attention_lab.models.inference_switches import Switch, Switched, switch_toggles
+from attention_lab.models.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
 from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
 from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
 from transformer_core.io import Checkpoint

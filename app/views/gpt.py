@@ -3,14 +3,35 @@
 import re
 
 import streamlit as st
-from lab import export, gpt_panels, state
-from lab.compute import run_cached
-from lab.explorer_compute import gpt_view, lesson_head, step_probs, view_and_sample
-from lab.head_view import grid_and_head, grid_columns, head_selectors, names_no_head, open_on_lesson
-from lab.inference_switches import NO_POSITIONS, Switch, Switched, ablation_picker, head_name, switch_toggles
-from lab.model_input import check_input, checkpoint_note, show_input_notes, stop_on_problem, token_unit
-from lab.resources import checkpoint_labels, load_model, model_choices
 
+from attention_lab.charts import export
+from attention_lab.explorers import gpt_panels
+from attention_lab.explorers.head_view import (
+    grid_and_head,
+    grid_columns,
+    head_selectors,
+    names_no_head,
+    open_on_lesson,
+)
+from attention_lab.explorers.model_input import (
+    check_input,
+    checkpoint_note,
+    show_input_notes,
+    stop_on_problem,
+    token_unit,
+)
+from attention_lab.frame import state
+from attention_lab.models.compute import run_cached
+from attention_lab.models.explorer_compute import gpt_view, lesson_head, step_probs, view_and_sample
+from attention_lab.models.inference_switches import (
+    NO_POSITIONS,
+    Switch,
+    Switched,
+    ablation_picker,
+    head_name,
+    switch_toggles,
+)
+from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
 from transformer_core.interp import query_steps
 

@@ -10,12 +10,13 @@ import json
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import charts, state, tables
-from lab import head_plots as hp
-from lab.compute import run_cached
-from lab.model_input import checkpoint_note, token_unit
-from lab.resources import checkpoint_labels, load_model, model_choices
 
+from attention_lab.charts import head_plots as hp
+from attention_lab.charts import specs as charts
+from attention_lab.explorers.model_input import checkpoint_note, token_unit
+from attention_lab.frame import state, tables
+from attention_lab.models.compute import run_cached
+from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from transformer_core import CheckpointError, ConfigError, InputError
 from transformer_core.interp import (
     DESCRIPTIONS,

@@ -2,9 +2,9 @@
 
 import pandas as pd
 import streamlit as st
-from lab import state, tables
-from lab.resources import current_device, shipped_checkpoints
 
+from attention_lab.frame import state, tables
+from attention_lab.models.resources import current_device, shipped_checkpoints
 from transformer_core import describe_device
 
 st.title("Attention Lab", anchor=False)

@@ -7,15 +7,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 import torch
-from lab import lesson_charts as lc
-from lab import position_charts as pc
-from lab import tables
-from lab.lesson_page import chart_writer, in_range
-from lab.resources import load_model, model_choices, shipped_checkpoints
-from lab.state import clamp_list_state, clamp_state, init_state, write_state
 
-from lessons import positions as lesson
-from lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
+from attention_lab.frame import tables
+from attention_lab.frame.state import clamp_list_state, clamp_state, init_state, write_state
+from attention_lab.lesson_pages import lesson_charts as lc
+from attention_lab.lesson_pages import position_charts as pc
+from attention_lab.lesson_pages.lesson_page import chart_writer, in_range
+from attention_lab.lessons import positions as lesson
+from attention_lab.lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
+from attention_lab.models.resources import load_model, model_choices, shipped_checkpoints
 from transformer_core import CheckpointError, sinusoidal_positional_encoding
 
 P = "positions_"  # session_state prefix; the URL keeps the short names

@@ -2,15 +2,28 @@
 
 import numpy as np
 import streamlit as st
-from lab import export, state
-from lab.compute import run_cached
-from lab.explorer_compute import padding_view, reversal_view
-from lab.head_view import grid_and_head, grid_columns, head_selectors, names_no_head, open_on_lesson
-from lab.inference_switches import NO_POSITIONS, Switch, Switched, switch_toggles
-from lab.model_input import char_name, check_input, checkpoint_note, show_input_notes, stop_on_problem
-from lab.resources import checkpoint_labels, load_model, model_choices
-from lab.reversal_panels import answer, padded_batch
 
+from attention_lab.charts import export
+from attention_lab.explorers.head_view import (
+    grid_and_head,
+    grid_columns,
+    head_selectors,
+    names_no_head,
+    open_on_lesson,
+)
+from attention_lab.explorers.model_input import (
+    char_name,
+    check_input,
+    checkpoint_note,
+    show_input_notes,
+    stop_on_problem,
+)
+from attention_lab.explorers.reversal_panels import answer, padded_batch
+from attention_lab.frame import state
+from attention_lab.models.compute import run_cached
+from attention_lab.models.explorer_compute import padding_view, reversal_view
+from attention_lab.models.inference_switches import NO_POSITIONS, Switch, Switched, switch_toggles
+from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from transformer_core import CheckpointError, ConfigError, InputError
 from transformer_core.interp import anti_diagonal_scores
 

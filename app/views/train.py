@@ -11,10 +11,15 @@ import time
 
 import pandas as pd
 import streamlit as st
-from lab import charts, tables, xy_charts
-from lab.markdown_safe import md_code
-from lab.resources import current_device
-from lab.runs import (
+
+from attention_lab.charts import specs as charts
+from attention_lab.charts import xy_charts
+from attention_lab.frame import tables
+from attention_lab.frame.markdown_safe import md_code
+from attention_lab.frame.state import shown, visible, write_state
+from attention_lab.models.resources import current_device
+from attention_lab.serving import LIMITS, RunError, RunInfo, RunProgress, RunRequest, page_config
+from attention_lab.training.runs import (
     CURRENT_PREFIX,
     HEAD_SCORES,
     REPORT_LENGTHS,
@@ -34,10 +39,7 @@ from lab.runs import (
     run_queue,
     submit,
 )
-from lab.scrubber import show_snapshots
-from lab.state import shown, visible, write_state
-
-from serving import LIMITS, RunError, RunInfo, RunProgress, RunRequest, page_config
+from attention_lab.training.scrubber import show_snapshots
 from transformer_core import POSITION_SCHEMES, ConfigError, InputError
 from transformer_core.io import corpus_from_bytes
 from transformer_core.train import DEFAULT_SIZE, TASKS, TRAIN_LENGTHS

@@ -6,17 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
-from lab import lesson_charts as lc
-from lab import tables
-from lab.compute import run_cached
-from lab.lesson_page import chart_writer, in_range
-from lab.model_input import char_name
-from lab.resources import load_model, model_choices
-from lab.state import clamp_state, init_state, write_state
 
-from lessons import training
-from lessons import variance as lesson
-from lessons.variance import SATURATION_DIMS, TABLE_DIMS
+from attention_lab.explorers.model_input import char_name
+from attention_lab.frame import tables
+from attention_lab.frame.state import clamp_state, init_state, write_state
+from attention_lab.lesson_pages import lesson_charts as lc
+from attention_lab.lesson_pages.lesson_page import chart_writer, in_range
+from attention_lab.lessons import training
+from attention_lab.lessons import variance as lesson
+from attention_lab.lessons.variance import SATURATION_DIMS, TABLE_DIMS
+from attention_lab.models.compute import run_cached
+from attention_lab.models.resources import load_model, model_choices
 from transformer_core import CheckpointError, InputError
 
 KIND_LABELS = {

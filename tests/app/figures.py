@@ -11,16 +11,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from lab import charts as lab_charts
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
-from serving.settings import RUNS_DIR_ENV
+from attention_lab.charts import specs as lab_charts
+from attention_lab.serving.settings import RUNS_DIR_ENV
 from transformer_core.io.checkpoint import load_checkpoint, save_checkpoint
 
 
 def charts(at: AppTest) -> dict[str, dict]:
-    """key -> spec of every chart (lab.charts, drawn on a canvas) the run sent."""
+    """key -> spec of every chart (attention_lab.charts.specs, drawn on a canvas) the run sent."""
     return {c.key: json.loads(c.proto.json) for c in at.get("bidi_component")}
 
 
@@ -30,7 +30,7 @@ def heatmaps(spec: dict) -> list[np.ndarray]:
 
 
 class _TableReader(HTMLParser):
-    """[(key, [header row, body rows...])] of every lab.tables table in an HTML text."""
+    """[(key, [header row, body rows...])] of every attention_lab.frame.tables table in an HTML text."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -73,7 +73,7 @@ def _cell(text: str) -> object:
 
 
 def tables(at: AppTest) -> dict[str, pd.DataFrame]:
-    """key -> every HTML table (lab.tables) the run showed, as the numbers on screen; the
+    """key -> every HTML table (attention_lab.frame.tables) the run showed, as the numbers on screen; the
     first column is the index where the table has row headers (an empty corner cell)."""
     found = {}
     for element in at.get("html"):

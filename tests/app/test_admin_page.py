@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from serving import RunRequest
-from serving.page_stats import PageCounter
-from serving.progress import PROGRESS_FILE
-from serving.sqlite_store import SQLiteRunStore
+from attention_lab.serving import RunRequest
+from attention_lab.serving.page_stats import PageCounter
+from attention_lab.serving.progress import PROGRESS_FILE
+from attention_lab.serving.sqlite_store import SQLiteRunStore
 from tests.app.figures import tables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +118,7 @@ def test_a_page_that_raises_counts_as_an_error(monkeypatch: pytest.MonkeyPatch, 
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=60)
     at.run()
     before = PageCounter(runs_root).figures()
-    monkeypatch.setattr("lab.admin.admitted", lambda: 1 / 0)
+    monkeypatch.setattr("attention_lab.accounts.admin.admitted", lambda: 1 / 0)
     at.switch_page("views/admin.py")
     at.run()
     assert at.exception and at.exception[0].message == "division by zero"

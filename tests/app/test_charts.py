@@ -1,4 +1,4 @@
-"""The chart specs (lab.charts, lab.lesson_charts): the numbers the browser draws are the
+"""The chart specs (charts.specs, lesson_pages.lesson_charts): the numbers the browser draws are the
 numbers computed, in the encodings charts.js decodes."""
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from lab import chart_component, charts
-from lab import lesson_charts as lc
-from lab import position_charts as pc
 
-from lessons import basics, variance
-from lessons.training import lr_schedules
+from attention_lab.charts import component as chart_component
+from attention_lab.charts import specs as charts
+from attention_lab.lesson_pages import lesson_charts as lc
+from attention_lab.lesson_pages import position_charts as pc
+from attention_lab.lessons import basics, variance
+from attention_lab.lessons.training import lr_schedules
 
 
 def test_colour_scales_are_colorbrewers_and_reverse_with_r() -> None:
@@ -104,7 +105,7 @@ def test_bars_write_their_values_and_keep_a_given_range() -> None:
 
 
 def test_html_tables_format_floats_by_digits_and_name_what_does_not_apply() -> None:
-    from lab import tables
+    from attention_lab.frame import tables
 
     frame = pd.DataFrame(
         {"step": [1, 2], "loss": [0.123456, float("nan")], "s": [-np.inf, 2.5], "ok": [True, False]}

@@ -1,4 +1,4 @@
-"""A finished leader's run handed to its mirrors (lab.class_mirror.Mirrors), on a real event
+"""A finished leader's run handed to its mirrors (attention_lab.lecture.mirror.Mirrors), on a real event
 loop with real SessionStates and ForwardMsgs; the sessions are stand-ins with the parts of
 Streamlit's AppSession the hand-out touches. Through a real app process:
 tests/deploy/test_class_mirror.py."""
@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
-from lab import class_mirror
-from lab.class_mirror import MIRRORS_PER_TURN, Mirrors, Recording, state_fingerprint
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.state.session_state import SessionState
+
+from attention_lab.lecture import mirror as class_mirror
+from attention_lab.lecture.mirror import MIRRORS_PER_TURN, Mirrors, Recording, state_fingerprint
 
 KEYS = ("following", "seen", "beat")
 CODE, VERSION = "c0de", 3

@@ -1,4 +1,4 @@
-"""The app process's push to followers (lab.class_push), one round at a time, on a real event
+"""The app process's push to followers (attention_lab.lecture.push), one round at a time, on a real event
 loop and the runs folder's SQLite class sessions: who is rerun, once per new view, who is
 counted as following, and a class session that ends. The push through real servers and
 browsers: tests/deploy/test_class_session.py."""
@@ -13,12 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from lab.class_mirror import Recording, copy_state, last_run, state_fingerprint
-from lab.class_push import ENDED, Follower, FollowerWatch
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.state.session_state import SessionState
 
-from serving.classroom import FOLLOWING_SECONDS, SQLiteClassSessions
+from attention_lab.lecture.mirror import Recording, copy_state, last_run, state_fingerprint
+from attention_lab.lecture.push import ENDED, Follower, FollowerWatch
+from attention_lab.serving.classroom import FOLLOWING_SECONDS, SQLiteClassSessions
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def test_an_ended_class_session_reruns_its_followers_to_say_so(tmp_path: Path, l
 
 
 class FakeMirrors:
-    """The watch's side of lab.class_mirror.Mirrors: fingerprints as given, leaders rerun through
+    """The watch's side of attention_lab.lecture.mirror.Mirrors: fingerprints as given, leaders rerun through
     the class's rerun, recordings kept; `fail` is what the next settle() reports."""
 
     def __init__(self, c: Class, fingerprints: dict[str, str | None]) -> None:

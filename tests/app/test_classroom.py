@@ -7,8 +7,9 @@ from __future__ import annotations
 def test_a_lecturers_visit_to_admin_is_not_shown_to_the_class(tmp_path, monkeypatch) -> None:
     from pathlib import Path
 
-    from lab.classroom import LEADING, sessions
     from streamlit.testing.v1 import AppTest
+
+    from attention_lab.lecture.classroom import LEADING, sessions
 
     monkeypatch.setenv("ATTENTION_LAB_RUNS_DIR", str(tmp_path))
     home = str(Path(__file__).resolve().parents[2] / "app" / "Home.py")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from lab.charts import COLORSCALES, MARKER_SHAPES, SERIES_COLORS
+
+from attention_lab.charts.specs import COLORSCALES, MARKER_SHAPES, SERIES_COLORS
 
 #: Machado et al. 2009, severity 1.0: linear RGB -> linear RGB as that eye sees it
 DEFICIENCIES = {

@@ -1,4 +1,4 @@
-"""lab.compute: one cache for every page, keyed by the weights and the arguments."""
+"""attention_lab.models.compute: one cache for every page, keyed by the weights and the arguments."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 import streamlit as st
 import torch
-from lab import compute
 
+from attention_lab.models import compute
 from transformer_core.config import InferenceOptions
 from transformer_core.io.checkpoint import Checkpoint, load_checkpoint
 

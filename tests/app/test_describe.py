@@ -4,7 +4,8 @@ holds most of the weight, with its share, and the strongest cell."""
 from __future__ import annotations
 
 import numpy as np
-from lab.describe import attention_sentence, grid_sentence
+
+from attention_lab.charts.describe import attention_sentence, grid_sentence
 
 
 def test_a_mirror_cross_attention_is_named_as_the_reversal() -> None:

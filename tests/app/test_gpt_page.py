@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from lab import explorer_compute
-from lab.compute import canonical, run_cached
-from lab.explorer_compute import gpt_view, lesson_head
-from lab.explorer_html import contrast_ratio, text_colour
 from streamlit.testing.v1 import AppTest
 
+from attention_lab.explorers.explorer_html import contrast_ratio, text_colour
+from attention_lab.models import explorer_compute
+from attention_lab.models.compute import canonical, run_cached
+from attention_lab.models.explorer_compute import gpt_view, lesson_head
 from tests.app.figures import charts, download_files, heatmaps, saved_runs, tables, texts
 from transformer_core.config import InferenceOptions
 from transformer_core.interp import distribution_shift, query_steps, record_arrays, softmax_allowed

@@ -172,8 +172,7 @@ def test_the_composition_maps_show_the_previous_token_head_feeding_the_induction
 
 
 def test_patching_attribution_and_the_lens_on_gpt_induction():
-    from lab.head_plots import restored_share
-
+    from attention_lab.charts.head_plots import restored_share
     from transformer_core.interp.report import report_attribution, report_patching
 
     at = open_heads({"checkpoint": "gpt-induction"})

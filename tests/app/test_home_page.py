@@ -55,7 +55,7 @@ def test_home_says_one_thread_and_its_tables_fit_a_projector(one_thread, monkeyp
 
 
 def test_students_see_no_deploy_button_or_developer_menu() -> None:
-    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    config = tomllib.loads((ROOT / "app" / ".streamlit" / "config.toml").read_text())
     assert config["client"]["toolbarMode"] == "viewer"
     import streamlit.config as st_config
 

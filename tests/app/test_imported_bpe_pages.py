@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from lab.explorer_compute import sample
-from lab.model_input import check_input, token_unit
 from streamlit.testing.v1 import AppTest
 
+from attention_lab.explorers.model_input import check_input, token_unit
+from attention_lab.models.explorer_compute import sample
 from tests.app.figures import charts, heatmaps
 from tests.support.gpt2 import write_hf_gpt2
 from transformer_core.config import InferenceOptions

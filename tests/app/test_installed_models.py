@@ -9,10 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lab.resources import parameter_count
 from streamlit.testing.v1 import AppTest
 
-from serving import backends
+from attention_lab.models.resources import parameter_count
+from attention_lab.serving import backends
 from transformer_core.errors import ConfigError
 from transformer_core.io.checkpoint import CHECKPOINTS_DIR, META_FILE, load_checkpoint, resolve_checkpoint
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from lab.charts import WEIGHT_DIGITS, values
 from streamlit.testing.v1 import AppTest
 
+from attention_lab.charts.specs import WEIGHT_DIGITS, values
 from tests.app.figures import charts, tables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def assert_ok(at: AppTest) -> None:
 
 
 def table(at: AppTest, *columns: str) -> pd.DataFrame:
-    """The first table on the page (lab.tables, as the numbers on screen) that has all
+    """The first table on the page (attention_lab.frame.tables, as the numbers on screen) that has all
     these columns."""
     for frame in tables(at).values():
         if set(columns) <= set(frame.columns):
@@ -61,7 +61,7 @@ def figure_titles(at: AppTest) -> list[str]:
 
 
 def figure_specs(at: AppTest) -> dict[str, dict]:
-    """Every chart on the page as sent (lab.charts specs), by element key."""
+    """Every chart on the page as sent (attention_lab.charts.specs specs), by element key."""
     return charts(at)
 
 
@@ -135,7 +135,7 @@ def masked_softmax(scores: np.ndarray, lens: tuple[int, int]) -> np.ndarray:
 
 
 def test_basics_score_inputs_drive_the_masked_softmax_and_the_url() -> None:
-    from lessons.basics import PADDED_SCORES, PADDED_VALID_LENS
+    from attention_lab.lessons.basics import PADDED_SCORES, PADDED_VALID_LENS
 
     at = open_view("basics")
     masked = tables(at)["basics_masked_table"]
@@ -274,7 +274,7 @@ def test_variance_sends_thinned_curves_and_binned_histograms() -> None:
 def test_variance_histogram_holds_every_sample_at_d_k_512_and_the_table_has_one_scaled_column() -> None:
     """Issue 11 #7: the axis was fixed at +-50, cutting the tails at d_k 512; and two table
     columns (variance / d_k, variance of q.k / sqrt(d_k)) were always equal."""
-    from lessons.variance import score_samples
+    from attention_lab.lessons.variance import score_samples
 
     at = open_view("variance", d_k=512, samples=10000)
     raw, _ = score_samples(512, 10000)

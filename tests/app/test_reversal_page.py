@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from lab import charts as lab_charts
-from lab import explorer_compute
-from lab.explorer_compute import reversal_view
-from lab.model_input import char_name, check_input
-from lab.state import visible
 from streamlit.testing.v1 import AppTest
 
+from attention_lab.charts import specs as lab_charts
+from attention_lab.explorers.model_input import char_name, check_input
+from attention_lab.frame.state import visible
+from attention_lab.models import explorer_compute
+from attention_lab.models.explorer_compute import reversal_view
 from tests.app.figures import charts, download_files, heatmaps, saved_runs, texts
 from transformer_core.config import InferenceOptions
 from transformer_core.interp import anti_diagonal_scores

@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from lab.access import browser_token
 from streamlit.testing.v1 import AppTest
+
+from attention_lab.accounts.sign_in import browser_token
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from lab.scrubber import telling_head
 from streamlit.testing.v1 import AppTest
 
-from serving import ProgressWriter, RunRequest, new_run_id
-from serving.sqlite_store import SQLiteRunStore
+from attention_lab.serving import ProgressWriter, RunRequest, new_run_id
+from attention_lab.serving.sqlite_store import SQLiteRunStore
+from attention_lab.training.scrubber import telling_head
 from tests.app.figures import charts as chart_specs
 from tests.app.figures import heatmaps, tables
 from transformer_core.train import TrainConfig, prepare_run
@@ -114,7 +114,7 @@ def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     assert at.get("download_button")
     assert "snap_fig" in chart_specs(at)  # the snapshot scrubber's heatmap
 
-    from lab.runs import _store  # a restart of the app: no cached queue, a new session
+    from attention_lab.training.runs import _store  # a restart of the app: no cached queue, a new session
 
     _store.clear()
     later = open_train({"run": run_id})
@@ -175,7 +175,7 @@ def test_stop_ends_the_run_within_a_second() -> None:
     set_steps(at, 10_000)
     click(at, "Start")
     run_id = at.session_state["train_run"]
-    from serving import RunProgress
+    from attention_lab.serving import RunProgress
 
     progress = RunProgress(queue().folder(run_id))
     wait_until(lambda: (progress.refresh(), progress.step >= 2)[1], timeout=180)
@@ -322,9 +322,9 @@ def test_the_scrubber_plays_and_holds_across_refreshes_of_a_running_run() -> Non
 def test_a_finished_runs_scrubber_plays_its_snapshots_one_after_another(monkeypatch) -> None:
     """Issue 23 #4: a play button plays the snapshots. Play from the last snapshot starts at
     the first; each tick shows the next; the film stops on the last; Pause holds a frame."""
-    import lab.scrubber
+    import attention_lab.training.scrubber
 
-    monkeypatch.setattr(lab.scrubber, "PLAY_SECONDS", 0.0)  # every page run is a tick here
+    monkeypatch.setattr(attention_lab.training.scrubber, "PLAY_SECONDS", 0.0)  # every page run is a tick here
     run = FakeRun()
     run.snapshots(4)  # steps 25 .. 100
     run.queue.finish(run.id, "done")
@@ -402,11 +402,11 @@ def test_the_scrubber_saves_one_heads_film_as_a_gif() -> None:
     snapshot, each the head's weights in the charts' colours, its step written above it."""
     import io
 
-    from lab.gif import BAND_PX, colour_table
-    from lab.scrubber import scrubber_gif
     from PIL import Image
 
-    from serving import RunProgress
+    from attention_lab.charts.gif import BAND_PX, colour_table
+    from attention_lab.serving import RunProgress
+    from attention_lab.training.scrubber import scrubber_gif
 
     run = FakeRun()
     run.snapshots(3)

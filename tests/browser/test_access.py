@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from lab.charts import WEIGHT_DIGITS, values
-from lab.explorer_html import contrast_ratio
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.charts.specs import WEIGHT_DIGITS, values
+from attention_lab.explorers.explorer_html import contrast_ratio
 from tests.support.app import running_app
 from tests.support.browser import PREPARED_LINKS, chart, chart_cells, open_page, params
 

@@ -1,13 +1,15 @@
 """A server without static serving gets every chart module bundled into one script
-(lab.chart_component.bundled): that script must load and draw in the browser, as the
+(attention_lab.charts.component.bundled): that script must load and draw in the browser, as the
 modules served one by one do."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from lab import chart_component, charts
 from playwright.sync_api import Browser
+
+from attention_lab.charts import component as chart_component
+from attention_lab.charts import specs as charts
 
 
 def test_the_bundle_loads_in_chromium_and_draws_a_chart(

@@ -2,7 +2,7 @@
 Arrow formatting of st.dataframe, KaTeX of st.latex, plotly.js, vega): Streamlit shows
 nothing below a page's title until every chunk the page needs has arrived, so one such
 element anywhere held back the first chart by 0.4-0.6 s (2.7 s for plotly.js) on the 2-core
-box. The lab's charts are app/static/charts.js, its tables plain HTML (lab.tables)."""
+box. The lab's charts are app/static/charts.js, its tables plain HTML (attention_lab.frame.tables)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import oidc_provider_mock
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from serving.sqlite_store import SQLiteRunStore
+from attention_lab.serving.sqlite_store import SQLiteRunStore
 from tests.support.app import running_app
 from tests.support.browser import assert_no_exception, wait_for_app
 

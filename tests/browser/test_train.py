@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Browser, Page, expect
 
-from serving import new_run_id
+from attention_lab.serving import new_run_id
 from tests.support.browser import assert_no_exception, chart, open_page, wait_for_app
 
 

@@ -205,7 +205,7 @@ def test_tasks_are_immutable_and_share_one_batch_type() -> None:
 
 
 def test_presets_are_the_one_home_of_the_defaults() -> None:
-    from serving import page_config
+    from attention_lab.serving import page_config
     from transformer_core.io.checkpoint import load_checkpoint
     from transformer_core.train.presets import model_config, train_config
     from transformer_core.train.registry import REPORT_LENGTHS

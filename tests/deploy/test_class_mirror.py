@@ -1,4 +1,4 @@
-"""Followers in step mirror one leader's run (lab.class_mirror.Mirrors), through a real app
+"""Followers in step mirror one leader's run (attention_lab.lecture.mirror.Mirrors), through a real app
 process and Streamlit's own websocket protocol (the benchmarks' client): every follower shows
 each new view of the lecturer's; the page runs once for the followers in step, not once each;
 a follower with something of its own (a tour draft in its sidebar) runs the page on its own,
@@ -14,9 +14,9 @@ from pathlib import Path
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 
+from attention_lab.serving.page_stats import PageCounter
 from benchmarks.bench_class import TEXT_LABEL, Tab, text_change, text_shown
 from benchmarks.bench_load import Browser, RunOutcome, read_run, read_shown, rerun_msg
-from serving.page_stats import PageCounter
 from tests.support.app import running_app
 from tests.support.serve import in_own_loop
 

@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from serving.page_stats import PageCounter
+from attention_lab.serving.page_stats import PageCounter
 from tests.support.serve import free_port, in_own_loop, scrape, start_serve, stop_serve, streamlit_session
 
 PORTS = re.compile(r"starting \d+ app processes on 127\.0\.0\.1 ports ([\d ]+)")

@@ -131,7 +131,7 @@ def test_a_killed_app_process_heals_its_users_come_back_and_its_training_goes_on
     """Issue 27: `kill -9` one app process. Its browser's page comes back (nginx sends it to the
     other process at once, the view from the URL), serve.sh restarts the process on its port,
     and the training it started goes on: a run process lives in a session of its own."""
-    from serving import RunProgress, open_run_store
+    from attention_lab.serving import RunProgress, open_run_store
 
     route = "chaos"
     port = upstream_of(served.url, f"{ROUTE}={route}").rsplit(":", 1)[1]

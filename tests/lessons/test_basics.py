@@ -1,4 +1,4 @@
-"""lessons.basics against the worked numbers of the teaching material."""
+"""attention_lab.lessons.basics against the worked numbers of the teaching material."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lessons import basics as lesson
+from attention_lab.lessons import basics as lesson
 
 
 def test_qkv_toy_weights_and_context() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from lessons import positions as lesson
+from attention_lab.lessons import positions as lesson
 from transformer_core.positional import sinusoidal_positional_encoding
 
 

@@ -1,12 +1,12 @@
-"""lessons.training: warm-up schedules and the label-smoothed target."""
+"""attention_lab.lessons.training: warm-up schedules and the label-smoothed target."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lessons import training as lesson
-from lessons.variance import entropy
+from attention_lab.lessons import training as lesson
+from attention_lab.lessons.variance import entropy
 
 
 def test_lr_schedules() -> None:

@@ -1,4 +1,4 @@
-"""lessons.variance: score variance ~ d_k, softmax saturation, a model without the scaling."""
+"""attention_lab.lessons.variance: score variance ~ d_k, softmax saturation, a model without the scaling."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from lessons import variance as lesson
+from attention_lab.lessons import variance as lesson
 from transformer_core.errors import InputError
 from transformer_core.io.checkpoint import Checkpoint
 from transformer_core.io.tokenizer import CharTokenizer

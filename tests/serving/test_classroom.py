@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from serving import classroom
-from serving.classroom import ClassSessions, RedisClassSessions, SQLiteClassSessions, is_class_code
+from attention_lab.serving import classroom
+from attention_lab.serving.classroom import (
+    ClassSessions,
+    RedisClassSessions,
+    SQLiteClassSessions,
+    is_class_code,
+)
 from tests.support.redis_server import RedisServer
 from tests.support.serve import free_port
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from serving.backends import run_checkpoint_source
-from serving.ids import new_run_id
-from serving.settings import runs_dir
+from attention_lab.serving.backends import run_checkpoint_source
+from attention_lab.serving.ids import new_run_id
+from attention_lab.serving.settings import runs_dir
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io import CHECKPOINTS_DIR, checkpoint_sources, load_checkpoint, save_checkpoint
 from transformer_core.io.data import reversal_tokenizer

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from serving import RunRequest
-from serving.admin import collect
-from serving.page_stats import KEEP_MINUTES, RATE_MINUTES, PageCounter
-from serving.progress import note_gpu_memory, summary
-from serving.sqlite_store import SQLiteRunStore
+from attention_lab.serving import RunRequest
+from attention_lab.serving.admin import collect
+from attention_lab.serving.page_stats import KEEP_MINUTES, RATE_MINUTES, PageCounter
+from attention_lab.serving.progress import note_gpu_memory, summary
+from attention_lab.serving.sqlite_store import SQLiteRunStore
 from tests.support.serve import free_port, scrape
 from transformer_core.device import memory_in_use
 
@@ -45,7 +45,7 @@ def test_the_exporter_serves_the_stores_figures(tmp_path: Path, monkeypatch: pyt
     port = free_port()
     env = {"ATTENTION_LAB_RUNS_DIR": str(root), "ATTENTION_LAB_RUNS_MAX_MB": "2.5", "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "serving.metrics", "--port", str(port)],
+        [sys.executable, "-m", "attention_lab.serving.metrics", "--port", str(port)],
         cwd=ROOT,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
@@ -55,7 +55,7 @@ def test_the_exporter_serves_the_stores_figures(tmp_path: Path, monkeypatch: pyt
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # printed once it listens
-        assert line.strip() == f"serving.metrics: http://127.0.0.1:{port}/metrics", line
+        assert line.strip() == f"attention_lab.serving.metrics: http://127.0.0.1:{port}/metrics", line
         found = scrape(f"http://127.0.0.1:{port}/metrics")
     finally:
         proc.terminate()

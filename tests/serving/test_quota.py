@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from serving.ids import RunError
-from serving.quota import PersonLimits, PersonUsage, check_person
-from serving.redis_store import RedisRunStore
-from serving.request import RunRequest
-from serving.sqlite_store import DB_FILE, SQLiteRunStore
-from serving.store import RunStore
+from attention_lab.serving.ids import RunError
+from attention_lab.serving.quota import PersonLimits, PersonUsage, check_person
+from attention_lab.serving.redis_store import RedisRunStore
+from attention_lab.serving.request import RunRequest
+from attention_lab.serving.sqlite_store import DB_FILE, SQLiteRunStore
+from attention_lab.serving.store import RunStore
 from tests.support.redis_server import RedisServer
 from tests.support.serve import free_port
 

@@ -32,9 +32,9 @@ from redis import Redis
 from rq import Worker
 from rq.serializers import JSONSerializer
 
-from serving import RunProgress, RunRequest, fetch_run, redis_worker
-from serving.redis_store import ALIVE_SECONDS, RedisRunStore, rq_queue
-from serving.redis_worker import RunWorker, work_root
+from attention_lab.serving import RunProgress, RunRequest, fetch_run, redis_worker
+from attention_lab.serving.redis_store import ALIVE_SECONDS, RedisRunStore, rq_queue
+from attention_lab.serving.redis_worker import RunWorker, work_root
 from tests.support.browser import assert_no_exception, open_page, wait_for_app
 from tests.support.redis_server import RedisServer, wait
 from tests.support.serve import ROUTE, free_port, process_tree, start_serve, stop_serve, upstream_of
@@ -260,7 +260,7 @@ def test_a_worker_runs_nothing_but_runs(cluster: Cluster, tmp_path: Path) -> Non
     job = queue.enqueue("os.remove", str(victim))
     wait(lambda: job.get_status(refresh=True) in ("failed", "finished"), timeout=30)
     assert job.get_status() == "failed" and victim.read_text() == "still here"
-    assert "only runs serving.redis_worker.run_job" in (job.latest_result().exc_string or "")
+    assert "only runs attention_lab.serving.redis_worker.run_job" in (job.latest_result().exc_string or "")
     assert job.serializer is JSONSerializer
     raw = Redis.from_url(cluster.server.url).hget(job.key, "data")
     assert json.loads(zlib.decompress(raw))[0] == "os.remove"  # the job is (compressed) JSON, not a pickle
@@ -273,7 +273,7 @@ def test_the_worker_holds_the_bounds_whatever_a_replica_sent(
     timed = bounded.submit(request(label="one second"))
     # a replica that skipped its own checks: the worker checks again what came through Redis
     monkeypatch.setattr(RunRequest, "validate", lambda self: None)
-    monkeypatch.setattr("serving.request.MAX_CORPUS_CHARS", 10**9)
+    monkeypatch.setattr("attention_lab.serving.request.MAX_CORPUS_CHARS", 10**9)
     too_long = cluster.a.submit(request(steps=10**6, label="too many steps"))
     lm = RunRequest(
         train=dict(task="lm", steps=10, batch_size=2, device="cpu"), positions="none", size="tiny"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from serving import settings
+from attention_lab.serving import settings
 from transformer_core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

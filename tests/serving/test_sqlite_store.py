@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 import torch
 
-from serving import priority, run_process
-from serving.ids import new_run_id
-from serving.progress import PROGRESS_FILE, RunProgress, folder_bytes, runs_bytes
-from serving.request import RunRequest
-from serving.settings import gpu_fraction, run_yield, runs_max_bytes
-from serving.sqlite_store import SQLiteRunStore
+from attention_lab.serving import priority, run_process
+from attention_lab.serving.ids import new_run_id
+from attention_lab.serving.progress import PROGRESS_FILE, RunProgress, folder_bytes, runs_bytes
+from attention_lab.serving.request import RunRequest
+from attention_lab.serving.settings import gpu_fraction, run_yield, runs_max_bytes
+from attention_lab.serving.sqlite_store import SQLiteRunStore
 from transformer_core.device import limit_process_memory
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io.checkpoint import META_FILE, load_checkpoint
@@ -139,7 +139,8 @@ def test_two_app_processes_share_the_cap_and_a_third_run_queues(runs_root: Path)
     first = SQLiteRunStore(max_running=2)
     a = first.submit(request())
     code = (
-        "from serving.sqlite_store import SQLiteRunStore; from serving.request import RunRequest;"
+        "from attention_lab.serving.sqlite_store import SQLiteRunStore; "
+        "from attention_lab.serving.request import RunRequest;"
         "r = RunRequest(train=dict(task='reverse', steps=20000, batch_size=4, device='cpu', eval_every=0),"
         " positions='none', size='tiny');"
         "print(SQLiteRunStore(max_running=2).submit(r))"
@@ -316,7 +317,7 @@ def test_a_run_process_lowers_its_own_and_its_sessions_priority() -> None:
     shares the CPU equally with each app process whatever its processes' niceness, so the
     run raises its session's niceness too (measured: a niced run still took pages +33%)."""
     code = (
-        "import os; from pathlib import Path; from serving.priority import lower_priority; "
+        "import os; from pathlib import Path; from attention_lab.serving.priority import lower_priority; "
         "print(lower_priority(), os.nice(0)); "
         "g = Path('/proc/self/autogroup'); print(g.read_text().strip() if g.exists() else 'no autogroup')"
     )

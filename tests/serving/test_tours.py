@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from serving.tours import Scene, Tour, TourError, is_tour_id, load_saved_tour, parse_tour, save_tour
+from attention_lab.serving.tours import (
+    Scene,
+    Tour,
+    TourError,
+    is_tour_id,
+    load_saved_tour,
+    parse_tour,
+    save_tour,
+)
 
 PAGES = {"", "gpt", "reversal", "basics"}
 

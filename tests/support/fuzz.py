@@ -3,7 +3,7 @@ tests/app/test_fuzz_pages.py (a bounded number of cases per page, for CI) and
 benchmarks/fuzz_pages.py (20,000 cases over all pages).
 
 The URL keys of a page are the real ones: a bare run of the page records what it hands to
-`lab.state.init_state` (names, defaults, prefix), and `st.query_params` names in its source
+`attention_lab.frame.state.init_state` (names, defaults, prefix), and `st.query_params` names in its source
 (/train's `run`) are read with `ast`. A link is then fuzzed with values for those keys
 (in range, out of range, huge, nan, unicode, control characters, 10,000 characters) and
 unknown keys, and `check_link` asserts the properties of README.md: no exception, every value
@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
-from lab import state
 from streamlit.testing.v1 import AppTest
+
+from attention_lab.frame import state
 
 # importing it shares one compiled-script cache across AppTest runs, as a server does
 from benchmarks.bench_pages import quiet_streamlit
@@ -31,7 +32,7 @@ HOME = str(ROOT / "app" / "Home.py")
 PAGES = ("home", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "train")
 ROUTER_KEYS = ("present", "tour", "scene", "follow")  # read by the router on every page
 NOTICE_KINDS = ("info", "warning", "error")
-# what a page says of a text it cannot take: lab.model_input (empty, too long), /heads's probe
+# what a page says of a text it cannot take: explorers.model_input (empty, too long), /heads's probe
 INPUT_PROBLEM = ("The input ", "The probe text ")
 TEXT_KEYS = ("text", "probe")
 
@@ -185,9 +186,9 @@ def _named(name: str, raw: str, parsed: Any, said: list[str]) -> bool:
     """Whether a notice names the link's `name` with its value (as given, or as parsed)."""
     forms = {state.shown(raw)} | ({state.shown(state._format(parsed))} if parsed is not None else set())
     if name in TEXT_KEYS and any(n.startswith(INPUT_PROBLEM) for n in said):
-        return True  # lab.model_input names what is wrong with the prompt in the box
+        return True  # attention_lab.explorers.model_input names what is wrong with the prompt in the box
     if raw.startswith("run-") and any("The link's model cannot be opened" in n for n in said):
-        return True  # lab.resources: an unknown run id, explained once
+        return True  # attention_lab.models.resources: an unknown run id, explained once
     # a value holding a backtick is fenced with two (md_code): "`` name=a`b ``"
     starts = [f"`{name}={form}" for form in forms] + [f"`` {name}={form}" for form in forms] + [f"`{name}`: "]
     return any(start in n for n in said for start in starts)

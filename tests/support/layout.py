@@ -7,14 +7,16 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE_ROOTS = ("transformer_core", "serving", "lessons", "app")
+PACKAGE_ROOTS = ("transformer_core", "app", "benchmarks", "tests")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 
 
 def module_name(path: Path, root: Path) -> str:
-    """Dotted name of a source file (app/lab/x.py -> lab.x, app/views/gpt.py -> views.gpt)."""
-    rel = path.relative_to(root / "app") if path.is_relative_to(root / "app") else path.relative_to(root)
-    parts = list(rel.with_suffix("").parts)
+    """Dotted name of a source file: app/ is the attention_lab package (app/models/compute.py
+    -> attention_lab.models.compute, app/views/gpt.py -> attention_lab.views.gpt)."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[0] == "app":
+        parts[0] = "attention_lab"
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)

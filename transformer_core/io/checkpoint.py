@@ -34,7 +34,16 @@ from transformer_core.models import GPT, Seq2Seq, build_model
 from transformer_core.plugins import SOURCES_GROUP, load_plugins
 from transformer_core.positional import POSITION_SCHEMES
 
-CHECKPOINTS_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
+
+def shipped_folder() -> Path:
+    """The shipped checkpoints: package data (transformer_core/checkpoints) when installed
+    from a wheel, the checkout's checkpoints/ beside the library otherwise."""
+    library = Path(__file__).resolve().parents[1]
+    installed = library / "checkpoints"
+    return installed if installed.is_dir() else library.parent / "checkpoints"
+
+
+CHECKPOINTS_DIR = shipped_folder()
 WEIGHTS_FILE, META_FILE = "model.safetensors", "checkpoint.json"
 FORMAT = "attention-lab-checkpoint/1"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")

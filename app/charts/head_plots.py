@@ -1,0 +1,233 @@
+"""The /heads page's charts (attention_lab.charts.specs specs), each cached by its inputs
+(attention_lab.models.compute.spec_cache): the page reruns on every click."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attention_lab.charts import specs as charts
+from attention_lab.models.compute import spec_cache
+from transformer_core.interp import Attribution, Composition, HeadScores, Importance, Patching
+from transformer_core.interp.lens import LogitLens
+
+KIND_NAMES = {
+    "self": "self-attention",
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "decoder masked self-attention",
+    "cross": "cross-attention",
+}
+LABELS = {
+    "previous_token": "previous token",
+    "diagonal": "current token",
+    "first_token": "first token",
+    "duplicate_token": "duplicate token",
+    "induction": "induction",
+    "anti_diagonal": "anti-diagonal",
+    "monotonic": "monotonic",
+    "entropy": "entropy (nats)",
+    "mean_distance": "mean distance",
+}
+HEAT_PX = 46  # one layer x head cell of the score maps
+UNBOUNDED = ("entropy", "mean_distance")  # not shares of attention: grey, their own range
+
+
+def _finite_max(values: list[np.ndarray]) -> float:
+    found = [float(np.nanmax(v)) for v in values if np.isfinite(v).any()]
+    return max(found, default=1.0) or 1.0
+
+
+@spec_cache
+def score_maps(
+    scores: HeadScores, kinds: tuple[str, ...], shown: tuple[str, ...], n_layers: int, n_heads: int
+) -> dict:
+    """One map per score (columns) and attention kind (rows), each over layers x heads; the
+    shares of attention on one 0..1 blue scale, entropy and distance grey on their own."""
+    maps = []
+    for kind in kinds:
+        for s in shown:
+            z = np.where(np.isfinite(scores.scores[kind][s]), scores.scores[kind][s], np.nan)
+            bounded = s not in UNBOUNDED
+            top = 1.0 if bounded else _finite_max([scores.scores[k][s] for k in kinds])
+            maps.append(
+                {
+                    "title": LABELS[s],
+                    "values": z,
+                    "zmin": 0.0,
+                    "zmax": top,
+                    "colorscale": "Blues" if bounded else "Greys",
+                    "value_name": f"{LABELS[s]} ({KIND_NAMES[kind]})",
+                }
+            )
+    return charts.maps_spec(
+        maps,
+        columns=len(shown) if len(kinds) > 1 else min(len(shown), 4),  # one kind: cells that hold a value
+        row_titles=[KIND_NAMES[k] for k in kinds] if len(kinds) > 1 else None,
+        cell_px=HEAT_PX,
+        digits=2,  # written where a cell is large enough to hold it
+        colorbar=("share", "Blues", 0.0, 1.0),  # the blue maps' one scale
+        file="heads_scores",
+    )
+
+
+@spec_cache
+def pattern_grid(w: np.ndarray, query_tokens: tuple[str, ...], key_tokens: tuple[str, ...]) -> dict:
+    """Small multiples of each head's pattern, w (L, H, Tq, Tk), on one 0..1 scale."""
+    return charts.grid_spec(
+        w, list(query_tokens), list(key_tokens), cell_px=150, clickable=False, file="heads_patterns"
+    )
+
+
+@spec_cache
+def importance_maps(importance: Importance, kinds: tuple[str, ...], n_layers: int, n_heads: int) -> dict:
+    """The ablation sweep beside the gradient proxy, per kind, over layers x heads."""
+    panels = [("Δ loss when ablated", importance.delta_loss, "RdBu_r", True)]
+    if importance.delta_exact_match is not None:
+        panels.append(("Δ exact match when ablated", importance.delta_exact_match, "RdBu", True))
+    panels.append(("|∂loss/∂gate|", importance.gradient, "Oranges", False))
+    bounds = [max(float(np.abs(values[k]).max()) for k in kinds) or 1.0 for _, values, _, _ in panels]
+    maps = [
+        {
+            "title": title,
+            "values": values[kind],
+            "zmin": -bound if diverging else 0.0,
+            "zmax": bound,
+            "colorscale": scale,
+            "value_name": f"{title} ({KIND_NAMES[kind]})",
+        }
+        for kind in kinds
+        for (title, values, scale, diverging), bound in zip(panels, bounds, strict=True)
+    ]
+    return charts.maps_spec(
+        maps,
+        columns=len(panels),
+        row_titles=[KIND_NAMES[k] for k in kinds] if len(kinds) > 1 else None,
+        cell_px=HEAT_PX,
+        digits=2 if n_heads <= 8 else None,
+        file="heads_importance",
+    )
+
+
+@spec_cache
+def rollout_map(rollout: np.ndarray, rollout_tokens: tuple[str, ...]) -> dict:
+    """Rollout (T, T): how much of each position's final state traces back to each input token."""
+    spec = charts.head_spec(
+        rollout,
+        list(rollout_tokens),
+        list(rollout_tokens),
+        zmax=float(np.max(rollout)) or 1.0,
+        value_name="share",
+        height=420,
+        file="heads_rollout",
+    )
+    spec.update(x_title="input token", y_title="position")
+    return spec
+
+
+def head_labels(layers: range, n_heads: int) -> list[str]:
+    return [f"L{layer}H{head}" for layer in layers for head in range(n_heads)]
+
+
+@spec_cache
+def composition_maps(composition: Composition) -> list[dict]:
+    """Q-, K- and V-composition as three maps of reader heads (rows: layers 1..L-1) against
+    writer heads (columns: layers 0..L-2), one colour scale; blank where the writer is not
+    earlier than the reader."""
+    L, H = composition.q.shape[:2]
+    top = max(float(np.nanmax(getattr(composition, m))) for m in "qkv") or 1.0
+    readers, writers = head_labels(range(1, L), H), head_labels(range(L - 1), H)
+    maps = []
+    for mode in "qkv":
+        s = getattr(composition, mode)[: L - 1, :, 1:, :]  # (writer layer, h1, reader layer, h2)
+        m = s.reshape((L - 1) * H, (L - 1) * H).T  # (readers, writers)
+        maps.append(
+            charts.head_spec(
+                m,
+                readers,
+                writers,
+                f"{mode.upper()}-composition",
+                zmax=top,
+                value_name="score",
+                colorscale="Purples",
+                height=max(260, 26 * len(readers) + 140),
+                cell_digits=2 if len(readers) <= 8 else None,
+                file=f"heads_composition_{mode}",
+                description=f"{mode.upper()}-composition score of every earlier head into every later head",
+            )
+            | {"x_title": "earlier head (writes)", "y_title": "later head (reads)"}
+        )
+    return maps
+
+
+def restored_share(patching: Patching) -> dict[str, np.ndarray]:
+    """Per kind (L, H): (patched - corrupted) / (clean - corrupted), the share of the clean
+    behaviour one head brings back (0 nothing, 1 all of it); NaN when clean equals corrupted."""
+    gap = patching.clean - patching.corrupted
+    if abs(gap) < 1e-9:
+        return {k: np.full_like(v, np.nan) for k, v in patching.heads.items()}
+    return {k: (v - patching.corrupted) / gap for k, v in patching.heads.items()}
+
+
+@spec_cache
+def patching_maps(patching: Patching, n_layers: int, n_heads: int) -> dict:
+    """The share restored by patching each head, one map per kind, one diverging scale."""
+    shares = restored_share(patching)
+    bound = max(1.0, *(float(np.nanmax(np.abs(v))) for v in shares.values() if np.isfinite(v).any()))
+    maps = [
+        {
+            "title": KIND_NAMES[kind],
+            "values": values,
+            "zmin": -bound,
+            "zmax": bound,
+            "colorscale": "RdBu",
+            "value_name": f"share restored ({KIND_NAMES[kind]})",
+        }
+        for kind, values in shares.items()
+    ]
+    return charts.maps_spec(
+        maps,
+        columns=len(maps),
+        cell_px=HEAT_PX,
+        digits=2,
+        colorbar=("restored", "RdBu", -bound, bound),
+        file="heads_patching",
+    )
+
+
+@spec_cache
+def attribution_map(attribution: Attribution) -> dict:
+    """Each head's direct contribution to the correct next character's logit, averaged over
+    the probe's positions, on a diverging scale."""
+    bound = float(np.abs(attribution.heads).max()) or 1.0
+    maps = [
+        {
+            "title": "direct logit attribution",
+            "values": attribution.heads,
+            "zmin": -bound,
+            "zmax": bound,
+            "colorscale": "RdBu",
+            "value_name": "logit of the correct character",
+        }
+    ]
+    colorbar = ("logit", "RdBu", -bound, bound)
+    return charts.maps_spec(maps, columns=1, cell_px=HEAT_PX, digits=2, colorbar=colorbar, file="heads_dla")
+
+
+def lens_table(lens: LogitLens) -> pd.DataFrame:
+    """The logit lens as a table: rows are depths, columns positions ("index:character"); a
+    cell is the likeliest next character and its probability, then the true next character's
+    probability ("✓" when the likeliest is the true one; the last position has none)."""
+    cells = {}
+    for i, tok in enumerate(lens.tokens):
+        column = []
+        for r in range(len(lens.rows)):
+            top, p = lens.top_labels[r][i][0], lens.top_probs[r, i, 0]
+            guess = f"{top}\u00a0{p:.2f}"  # no-break spaces: a narrow cell wraps between the two
+            if i + 1 == len(lens.tokens):
+                column.append(guess)
+            elif top == lens.tokens[i + 1]:
+                column.append(f"{guess}\u00a0✓")
+            else:
+                column.append(f"{guess} · {lens.tokens[i + 1]}\u00a0{lens.correct_probs[r, i]:.2f}")
+        cells[f"{i}:{tok}"] = column
+    return pd.DataFrame(cells, index=lens.rows)

@@ -1,1 +1,0 @@
-"""Shared UI helpers for the Attention Lab pages: resources, figures, URL state."""

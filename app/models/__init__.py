@@ -1,0 +1,1 @@
+"""Models loaded once per (checkpoint, device), and the cached compute every page shares."""

@@ -1,0 +1,117 @@
+"""One cached-compute helper for every page: results keyed by the weights, not by names.
+
+`run_cached(fn, checkpoint_name, *args)` loads the checkpoint (shipped name or run id, via
+`attention_lab.models.resources.load_model`) and returns `fn(ckpt, *args)` from a bounded st.cache_data
+cache keyed by
+- fn (module + qualified name),
+- the weights' sha256 (`ckpt.meta["weights_sha256"]`; computed from the tensors when a
+  checkpoint has none), so shipped and trained models share one rule and two users with
+  the same weights share one entry, while a reused name or object id never serves stale
+  results,
+- the device the model lives on,
+- args, canonicalised: dataclasses such as InferenceOptions (every field, scale_scores
+  and sliding_window included), sets in sorted order, tuples and lists element by element.
+
+`spec_cache(builder)` caches a chart builder (attention_lab.charts.specs specs) by its arguments: one
+spec serves every run and user, read-only.
+
+Why: one home for caching, so no page keeps its own copy of the options or its own memo.
+fn must be a module-level pure function `fn(ckpt: Checkpoint, *args)` whose result
+depends only on the weights and args; results are returned as stored (st.cache_data
+hands each caller its own copy), so callers may not rely on identity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+import streamlit as st
+import torch
+
+from attention_lab.models.resources import load_model
+from transformer_core.io import Checkpoint
+
+CACHE_ENTRIES = 64
+R = TypeVar("R")
+
+
+def canonical(value: Any) -> Any:
+    """A hashable, order-independent description of one argument (what the cache keys on).
+
+    Raises TypeError for values whose identity cannot be described (models, tensors),
+    so a wrong argument fails loudly instead of caching by accident.
+    """
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return (type(value).__name__, value)
+    if isinstance(value, enum.Enum):
+        return (type(value).__qualname__, value.name)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = tuple((f.name, canonical(getattr(value, f.name))) for f in dataclasses.fields(value))
+        return (type(value).__module__ + "." + type(value).__qualname__, fields)
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted((canonical(v) for v in value), key=repr)))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(canonical(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted(((canonical(k), canonical(v)) for k, v in value.items()), key=repr)))
+    if isinstance(value, np.ndarray) and value.size <= 4096:
+        return ("ndarray", value.dtype.str, value.shape, hashlib.sha256(value.tobytes()).hexdigest())
+    raise TypeError(f"run_cached: cannot key the cache on a {type(value).__name__}")
+
+
+def weights_sha256(ckpt: Checkpoint) -> str:
+    """The checkpoint's weights checksum; for an in-memory model, one computed from its tensors."""
+    sha = ckpt.meta.get("weights_sha256")
+    if sha:
+        return str(sha)
+    digest = hashlib.sha256()
+    for name, tensor in sorted(ckpt.model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().float().cpu().contiguous().numpy().tobytes())
+    return "tensors:" + digest.hexdigest()
+
+
+def model_device(ckpt: Checkpoint) -> str:
+    param = next(ckpt.model.parameters(), None)
+    return str(param.device if param is not None else torch.device("cpu"))
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, show_spinner=False)
+def _cached(
+    fn_name: str,
+    sha: str,
+    device: str,
+    key: str,
+    _fn: Callable[..., Any],
+    _ckpt: Checkpoint,
+    _args: tuple[Any, ...],
+) -> Any:
+    return _fn(_ckpt, *_args)
+
+
+def cached_call(fn: Callable[..., R], ckpt: Checkpoint, *args: Any) -> R:
+    """`fn(ckpt, *args)` through the same cache, for code that already holds the checkpoint
+    (a cached function building on another one's result)."""
+    fn_name = f"{fn.__module__}.{fn.__qualname__}"
+    key = repr(canonical(args))
+    return _cached(fn_name, weights_sha256(ckpt), model_device(ckpt), key, fn, ckpt, args)
+
+
+def run_cached(fn: Callable[..., R], checkpoint_name: str, *args: Any) -> R:
+    """`fn(load_model(checkpoint_name), *args)`, computed once per (fn, weights, device, args).
+
+    Raises what load_model raises for an unknown name (CheckpointError) and whatever fn
+    raises (nothing is cached then).
+    """
+    return cached_call(fn, load_model(checkpoint_name), *args)
+
+
+def spec_cache(builder: Callable[..., R], max_entries: int = CACHE_ENTRIES) -> Callable[..., R]:
+    """`builder` of a chart spec (attention_lab.charts.specs), cached by its arguments: one spec, a plain
+    dict treated as read-only, serves every run and user."""
+    return st.cache_resource(max_entries=max_entries, show_spinner=False)(builder)

@@ -1,0 +1,231 @@
+"""The explorers' computations on a checkpoint through the transformer_core API.
+
+Module-level pure functions of (checkpoint, args), run through attention_lab.models.compute.run_cached:
+cached by the weights' checksum, the device and the arguments (InferenceOptions as is).
+No Streamlit here, so tests call them directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from attention_lab.models.compute import cached_call
+from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
+from transformer_core.attention import KVCache
+from transformer_core.interp import GPTTrace, Seq2SeqTrace, record_arrays, trace_gpt, trace_seq2seq
+from transformer_core.interp.report import report_detectors
+from transformer_core.interp.trace import trace_gpt_ids
+from transformer_core.io import PAD_ID, CharTokenizer, Checkpoint, encode_source
+
+
+@dataclass(frozen=True)
+class GPTView:
+    """A GPT's trace of one text (its capture dropped) and the numpy parts of every
+    layer's capture for the step-by-step view (see record_arrays)."""
+
+    trace: GPTTrace
+    records: list[dict[str, Any]]  # per layer
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.trace.tokens
+
+    @property
+    def attention(self) -> np.ndarray:  # (L, H, T, T)
+        return self.trace.attention["self"]
+
+    @property
+    def next_probs(self) -> np.ndarray:  # (V,)
+        return self.trace.next_token_probs
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sampled character with what the sampler weighed, for the shaded continuation."""
+
+    label: str  # readable token (space as ␣)
+    text: str  # the character (or, BPE, the text piece) itself
+    token: int  # its id: what was sampled is traced as sampled, never re-tokenized
+    prob: float
+    top: list[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class PaddingView:
+    """A PAD-padded batch of two inputs: what the padding mask keeps out of attention."""
+
+    texts: list[str]
+    tokens: list[list[str]]  # per row, PAD shown as <pad>
+    is_pad: np.ndarray  # (B, Ts) bool
+    attention: np.ndarray  # (B, L, H, Ts, Ts) encoder self-attention
+    outputs: list[str]
+
+
+def top_tokens(probs: np.ndarray, tokenizer: CharTokenizer, k: int = 8) -> list[tuple[int, str, float]]:
+    """The k likeliest (id, label, probability), likeliest first."""
+    order = np.argsort(-probs)[:k]
+    labels = tokenizer.token_labels([int(i) for i in order])
+    return [(int(i), lab, float(probs[i])) for i, lab in zip(order, labels, strict=True)]
+
+
+def sampled_distribution(next_probs: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
+    """The distribution (V,) the sampler actually draws from after the prompt: the model's
+    probabilities through the sampler's own temperature / top-k / top-p filter, so the chart
+    can never drift from what `generate` does (log-probabilities are logits up to a constant)."""
+    logits = torch.log(torch.as_tensor(next_probs, dtype=torch.float64).clamp_min(0))
+    return filter_logits(logits, temperature, top_k or None, top_p if top_p < 1 else None).numpy()
+
+
+def lesson_head(ckpt: Checkpoint) -> tuple[int, int]:
+    """A GPT's most telling head, (layer, head): its strongest previous-token or induction head
+    on the detectors' probe set (the scores /heads shows)."""
+    scores = report_detectors(ckpt).scores["self"]
+    best = np.fmax(
+        np.nan_to_num(scores["previous_token"], nan=-1.0), np.nan_to_num(scores["induction"], nan=-1.0)
+    )
+    layer, head = np.unravel_index(int(np.argmax(best)), best.shape)
+    return int(layer), int(head)
+
+
+def gpt_view(
+    ckpt: Checkpoint, text: str, options: InferenceOptions, ids: tuple[int, ...] | None = None
+) -> GPTView:
+    """Every self-attention head of a GPT on `text`, plus the per-layer arrays of the query walk.
+    ids: the tokens `text` shows where they are not its own encoding (a BPE prompt + sample)."""
+    if ids is None:
+        tr = trace_gpt(ckpt.model, ckpt.tokenizer, text, options)
+    else:
+        tr = trace_gpt_ids(ckpt.model, ckpt.tokenizer, list(ids), text, [], options)
+    return _view(tr)
+
+
+def _view(tr: GPTTrace) -> GPTView:
+    layers = sorted((r for r in tr.capture.records if r.kind == "self"), key=lambda r: r.layer)
+    return GPTView(replace(tr, capture=AttentionCapture()), [record_arrays(r) for r in layers])
+
+
+@torch.no_grad()
+def step_probs(
+    ckpt: Checkpoint, text: str, options: InferenceOptions, ids: tuple[int, ...] | None = None
+) -> np.ndarray:
+    """(T, V): the model's next-token probabilities after every position of `text` (or of
+    `ids`, see gpt_view; row i: what it expected at position i + 1), one causal pass."""
+    tokens = list(ids) if ids is not None else ckpt.tokenizer.encode(text)
+    batch = torch.tensor([tokens], device=next(ckpt.model.parameters()).device)
+    return torch.softmax(ckpt.model(batch, options=options)[0].float(), dim=-1).cpu().numpy()
+
+
+def sample(
+    ckpt: Checkpoint,
+    text: str,
+    max_new: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int,
+    options: InferenceOptions,
+) -> list[Sample]:
+    """What the GPT writes after `text`, seeded, with each step's alternatives."""
+    return _sample(ckpt, ckpt.tokenizer.encode(text), max_new, temperature, top_k, top_p, seed, options)
+
+
+def view_and_sample(
+    ckpt: Checkpoint,
+    text: str,
+    max_new: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int,
+    options: InferenceOptions,
+) -> tuple[GPTView, list[Sample]]:
+    """gpt_view(text) and sample(text, ...) from one forward pass of the prompt: the traced pass
+    keeps its keys and values, and sampling goes on from them (for GPT-2 small on CPU that pass
+    is ~0.12 s, which the page would otherwise pay twice)."""
+    model, tok = ckpt.model, ckpt.tokenizer
+    encoded = tok.encode_checked(text, max_chars=model.config.max_len)
+    cache = model.new_cache()
+    tr = trace_gpt_ids(model, tok, encoded.ids, text, encoded.unknown, options, cache=cache)
+    if len(encoded.ids) < 2:  # nothing to keep: sampling starts from scratch
+        cache = None
+    else:
+        cache.keep(len(encoded.ids) - 1)  # the last prompt token is fed again: its logits start the sample
+    samples = _sample(ckpt, encoded.ids, max_new, temperature, top_k, top_p, seed, options, cache)
+    return _view(tr), samples
+
+
+def _sample(
+    ckpt: Checkpoint,
+    prompt_ids: list[int],
+    max_new: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int,
+    options: InferenceOptions,
+    cache: KVCache | None = None,
+) -> list[Sample]:
+    tok = ckpt.tokenizer
+    steps = generate(
+        ckpt.model,
+        prompt_ids,
+        max_new,
+        temperature=temperature,
+        top_k=top_k or None,
+        top_p=top_p if top_p < 1 else None,
+        seed=seed,
+        options=options,
+        never_sampled=tok.never_sampled,  # e.g. <pad> of our models, the padding ids of nanoGPT's BPE
+        stop_id=tok.stop_id,
+        cache=cache,
+    )
+    return [
+        Sample(
+            label=tok.token_labels([s.token])[0],
+            text=tok.decode([s.token], skip_special=False),
+            token=s.token,
+            prob=s.prob,
+            top=[(tok.token_labels([i])[0], p) for i, p in s.top],
+        )
+        for s in steps
+    ]
+
+
+def reversal_view(ckpt: Checkpoint, text: str, options: InferenceOptions) -> Seq2SeqTrace:
+    """Greedy output and every head's attention (the capture dropped: the page needs none)."""
+    tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, text, options, max_new_tokens=len(text) + 2)
+    return replace(tr, capture=AttentionCapture())
+
+
+@torch.no_grad()
+def padding_view(ckpt: Checkpoint, texts: tuple[str, ...], options: InferenceOptions) -> PaddingView:
+    """Encoder self-attention of a PAD-padded batch, and each row's greedy output."""
+    model, tok = ckpt.model, ckpt.tokenizer
+    src = encode_source(tok, list(texts), next(model.parameters()).device)
+    capture = AttentionCapture()
+    model.encode(src, options=options, capture=capture)
+    attention = np.stack(
+        [capture.weights("encoder_self", b).float().cpu().numpy() for b in range(len(texts))]
+    )
+    outputs = greedy_decode(model, src, max(len(t) for t in texts) + 2, options=options)
+    rows = src.cpu().tolist()
+    return PaddingView(
+        texts=list(texts),
+        tokens=[tok.token_labels(r) for r in rows],
+        is_pad=(src == PAD_ID).cpu().numpy(),
+        attention=attention,
+        outputs=[tok.decode(o) for o in outputs],
+    )
+
+
+def trace_of(
+    ckpt: Checkpoint, text: str, options: InferenceOptions, ids: tuple[int, ...] | None = None
+) -> GPTTrace | Seq2SeqTrace:
+    """The cached trace the explorer page of this checkpoint's architecture shows (ids: see gpt_view)."""
+    if ckpt.config.arch == "gpt":
+        return cached_call(gpt_view, ckpt, text, options, ids).trace
+    return cached_call(reversal_view, ckpt, text, options)
