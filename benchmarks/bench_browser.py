@@ -31,7 +31,6 @@ import argparse
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -40,10 +39,8 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, sync_playwright
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tests.support.app import running_app  # noqa: E402  (the app started one way)
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one set of browser flags)
+from attention_lab.testing.chromium import CHROMIUM, CHROMIUM_ARGS
+from attention_lab.testing.servers import ROOT, running_app
 
 #: page -> the deep link a lecturer prepares (path and query)
 LINKS: dict[str, str] = {

@@ -28,9 +28,9 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 
-from bench_load import DEEP_LINKS, Browser, Server, descendants, open_page, start_trainings, warm_up
-
-ROUTE = "attention_lab_route"
+from attention_lab.testing.protocol import ROUTE, Browser, open_page
+from attention_lab.testing.servers import Server, descendants
+from attention_lab.testing.tabs import DEEP_LINKS, start_trainings, warm_up
 
 
 @dataclass
@@ -64,6 +64,7 @@ def app_pid(server: Server, port: str) -> int | None:
 
 
 def healthy(port: str) -> bool:
+    """Whether the app process on `port` answers its health check now."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
             return r.status == 200
@@ -83,6 +84,7 @@ async def restarted_after(server: Server, port: str, killed_pid: int, killed_at:
 
 
 async def user_loop(log: UserLog, base: str, index: int, end: float, page_timeout: float) -> None:
+    """One user opening the deep links until `end`; a failed page is opened again."""
     browser = Browser(base, cookies={ROUTE: log.route})
     links = itertools.islice(itertools.cycle(DEEP_LINKS), index, None)
     link = next(links)
@@ -99,6 +101,7 @@ async def user_loop(log: UserLog, base: str, index: int, end: float, page_timeou
 
 
 async def chaos(server: Server, users: int, before: float, after: float, page_timeout: float) -> None:
+    """Load, kill -9 the training tab's app process, load on; print how the box healed."""
     from attention_lab.serving import open_run_store
 
     await warm_up(server.base, server.workers, page_timeout)
@@ -133,6 +136,7 @@ async def chaos(server: Server, users: int, before: float, after: float, page_ti
 
 
 def report(logs: list[UserLog], killed_at: float, port: str, restart: float) -> None:
+    """Print when every user was served again, what failed meanwhile and where users went."""
     back = {log.route: log.first_ok_after(killed_at) for log in logs}
     waits = [t - killed_at for t, _ in (b for b in back.values() if b)]
     victims = [log for log in logs if (log.upstream_before(killed_at) or "").endswith(f":{port}")]

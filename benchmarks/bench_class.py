@@ -36,10 +36,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
-import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -47,30 +45,14 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streamlit.proto.BackMsg_pb2 import BackMsg
+from bench_load import StepResult, load_step, pct, started
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from bench_load import (  # noqa: E402  (one protocol client for every load benchmark)
-    Browser,
-    RunOutcome,
-    Server,
-    StepResult,
-    descendants,
-    load_step,
-    pct,
-    read_run,
-    read_shown,
-    rerun_msg,
-    started,
-    warm_up,
-)
+from attention_lab.testing.chromium import CHROMIUM, CHROMIUM_ARGS
+from attention_lab.testing.protocol import ROUTE, Browser, read_run, rerun_msg
+from attention_lab.testing.servers import Server
+from attention_lab.testing.tabs import TEXT_LABEL, Follower, Tab, text_change, warm_up
 
 START = "/reversal?text=attention"
-TEXT_LABEL = "Text to reverse"
-POLL_LABEL = "auto-rerun"
 
 
 def word_for(round_no: int) -> str:
@@ -78,93 +60,13 @@ def word_for(round_no: int) -> str:
     return "".join("abcdefghij"[int(c)] for c in f"{round_no:04d}") + "class"
 
 
-def text_shown(outcome: RunOutcome) -> str | None:
-    return next((v for label, (_, v) in outcome.text_inputs.items() if label.startswith(TEXT_LABEL)), None)
-
-
-# ---------------------------------------------------------------- protocol clients
-
-
-@dataclass
-class Tab:
-    """One open tab: its browser (cookies), the URL the page set and the page shown."""
-
-    browser: Browser
-    link: str
-    page_hash: str = ""
-
-    def note(self, outcome: RunOutcome) -> RunOutcome:
-        self.page_hash = outcome.page_hash or self.page_hash
-        if outcome.query_string is not None:
-            self.link = "/?" + outcome.query_string if outcome.query_string else "/"
-        return outcome
-
-
-@dataclass
-class Follower:
-    tab: Tab
-    seen: dict[str, float] = field(default_factory=dict)  # text -> when first shown
-    exceptions: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    runs: int = 0
-    leaving: bool = False  # the tab closes at its next poll (a cancel alone can be lost in wait_for)
-
-    def _take(self, outcome: RunOutcome) -> RunOutcome:
-        self.tab.note(outcome)
-        self.runs += 1
-        self.exceptions.extend(outcome.exceptions)
-        text = text_shown(outcome)
-        if text is not None:
-            self.seen.setdefault(text, outcome.text_at or time.monotonic())
-        return outcome
-
-    async def run(self, ready: asyncio.Event, timeout: float) -> None:
-        """Open the follow link, then, as the open tab does until cancelled, take the runs the
-        server starts (its push of the lecturer's new view) and answer the page's own poll."""
-        try:
-            await self.tab.browser.get(self.tab.link, timeout)
-            async with self.tab.browser.connect() as ws:
-                await ws.send(rerun_msg(self.tab.link))
-                page = self._take(await read_run(ws, timeout))
-                ready.set()
-                polled = time.monotonic()
-                while not self.leaving:
-                    if not page.auto_reruns:
-                        raise RuntimeError("the follower's page has no poll (not following)")
-                    poll, interval = min(page.auto_reruns.items(), key=lambda kv: kv[1])
-                    wait = polled + interval - time.monotonic()
-                    if wait <= 0:  # the page's own poll is due
-                        polled, tab = time.monotonic(), self.tab
-                        msg = rerun_msg(tab.link, fragment_id=poll, auto=True, page_hash=tab.page_hash)
-                        await ws.send(msg)
-                        outcome = self._take(await read_run(ws, timeout, fragment=True))
-                    else:
-                        try:  # what the server sends by itself: the lecturer's new view, pushed
-                            first = await asyncio.wait_for(ws.recv(), min(wait, 1.0))
-                        except TimeoutError:
-                            continue
-                        outcome = self._take(await read_shown(ws, timeout, first))
-                    if outcome.full_run:  # the lecturer's new view opened
-                        page = outcome
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - counted and shown
-            self.errors.append(f"{type(exc).__name__}: {exc}"[:300])
-        finally:
-            ready.set()
-
-
-def text_change(tab: Tab, box_id: str, text: str) -> bytes:
-    """The BackMsg a browser sends when the text box gets `text` and Enter is pressed."""
-    msg = BackMsg()
-    msg.ParseFromString(rerun_msg(tab.link, page_hash=tab.page_hash))
-    state = msg.rerun_script.widget_states.widgets.add()
-    state.id, state.string_value = box_id, text
-    return msg.SerializeToString()
+# ---------------------------------------------------------------- the class over the protocol
 
 
 @dataclass
 class Level:
+    """One class size's figures: delays, misses, others' page times, memory and CPU."""
+
     followers: int
     delays: list[float] = field(default_factory=list)
     missed: int = 0
@@ -182,7 +84,7 @@ class Level:
 async def class_level(server: Server, n: int, args: argparse.Namespace, first_round: int) -> Level:
     """One lecturer and n followers for --minutes; --others users open pages meanwhile."""
     level, timeout = Level(n), args.timeout
-    lecturer = Tab(Browser(server.base, cookies={"attention_lab_route": f"lecturer-{n}"}), START)
+    lecturer = Tab(Browser(server.base, cookies={ROUTE: f"lecturer-{n}"}), START)
     await lecturer.browser.get(START, timeout)
     async with lecturer.browser.connect() as ws:
         await ws.send(rerun_msg(START))
@@ -197,19 +99,19 @@ async def class_level(server: Server, n: int, args: argparse.Namespace, first_ro
         tasks, readies = [], []
         for follower in followers:  # the class arrives over a few seconds, not in one instant
             readies.append(asyncio.Event())
-            tasks.append(asyncio.create_task(follower.run(readies[-1], timeout)))
+            tasks.append(asyncio.create_task(follower.follow(readies[-1], timeout)))
             await asyncio.sleep(args.arrive / n)
         await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), timeout * 2)
         await asyncio.sleep(3)
         level.rss = (level.rss[0], server.rss_mb(), level.rss[2])  # flat from here: nothing kept per change
-        idle_cpu = server_cpu(server)
+        idle_cpu = server.cpu_seconds()
         await asyncio.sleep(5)  # the class following, the lecturer still: what the polls cost
-        level.idle_cpu = (server_cpu(server) - idle_cpu) / 5
+        level.idle_cpu = (server.cpu_seconds() - idle_cpu) / 5
         others = asyncio.create_task(other_users(server.base, args.others, args.minutes * 60, timeout))
         await asyncio.sleep(args.every)
         stop_at = time.monotonic() + args.minutes * 60
         round_no = first_round
-        server_before, bench_before = server_cpu(server), time.process_time()
+        server_before, bench_before = server.cpu_seconds(), time.process_time()
         while time.monotonic() < stop_at:
             word = word_for(round_no)
             changed = time.monotonic()
@@ -225,7 +127,7 @@ async def class_level(server: Server, n: int, args: argparse.Namespace, first_ro
                     level.delays.append(when - changed)
             level.changes += 1
             round_no += 1
-        level.server_per_change = (server_cpu(server) - server_before) / max(level.changes, 1)
+        level.server_per_change = (server.cpu_seconds() - server_before) / max(level.changes, 1)
         level.bench_per_change = (time.process_time() - bench_before) / max(level.changes, 1)
         counts = [r for fid, r in page.auto_reruns.items() if r > 1]
         if counts:  # the lecturer's follower count, as the sidebar shows it
@@ -263,21 +165,8 @@ async def other_users(base: str, users: int, seconds: float, timeout: float) -> 
         )
 
 
-def server_cpu(server: Server) -> float:
-    """CPU seconds the server's processes (app processes, nginx) have used so far."""
-    if server.proc is None:
-        return float("nan")
-    total = 0
-    for pid in descendants(server.proc.pid):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def report(level: Level, baseline: list[float]) -> str:
+    """One level's line of the table (HEADER)."""
     d = sorted(level.delays) or [float("nan")]
     p95_others, p95_alone = pct(level.others, 0.95), pct(baseline, 0.95)
     change = (p95_others / p95_alone - 1) * 100 if baseline and level.others else float("nan")
@@ -299,6 +188,7 @@ HEADER = (
 
 
 async def protocol_bench(server: Server, args: argparse.Namespace) -> None:
+    """Every class size over the protocol client, each after its own baseline of other users."""
     await warm_up(server.base, server.workers, args.timeout)
     print(HEADER, flush=True)
     first_round = 0
@@ -317,9 +207,8 @@ async def protocol_bench(server: Server, args: argparse.Namespace) -> None:
 
 
 def browser_bench(url: str, args: argparse.Namespace) -> None:
+    """The class as real Chromium tabs: the same delay, read from the drawn page."""
     from playwright.sync_api import Page, sync_playwright
-
-    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
     def text_of(page: Page) -> str:
         try:
@@ -364,6 +253,7 @@ def browser_bench(url: str, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    """Parse the arguments, start serve.sh (or use --url) and run the class."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--followers", default="50,100,200", help="class sizes, one level each")
     parser.add_argument("--minutes", type=float, default=5.0, help="per level")

@@ -17,8 +17,8 @@ process so its peak RSS is its own:
   sampled tokens included: the first page run (the model loads), the median of --repeats
   page runs each on a new prompt (everything computed anew, the model loaded), a rerun of
   the same view (the app's caches), and a new prompt with 16 and with 80 sampled tokens. As
-  on a server, each page script is compiled once (benchmarks/bench_pages.py's shared script
-  cache), and the app's torch ops get --threads threads (ATTENTION_LAB_TORCH_THREADS; the
+  on a server, each page script is compiled once (attention_lab.testing.apptest's shared
+  script cache), and the app's torch ops get --threads threads (ATTENTION_LAB_TORCH_THREADS; the
   app's default is half the cores: --threads 1 here).
 Prints seconds and peak / current resident memory (MiB) per stage.
 """
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "app"), str(ROOT / "benchmarks")]
+sys.path[:0] = [str(ROOT), str(ROOT / "app")]
 
 SHAPE = {"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024, "vocab_size": 50257}
 TEXT = "The attention of every head is a map from each token to the tokens before it. " * 8
@@ -128,10 +128,12 @@ def stage_app(out: Path, tokens: int, threads: int, repeats: int) -> dict:
     """Server time of real /gpt page runs on the imported model (AppTest, no browser)."""
     import os
 
-    import bench_pages  # noqa: F401  (one compiled-script cache, as a server has)
     from streamlit.testing.v1 import AppTest
 
+    from attention_lab.testing.apptest import share_script_cache
     from transformer_core.io import load_checkpoint
+
+    share_script_cache()  # each page script compiled once, as a server does
 
     os.environ.update(ATTENTION_LAB_MODELS_DIR=str(out.parent), ATTENTION_LAB_DEVICE="cpu")
     os.environ["ATTENTION_LAB_RUNS_DIR"] = str(out.parent / "runs")

@@ -44,362 +44,36 @@ import asyncio
 import contextlib
 import itertools
 import os
-import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
-import websockets
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from websockets.asyncio.client import ClientConnection, connect
-
-ROOT = Path(__file__).resolve().parents[1]
-
-#: the deep links a lecturer posts (README "Pages"; USERS.md walks 1 and 6)
-DEEP_LINKS = [
-    "/gpt?text=The%20with%20statement",
-    "/reversal?text=attention",
-    "/basics?heads=2",
-    "/positions?d_model=64&length=50",
-    "/variance?d_k=16",
-    "/train",
-    "/",
-]
-FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
-FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_WITH_COMPILE_ERROR")
-FINISHED_EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_EARLY_FOR_RERUN")
-
-
-class ProtocolError(RuntimeError):
-    """The server answered something a browser could not use."""
-
-
-# ---------------------------------------------------------------- one browser
-
-
-@dataclass
-class PageResult:
-    seconds: float
-    exceptions: list[str]
-    upstream: str | None
-
-
-@dataclass
-class Browser:
-    """One simulated browser: its cookies (the route cookie keeps it on one process)."""
-
-    base: str
-    cookies: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def cookie_header(self) -> str:
-        return "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-
-    def _keep_cookies(self, set_cookie_headers: list[str]) -> None:
-        for header in set_cookie_headers:
-            name, _, rest = header.partition("=")
-            self.cookies[name.strip()] = rest.split(";", 1)[0].strip()
-
-    async def get(self, path: str, timeout: float) -> tuple[int, str | None]:
-        """GET path (HTTP/1.1, one connection); keeps Set-Cookie. Returns status, X-Upstream."""
-        parts = urlsplit(self.base)
-        host, port = parts.hostname or "127.0.0.1", parts.port or 80
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        try:
-            request = f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nConnection: close\r\n"
-            if self.cookies:
-                request += f"Cookie: {self.cookie_header}\r\n"
-            writer.write((request + "\r\n").encode("latin-1"))
-            await writer.drain()
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
-            lines = head.decode("latin-1").split("\r\n")
-            status = int(lines[0].split()[1])
-            headers = [line.partition(":") for line in lines[1:] if line]
-            self._keep_cookies([v.strip() for k, _, v in headers if k.lower() == "set-cookie"])
-            upstream = next((v.strip() for k, _, v in headers if k.lower() == "x-upstream"), None)
-            await asyncio.wait_for(reader.read(), timeout)  # the body, until the server closes
-            return status, upstream
-        finally:
-            writer.close()
-
-    def connect(self) -> connect:
-        parts = urlsplit(self.base)
-        headers = {"Cookie": self.cookie_header} if self.cookies else {}
-        return connect(
-            f"ws://{parts.netloc}/_stcore/stream",
-            subprotocols=[websockets.Subprotocol("streamlit")],
-            origin=websockets.Origin(f"{parts.scheme}://{parts.netloc}"),
-            additional_headers=headers,
-            max_size=None,
-            open_timeout=30,
-            ping_interval=None,
-        )
-
-
-def rerun_msg(
-    link: str,
-    widgets: list[tuple[str, bool]] = (),
-    fragment_id: str = "",
-    auto: bool = False,
-    page_hash: str = "",
-) -> bytes:
-    """The BackMsg a browser sends to run the page at `link` (url path + query string).
-
-    A new tab knows only the URL (page_name = url path); once the server has named the
-    page (navigation.page_script_hash), the browser sends that hash with every rerun."""
-    path, _, query = link.partition("?")
-    msg = BackMsg()
-    msg.rerun_script.query_string = query
-    msg.rerun_script.page_name = path.strip("/")
-    msg.rerun_script.page_script_hash = page_hash
-    if fragment_id:
-        msg.rerun_script.fragment_id = fragment_id
-        msg.rerun_script.is_auto_rerun = auto
-    for widget_id, trigger in widgets:
-        state = msg.rerun_script.widget_states.widgets.add()
-        state.id = widget_id
-        state.trigger_value = trigger
-    return msg.SerializeToString()
-
-
-@dataclass
-class RunOutcome:
-    exceptions: list[str] = field(default_factory=list)
-    buttons: dict[str, tuple[str, bool]] = field(default_factory=dict)  # label -> (id, disabled)
-    auto_reruns: dict[str, float] = field(default_factory=dict)  # fragment id -> interval
-    texts: list[str] = field(default_factory=list)  # markdown bodies and progress-bar texts
-    codes: list[str] = field(default_factory=list)  # st.code blocks
-    text_inputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # label -> (id, value shown)
-    full_run: bool = False  # the whole page ran (not only a fragment)
-    query_string: str | None = None  # the page changed its URL's query (st.query_params)
-    page_hash: str = ""  # the page this session shows (navigation.page_script_hash)
-    text_at: float = 0.0  # time.monotonic() when a text box's value last arrived
-
-
-UPDATE_QUIET_SECONDS = 0.05  # elements sent outside a run: the update is over when none come this long
-
-
-async def read_shown(ws: ClientConnection, timeout: float, first: bytes) -> RunOutcome:
-    """What the server sent by itself, from its `first` message: a run (the push of a new view)
-    read to its end, or changed elements sent outside a run (a mirror brought up to date,
-    attention_lab.lecture.mirror.changes) read until UPDATE_QUIET_SECONDS pass without one."""
-    msg = ForwardMsg()
-    msg.ParseFromString(first)
-    if msg.HasField("new_session"):
-        return await read_run(ws, timeout, first=first)
-    out = RunOutcome()
-    data: bytes | None = first
-    while data is not None:
-        msg = ForwardMsg()
-        msg.ParseFromString(data)
-        if msg.HasField("new_session"):  # a run follows the update: read it into the same outcome
-            return await read_run(ws, timeout, first=data, out=out)
-        _note(out, msg)
-        try:
-            data = await asyncio.wait_for(ws.recv(), UPDATE_QUIET_SECONDS)
-        except TimeoutError:
-            data = None
-    return out
-
-
-def _note(out: RunOutcome, msg: ForwardMsg) -> str:
-    """Keep in `out` what `msg` shows; its kind."""
-    kind = msg.WhichOneof("type")
-    if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-        element = msg.delta.new_element
-        which = element.WhichOneof("type")
-        if which == "exception":
-            out.exceptions.append(f"{element.exception.type}: {element.exception.message}"[:300])
-        elif which == "button":
-            out.buttons[element.button.label] = (element.button.id, element.button.disabled)
-        elif which == "markdown":
-            out.texts.append(element.markdown.body)
-        elif which == "progress":
-            out.texts.append(element.progress.text)
-        elif which == "code":
-            out.codes.append(element.code.code_text)
-        elif which == "text_input":
-            box = element.text_input
-            out.text_inputs[box.label] = (box.id, box.value if box.HasField("value") else box.default)
-            out.text_at = time.monotonic()
-    elif kind == "new_session":  # a run starts: the whole page, or only fragments
-        out.full_run = out.full_run or not msg.metadata.run.fragment_ids
-    elif kind == "navigation":  # st.navigation chose the page: the browser keeps its hash
-        out.page_hash = msg.navigation.page_script_hash or out.page_hash
-    elif kind == "page_info_changed":
-        out.query_string = msg.page_info_changed.query_string
-    elif kind == "auto_rerun":
-        out.auto_reruns[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
-    elif kind == "page_not_found":
-        raise ProtocolError(f"page not found: {msg.page_not_found.page_name!r}")
-    return kind or ""
-
-
-async def read_run(
-    ws: ClientConnection,
-    timeout: float,
-    fragment: bool = False,
-    first: bytes | None = None,
-    out: RunOutcome | None = None,
-) -> RunOutcome:
-    """Read ForwardMsgs until the script (or fragment) run finishes; collect what we need.
-    first: the run's first message, already received (a run the server started by itself);
-    out: an outcome to go on filling."""
-    out, fragment_run = out or RunOutcome(), False
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError(f"no script_finished within {timeout:.0f} s")
-        data = first if first is not None else await asyncio.wait_for(ws.recv(), remaining)
-        first = None
-        msg = ForwardMsg()
-        msg.ParseFromString(data)
-        kind = _note(out, msg)
-        if kind == "new_session":  # a fragment run (a poll answered late) ends at its fragment's end
-            fragment_run = bool(msg.metadata.run.fragment_ids)
-        if kind == "script_finished":
-            status = msg.script_finished
-            if status == FINISHED_EARLY_FOR_RERUN:
-                continue  # st.rerun(): the next run follows on the same session
-            if status == FINISHED_WITH_COMPILE_ERROR:
-                out.exceptions.append("compile error")
-            if fragment or fragment_run or status in (FINISHED_SUCCESSFULLY, FINISHED_WITH_COMPILE_ERROR):
-                return out
-
-
-async def open_page(browser: Browser, link: str, timeout: float) -> PageResult:
-    """Open `link` as a new tab does; the time from the HTML request to script_finished."""
-    start = time.perf_counter()
-    status, upstream = await browser.get(link, timeout)
-    if status != 200:
-        raise ProtocolError(f"GET {link}: HTTP {status}")
-    async with browser.connect() as ws:
-        upstream = ws.response.headers.get("X-Upstream", upstream)
-        await ws.send(rerun_msg(link))
-        outcome = await read_run(ws, timeout - (time.perf_counter() - start))
-    return PageResult(time.perf_counter() - start, outcome.exceptions, upstream)
-
-
-# ---------------------------------------------------------------- trainings being watched
-
-
-@dataclass
-class Watcher:
-    """A /train tab that pressed Start and stays open, answering the page's auto-reruns.
-
-    Like a browser it keeps the URL the page sets (the run's private link, ?run=ID) and
-    sends it with every rerun. stop() presses the page's Stop button."""
-
-    browser: Browser
-    link: str = "/train"
-    run_id: str | None = None
-    steps: list[int] = field(default_factory=list)  # training steps seen on the page
-    errors: list[str] = field(default_factory=list)
-    finished: bool = False
-    task: asyncio.Task[None] | None = None
-    page_hash: str = ""
-    _stop_id: str | None = None
-    _ws: ClientConnection | None = None
-
-    async def run(self, ready: asyncio.Event, timeout: float) -> None:
-        try:
-            await self.browser.get(self.link, timeout)
-            async with self.browser.connect() as ws:
-                self._ws = ws
-                await ws.send(rerun_msg(self.link))
-                first = self._note(await read_run(ws, timeout))
-                if "Start" not in first.buttons:
-                    raise ProtocolError(f"/train shows no Start button (buttons: {sorted(first.buttons)})")
-                start_id, disabled = first.buttons["Start"]
-                if disabled:
-                    raise ProtocolError("/train: Start is disabled (a run is already active here)")
-                await ws.send(rerun_msg(self.link, widgets=[(start_id, True)], page_hash=self.page_hash))
-                outcome = self._note(await read_run(ws, timeout))
-                if outcome.exceptions:
-                    raise ProtocolError(f"/train after Start: {outcome.exceptions[0]}")
-                if not outcome.auto_reruns:
-                    raise ProtocolError("/train after Start: no live panel (no auto-rerun fragment)")
-                ready.set()
-                while True:  # as an open tab: rerun the live fragment at its interval
-                    fragment_id, interval = next(iter(outcome.auto_reruns.items()))
-                    await asyncio.sleep(interval)
-                    await ws.send(
-                        rerun_msg(self.link, fragment_id=fragment_id, auto=True, page_hash=self.page_hash)
-                    )
-                    fragment = self._note(await read_run(ws, timeout, fragment=True))
-                    if fragment.exceptions:
-                        self.errors.append(fragment.exceptions[0])
-                    if fragment.full_run:  # the page redrew itself (st.rerun(scope="app"))
-                        if not fragment.auto_reruns:
-                            self.finished = True  # no live panel: the run has ended
-                            await asyncio.Event().wait()  # the tab stays open, idle
-                        outcome = fragment
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - reported, not hidden
-            self.errors.append(f"{type(exc).__name__}: {exc}")
-        finally:
-            ready.set()
-
-    def _note(self, outcome: RunOutcome) -> RunOutcome:
-        self.page_hash = outcome.page_hash or self.page_hash
-        if outcome.query_string is not None:
-            self.link = "/train" + (f"?{outcome.query_string}" if outcome.query_string else "")
-            match = re.search(r"(?:^|&)run=([^&]+)", outcome.query_string)
-            self.run_id = match.group(1) if match else self.run_id
-        if "Stop" in outcome.buttons:
-            self._stop_id = outcome.buttons["Stop"][0]
-        for text in outcome.texts:
-            match = re.search(r"\bstep ([\d,]+) /", text)
-            if match:
-                self.steps.append(int(match.group(1).replace(",", "")))
-        return outcome
-
-    async def stop(self, timeout: float) -> None:
-        """Cancel the watching loop, then press Stop on a fresh connection of this browser."""
-        if self.task:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
-        if self.finished or not self._stop_id:
-            return
-        try:
-            async with self.browser.connect() as ws:
-                await ws.send(rerun_msg(self.link, widgets=[(self._stop_id, True)], page_hash=self.page_hash))
-                await read_run(ws, timeout)
-        except Exception as exc:  # noqa: BLE001 - the server-side safety net follows
-            print(f"    could not press Stop on /train: {exc}", flush=True)
-
-
-async def start_trainings(base: str, count: int, timeout: float) -> list[Watcher]:
-    watchers = []
-    for i in range(count):
-        watcher = Watcher(Browser(base, cookies={"attention_lab_route": f"training-{i}"}))
-        ready = asyncio.Event()
-        watcher.task = asyncio.create_task(watcher.run(ready, timeout))
-        await ready.wait()
-        if watcher.errors:
-            raise ProtocolError(f"training {i + 1} did not start: {watcher.errors[0]}")
-        watchers.append(watcher)
-    return watchers
-
+from attention_lab.testing.protocol import Browser, open_page
+from attention_lab.testing.servers import (
+    ROOT,
+    Server,
+    free_port,
+    launched,
+    rss_kb,
+    streamlit_command,
+    wait_healthy,
+)
+from attention_lab.testing.tabs import DEEP_LINKS, start_trainings, warm_up
 
 # ---------------------------------------------------------------- a load step
 
 
 @dataclass
 class StepResult:
+    """One load step's figures: page times, exceptions, errors, app processes, memory."""
+
     users: int
     times: list[float] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
@@ -414,6 +88,7 @@ class StepResult:
 async def load_step(
     base: str, users: int, duration: float, max_pages: int, page_timeout: float, server: Server | None
 ) -> StepResult:
+    """`users` closed-loop users over the deep links for `duration` s or `max_pages` pages each."""
     result = StepResult(users)
     result.rss_before_mb = server.rss_mb() if server else float("nan")
     stop_at = time.monotonic() + duration
@@ -442,99 +117,7 @@ async def load_step(
     return result
 
 
-async def warm_up(base: str, workers: int, page_timeout: float) -> None:
-    """Every app process opens every deep link once (model loads, first compiles)."""
-    seen: set[str | None] = set()
-    for attempt in range(16 * workers):
-        browser = Browser(base, cookies={"attention_lab_route": f"warm-{attempt}"})
-        _, upstream = await browser.get("/_stcore/health", page_timeout)
-        if upstream in seen:
-            continue
-        seen.add(upstream)
-        await asyncio.gather(*(open_page(browser, link, page_timeout) for link in DEEP_LINKS))
-        if len(seen) >= workers:
-            return
-
-
 # ---------------------------------------------------------------- servers
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def descendants(pid: int) -> list[int]:
-    """pid and every process below it (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        todo.extend(children.get(p, []))
-    return found
-
-
-def is_training_worker(pid: int) -> bool:
-    """A run's process (`python -m attention_lab.serving.run_process RUN_ID`)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"attention_lab.serving.run_process" in f.read()
-    except OSError:
-        return False
-
-
-def rss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-@dataclass
-class Server:
-    name: str
-    base: str
-    workers: int
-    proc: subprocess.Popen[bytes] | None = None
-    run_ids: list[str] = field(default_factory=list)  # trainings this benchmark started
-    runs: Path | None = None  # the server's ATTENTION_LAB_RUNS_DIR
-
-    def rss_mb(self) -> float:
-        """The app processes' resident memory: the server's process tree without the training
-        workers, which the app processes spawn (so they are their children) but which are
-        not the server's memory (benchmarks/bench_train_memory.py shows both)."""
-        if self.proc is None:
-            return float("nan")
-        return sum(rss_kb(p) for p in descendants(self.proc.pid) if not is_training_worker(p)) / 1024
-
-
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with status {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=5) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"server not healthy within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
 
 
 @contextmanager
@@ -591,31 +174,24 @@ def redis_queue(workers: int, logdir: Path) -> Iterator[str | None]:
 
 @contextmanager
 def started(target: str, workers: int, logdir: Path) -> Iterator[Server]:
+    """The lab as `target` ("single": one `streamlit run`, else serve.sh --workers N) on a free
+    port with its runs under `logdir`; on leaving, the server stops, then the trainings started."""
     port = free_port()
     log = logdir / f"{target}.log"
     if target == "single":
-        cmd = [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.port", str(port)]
-        cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
-        cmd += ["--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
-        name, count = "streamlit run (1 process)", 1
+        cmd, name, count = streamlit_command("app/Home.py", port), "streamlit run (1 process)", 1
     else:
         cmd = ["bash", "deploy/serve.sh", "--workers", str(workers), "--port", str(port)]
         name, count = f"deploy/serve.sh --workers {workers}", workers
     runs = logdir / f"runs-{target}"  # trainings started here never touch the repo's runs/
     env = {**os.environ, "PYTHON": sys.executable, "ATTENTION_LAB_RUNS_DIR": str(runs)}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    server = Server(name, f"http://127.0.0.1:{port}", count, proc, runs=runs)
+    server = Server(name, f"http://127.0.0.1:{port}", count, runs=runs)
     try:
-        wait_healthy(server.base, proc, log)
-        yield server
+        with launched(cmd, log, env) as proc:
+            server.proc = proc
+            wait_healthy(server.base, proc, log)
+            yield server
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
         stop_trainings(runs, server.run_ids)
 
 
@@ -666,6 +242,7 @@ def stop_trainings(runs: Path, run_ids: list[str], timeout: float = 30) -> None:
 
 
 def pct(values: list[float], q: float) -> float:
+    """The q-quantile of `values` (nearest rank; NaN for none)."""
     if not values:
         return float("nan")
     ordered = sorted(values)
@@ -679,6 +256,7 @@ HEADER = (
 
 
 def row(name: str, trainings: int, r: StepResult) -> str:
+    """One step's line of the table (HEADER)."""
     rate = len(r.times) / r.elapsed if r.elapsed else 0.0
     rss = f"{r.rss_before_mb:,.0f}→{r.rss_after_mb:,.0f}"
     p50 = statistics.median(r.times) if r.times else float("nan")
@@ -690,6 +268,7 @@ def row(name: str, trainings: int, r: StepResult) -> str:
 
 
 async def bench_target(server: Server, args: argparse.Namespace) -> list[str]:
+    """Warm up, start --trainings, then one load step per --users count (and the soak); the lines."""
     await warm_up(server.base, server.workers, args.page_timeout)
     watchers = await start_trainings(server.base, args.trainings, args.page_timeout) if args.trainings else []
     rows = []
@@ -737,6 +316,7 @@ async def soak(server: Server, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    """Parse the arguments, start the servers asked for and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", choices=["single", "serve", "both"], default="both")
     parser.add_argument("--url", help="measure a server already running here instead (no memory figures)")

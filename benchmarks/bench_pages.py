@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import logging
 import os
 import pstats
 import statistics
@@ -35,19 +34,12 @@ from pathlib import Path
 
 import streamlit as st
 import torch
-from streamlit.runtime.scriptrunner.script_cache import ScriptCache
-from streamlit.testing.v1 import AppTest, app_test
+from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.local_script_runner import LocalScriptRunner
 
-SCRIPTS = ScriptCache()
-app_test.ScriptCache = lambda: SCRIPTS  # type: ignore[attr-defined]  (one compile per page, as a server)
+from attention_lab.testing.apptest import quiet_streamlit, share_script_cache
 
-
-def quiet_streamlit() -> None:
-    """ "No runtime found" warnings are expected outside a server."""
-    for name in list(logging.root.manager.loggerDict):
-        if name.startswith("streamlit"):
-            logging.getLogger(name).setLevel(logging.ERROR)
+SCRIPTS = share_script_cache()  # one compile per page, as a server
 
 
 ROOT = Path(__file__).resolve().parents[1]

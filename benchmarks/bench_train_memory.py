@@ -22,37 +22,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_load import (  # noqa: E402
-    Server,
-    descendants,
-    is_training_worker,
-    rss_kb,
-    start_trainings,
-    started,
-    warm_up,
-)
+from bench_load import started
 
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
-def app_cpu_seconds(server: Server) -> float:
-    """CPU seconds used so far by the app processes (not the training workers)."""
-    assert server.proc is not None
-    return sum(cpu_seconds(pid) for pid in descendants(server.proc.pid) if not is_training_worker(pid))
+from attention_lab.testing.servers import Server, descendants, is_training_worker, rss_kb
+from attention_lab.testing.tabs import start_trainings, warm_up
 
 
 def split_rss_mb(server: Server) -> tuple[float, float, int]:
@@ -77,12 +54,12 @@ async def measure(server: Server, args: argparse.Namespace) -> None:
     print(f"{0:>6.0f} {app0:>11.0f} {'':>10} {0:>15.0f} {0:>8}", flush=True)
     watchers = await start_trainings(server.base, args.trainings, 60.0)
     t0 = last = time.monotonic()
-    cpu_last, cpu_total, cpu_first = app_cpu_seconds(server), 0.0, app_cpu_seconds(server)
+    cpu_last, cpu_total, cpu_first = server.cpu_seconds(), 0.0, server.cpu_seconds()
     try:
         while time.monotonic() - t0 < args.duration:
             await asyncio.sleep(args.every)
             app, work, count = split_rss_mb(server)
-            cpu, now = app_cpu_seconds(server), time.monotonic()
+            cpu, now = server.cpu_seconds(), time.monotonic()
             share, cpu_last, last = 100 * (cpu - cpu_last) / (now - last), cpu, now
             cpu_total = cpu - cpu_first
             seen = sum(max(w.steps, default=0) for w in watchers)

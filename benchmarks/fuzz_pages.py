@@ -1,5 +1,5 @@
 """Property-based fuzzing of every page (issue 27 #1): random links and typed text through
-Streamlit's AppTest, checked for the properties of tests/support/fuzz.py (no exception, every
+Streamlit's AppTest, checked for the properties of attention_lab.testing.fuzz (no exception, every
 value a page did not keep named in a notice, the URL afterwards holding only accepted values).
 
     python benchmarks/fuzz_pages.py [PAGE ...] [--cases 20000] [--seed 0]
@@ -13,17 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "app")]
+import torch
+from hypothesis import HealthCheck, Phase, given, seed, settings
 
-import torch  # noqa: E402
-from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-
-from tests.support import fuzz  # noqa: E402
+from attention_lab.testing import fuzz
 
 SHOWN = 3  # failing examples printed per page
 

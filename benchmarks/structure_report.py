@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.layout import (  # noqa: E402
+from attention_lab.testing.layout import (  # noqa: E402
     MAX_FUNCTION_LINES,
     MAX_MODULE_LINES,
     PACKAGE_ROOTS,

@@ -37,7 +37,7 @@ def browser() -> Iterator[Browser]:
     need no browser package."""
     from playwright.sync_api import sync_playwright
 
-    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+    from attention_lab.testing.chromium import CHROMIUM, CHROMIUM_ARGS
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -84,7 +84,7 @@ class AttentionSite:
     """Per-call facts one attention layer needs: which layer it is and what to apply.
 
     mask (bool, broadcastable to (B, H, Tq, Tk)) or None; rope = (cos, sin) (Tq, d_head/2)
-    of the new tokens, applied to q and to the new k, or None; bias = ALiBi (H, Tq, Tk).
+    of the new tokens, applied to q and to the new k, or None; bias = ALiBi or T5 (H, Tq, Tk).
     """
 
     kind: str
@@ -135,6 +135,11 @@ class LayerCache:
         self._v[:, :, self.length : end] = v
         self.length = end
         return self._k[:, :, :end], self._v[:, :, :end]
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep batch rows `rows` (R,) in that order, repeats allowed: beam search's survivors."""
+        if self._k is not None and self._v is not None:
+            self._k, self._v = self._k.index_select(0, rows), self._v.index_select(0, rows)
 
 
 class MultiHeadAttention(nn.Module):
@@ -246,7 +251,7 @@ class MultiHeadAttention(nn.Module):
     def _fused(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, site: AttentionSite, scale: float
     ) -> torch.Tensor:
-        """torch's fused kernel; the bool mask and ALiBi bias merge into one float mask."""
+        """torch's fused kernel; the bool mask and the position bias merge into one float mask."""
         if site.is_causal and site.bias is None:
             return F.scaled_dot_product_attention(
                 q,
@@ -287,3 +292,8 @@ class KVCache:
             raise ValueError(f"keep: {length} is not between 0 and the {self.length} cached positions")
         for layer in self.layers:
             layer.length = length
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Every layer keeps batch rows `rows` (R,): the parents of the hypotheses a beam keeps."""
+        for layer in self.layers:
+            layer.reorder(rows)

@@ -19,7 +19,9 @@ class AttentionRecord:
     q_raw/k_raw are the projections before RoPE; q/k are what the scores use.
     scores are pre-softmax: scaled by 1/sqrt(d_k) and with the position bias, before the
     mask. mask is boolean (True = may attend), broadcastable to (B, H, Tq, Tk), or None.
-    position_bias is ALiBi's (H, Tq, Tk) or None.
+    position_bias is ALiBi's or T5's (H, Tq, Tk), already inside scores, or None.
+    A Bahdanau model's record has one head: q the decoder states s_{t-1}, k = v the encoder
+    states h_j, scores v.tanh(W_s s + W_h h), scale 1.
     """
 
     kind: str
@@ -58,10 +60,22 @@ class AttentionRecord:
 class AttentionCapture:
     """Collects one `AttentionRecord` per attention layer of a forward call, and the
     residual stream (B, T, d_model) around every block under stable names
-    '{kind}.{layer}.resid_pre' / '{kind}.{layer}.resid_post' (what the logit lens reads)."""
+    '{kind}.{layer}.resid_pre' / '{kind}.{layer}.resid_post' (what the logit lens reads).
+
+    context: the one fixed vector (B, d_model) a decoder without attention reads (a `gru`
+    model); such a call adds no record, since there is nothing to attend."""
 
     records: list[AttentionRecord] = field(default_factory=list)
     residuals: dict[str, torch.Tensor] = field(default_factory=dict)
+    context: torch.Tensor | None = None
+
+    def set_context(self, context: torch.Tensor) -> None:
+        self.context = context.detach()
+
+    @property
+    def attends(self) -> bool:
+        """Whether the call attended anywhere (False for a decoder with one fixed context)."""
+        return bool(self.records)
 
     def add(self, record: AttentionRecord) -> None:
         self.records.append(record)

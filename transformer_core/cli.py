@@ -27,11 +27,13 @@ from transformer_core import (
     ConfigError,
     InferenceOptions,
     InputError,
-    generate,
+    check_beam_width,
     resolve_device,
 )
+from transformer_core.config import MODEL_KINDS
+from transformer_core.generate_command import GENERATE_DESCRIPTION, cmd_generate, generate_arguments
 from transformer_core.interp import analyze_heads, heads_json, report_composition, trace_gpt, trace_seq2seq
-from transformer_core.interp.generated import GENERATE_HELP, trace_with_sample
+from transformer_core.interp.generated import GENERATE_HELP, trace_seq2seq_beam, trace_with_sample
 from transformer_core.interp.patching import PATCH_HELP, activation_patching, patching_json, patching_table
 from transformer_core.io import (
     export_transformer_lens,
@@ -53,6 +55,7 @@ from transformer_core.train import (
     StepEvent,
     TrainConfig,
     Trainer,
+    default_positions,
     evaluate_lm,
     evaluate_reversal,
     prepare_run,
@@ -130,8 +133,13 @@ def cmd_trace(args: argparse.Namespace) -> None:
     )
     _check_heads(options, ckpt.config.n_layers, ckpt.config.n_heads)
     extra: dict[str, Any] = {}
+    width = None if args.beam is None else check_beam_width(args.beam)
     if args.generate is not None:
-        tr, extra, text = trace_with_sample(ckpt, args.text, args.generate, args.seed, options)
+        tr, extra, text = trace_with_sample(ckpt, args.text, args.generate, args.seed, options, beam=width)
+    elif width is not None and isinstance(ckpt.model, GPT):
+        raise ConfigError("trace --beam: a GPT searches what it writes; add --generate N (tokens to write)")
+    elif width is not None:
+        tr, extra, text = trace_seq2seq_beam(ckpt, args.text, width, options)
     elif isinstance(ckpt.model, GPT):
         tr = trace_gpt(ckpt.model, ckpt.tokenizer, args.text, options)
         text = f"{ckpt.name}: next token after {args.text!r}: {tr.output!r}"
@@ -139,10 +147,13 @@ def cmd_trace(args: argparse.Namespace) -> None:
         tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, args.text, options)
         text = f"{ckpt.name}: {args.text!r} -> {tr.output!r}"
     payload = {**tr.to_json(ckpt.name), **extra}
-    text += "\n" + ", ".join(f"{kind} {w.shape}" for kind, w in tr.attention.items())
+    text += "\n" + (", ".join(f"{kind} {w.shape}" for kind, w in tr.attention.items()) or NOTHING_TO_ATTEND)
     if tr.unknown:
         text += f"\nreplaced by <unk>: {payload['unknown_characters']}"
     _emit(args, payload, text)
+
+
+NOTHING_TO_ATTEND = "no attention: the decoder reads one fixed context vector (the encoder's final state)"
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
@@ -173,40 +184,6 @@ def cmd_eval(args: argparse.Namespace) -> None:
     _emit(args, {"checkpoint": ckpt.name, **result}, text)
 
 
-def cmd_generate(args: argparse.Namespace) -> None:
-    ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
-    if not isinstance(ckpt.model, GPT):
-        raise ConfigError(f"generate: {ckpt.name} is a reversal model; use `trace` for it")
-    encoded = ckpt.tokenizer.encode_checked(args.prompt, max_chars=10_000)
-    steps = generate(
-        ckpt.model,
-        encoded.ids,
-        args.max_new_tokens,
-        temperature=args.temperature,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        seed=args.seed,
-        never_sampled=ckpt.tokenizer.never_sampled,
-        stop_id=ckpt.tokenizer.stop_id,
-    )
-    out = ckpt.tokenizer.decode([s.token for s in steps])
-    payload = {
-        "checkpoint": ckpt.name,
-        "prompt": args.prompt,
-        "text": out,
-        "tokens": [
-            {
-                "token": ckpt.tokenizer.vocab[s.token],
-                "prob": s.prob,
-                "top": [[ckpt.tokenizer.vocab[i], p] for i, p in s.top],
-            }
-            for s in steps
-        ],
-        "unknown_characters": encoded.unknown_chars,
-    }
-    _emit(args, payload, args.prompt + out)
-
-
 TRAIN_FLAGS = (  # `train` options that go into TrainConfig as they are
     "steps", "batch_size", "lr", "schedule", "warmup", "seed", "device", "corpus",
     "label_smoothing", "eval_every", "block_size", "random_positions",
@@ -227,11 +204,13 @@ def _train(args: argparse.Namespace, train: TrainConfig, world: World) -> None:
     alone reports, logs and saves (transformer_core.train.distributed)."""
     shape = ("d_model", "d_ff", "n_layers", "n_heads")
     overrides = {k: getattr(args, k) for k in shape if getattr(args, k)}
-    model, task = prepare_run(train, args.positions, **overrides)
+    positions = args.positions or default_positions(args.arch)
+    model, task = prepare_run(train, positions, model=args.arch, **overrides)
     launcher = f"torchrun --nproc_per_node={world.size} -m" if world.distributed else "python -m"
     command = f"{launcher} transformer_core " + shlex.join(sys.argv[1:])
     quiet = args.quiet or not world.is_main
-    bar = tqdm(total=train.steps, desc=f"{args.task}-{args.positions}", file=sys.stderr, disable=quiet)
+    name = positions if args.arch == "transformer" else args.arch
+    bar = tqdm(total=train.steps, desc=f"{args.task}-{name}", file=sys.stderr, disable=quiet)
     history, done = [], None
     trained, shard = distribute(model, task, world)  # DDP and this rank's shard; as given for one process
     log_here = args.loss_log and world.is_main
@@ -257,7 +236,7 @@ def _train(args: argparse.Namespace, train: TrainConfig, world: World) -> None:
         args.out,
         model,
         task.tokenizer,
-        train_args={**train.to_dict(), "positions": args.positions, **overrides},
+        train_args={**train.to_dict(), "positions": positions, "arch": args.arch, **overrides},
         metrics=metrics,
         command=command,
     )
@@ -342,6 +321,12 @@ def trace_arguments(sp: argparse.ArgumentParser) -> None:
         help="zero heads: L.H (GPT self / seq2seq cross) or kind:L.H, kind in " + ", ".join(ATTENTION_KINDS),
     )
     sp.add_argument("--generate", type=int, default=None, metavar="N", help=GENERATE_HELP)
+    sp.add_argument(
+        "--beam",
+        default=None,
+        metavar="W",
+        help="beam search of width W (1-8) instead of sampling (GPT: with --generate; reversal: alone)",
+    )
     sp.add_argument("--seed", type=int, default=0, help="--generate's seed: same seed, same sample")
     with_device(sp, "cpu")
 
@@ -355,20 +340,20 @@ def eval_arguments(sp: argparse.ArgumentParser) -> None:
     with_device(sp, "auto")
 
 
-def generate_arguments(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("checkpoint")
-    sp.add_argument("prompt")
-    sp.add_argument("--max-new-tokens", type=int, default=200)
-    sp.add_argument("--temperature", type=float, default=0.8)
-    sp.add_argument("--top-k", type=int, default=None)
-    sp.add_argument("--top-p", type=float, default=None)
-    sp.add_argument("--seed", type=int, default=0)
-    with_device(sp, "auto")
-
-
 def train_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--task", choices=list(TASKS), required=True)
-    sp.add_argument("--positions", choices=list(POSITION_SCHEMES), default="sinusoidal")
+    sp.add_argument(
+        "--arch",
+        choices=MODEL_KINDS,
+        default="transformer",
+        help="reverse: the Transformer, or the GRU encoder-decoder without (gru) or with Bahdanau attention",
+    )
+    sp.add_argument(
+        "--positions",
+        choices=list(POSITION_SCHEMES),
+        default=None,
+        help="default: sinusoidal; none for gru and bahdanau",
+    )
     sp.add_argument("--steps", type=int, default=None, help="default: the task's preset")
     sp.add_argument("--batch-size", type=int, default=None, help="default: the task's preset")
     sp.add_argument("--lr", type=float, default=None, help="default: the task's preset")
@@ -435,7 +420,8 @@ COMMANDS: dict[str, Command] = {
                 trace_arguments, cmd_trace),
         Command("eval", "reversal: exact match and token accuracy per length; GPT: validation loss",
                 eval_arguments, cmd_eval),
-        Command("generate", "sample text from a GPT checkpoint", generate_arguments, cmd_generate),
+        Command("generate", "continue a prompt (GPT) or decode an input (reversal): sample, greedy or beam",
+                generate_arguments, cmd_generate, description=GENERATE_DESCRIPTION),
         Command("train", "train a reversal (seq2seq) or character language model (GPT) and save it",
                 train_arguments, cmd_train),
         Command("heads", "every head's detector scores (previous-token, induction, ...) and ablation effect",

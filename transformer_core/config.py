@@ -19,6 +19,7 @@ from transformer_core.errors import ConfigError
 from transformer_core.positional import POSITION_SCHEMES
 
 Arch = Literal["gpt", "seq2seq"]
+ModelKind = Literal["transformer", "gru", "bahdanau"]  # the command line's `train --arch`
 if TYPE_CHECKING:  # a type checker cannot read a Literal built at runtime
     Positions = str
 else:  # the choices are the registry's names: validate_fields reads them with get_args
@@ -29,6 +30,8 @@ Activation = Literal["relu", "gelu", "gelu_tanh", "swiglu"]  # gelu_tanh: GPT-2'
 AttentionKind = Literal["self", "encoder_self", "decoder_self", "cross"]
 
 ATTENTION_KINDS: tuple[str, ...] = get_args(AttentionKind)
+MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)
+RECURRENT_KINDS: tuple[str, ...] = ("gru", "bahdanau")
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,15 @@ class ModelConfig:
 
     `n_layers` is the depth of each stack (a seq2seq model has n_layers encoder blocks and
     n_layers decoder blocks). `max_len` bounds the positions a model accepts; only the
-    `learned` scheme truly cannot go past it.
+    `learned` scheme truly cannot go past it. `model` picks the network of a seq2seq model:
+    the Transformer, or a GRU encoder-decoder without attention (`gru`) or with Bahdanau's
+    additive attention (`bahdanau`); a recurrent one has d_model hidden units, one layer, one
+    attention "head", no positional scheme (the recurrence orders the tokens) and no use for
+    d_ff, norm or activation.
     """
 
     arch: Arch = "gpt"
+    model: ModelKind = "transformer"
     vocab_size: int = 64
     d_model: int = 128
     n_heads: int = 4
@@ -61,6 +69,8 @@ class ModelConfig:
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model: {self.d_model} is not divisible by n_heads={self.n_heads}")
         POSITION_SCHEMES[self.positions].check(self)
+        if self.model in RECURRENT_KINDS:
+            check_recurrent(self)
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout: must be in [0, 1), got {self.dropout}")
 
@@ -81,6 +91,17 @@ class ModelConfig:
         if unknown:
             raise ConfigError(f"{unknown[0]}: unknown config field (known: {sorted(known)})")
         return cls(**data)
+
+
+def check_recurrent(config: ModelConfig) -> None:
+    """ConfigError unless a recurrent model kind has the one shape it is built with."""
+    wanted = {"arch": "seq2seq", "positions": "none", "n_layers": 1, "n_heads": 1}
+    for name, value in wanted.items():
+        if getattr(config, name) != value:
+            raise ConfigError(
+                f"{name}: a {config.model!r} model needs {name}={value!r}, got {getattr(config, name)!r} "
+                "(one GRU layer, one additive attention, the recurrence gives the order)"
+            )
 
 
 def is_head_key(item: object) -> bool:

@@ -1,4 +1,5 @@
-"""Decoding: sampling from a GPT (with a KV cache) and greedy decoding for Seq2Seq."""
+"""Decoding: sampling from a GPT (with a KV cache), greedy decoding of a batch of sources, and
+greedy or sampled decoding of one source (every encoder-decoder kind). Beam search: `beam`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import torch
 
 from transformer_core.attention import KVCache
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
-from transformer_core.models import GPT, Seq2Seq
+from transformer_core.models import GPT, EncoderDecoder
+from transformer_core.stepping import special_tokens, stepper_for
 from transformer_core.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS
 
 N_SPECIAL = len(SPECIAL_TOKENS)
@@ -46,6 +48,25 @@ def filter_logits(
         drop = (sorted_probs.cumsum(-1) - sorted_probs) >= top_p
         logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
     return torch.softmax(logits, dim=-1)
+
+
+def draw(probs: torch.Tensor, temperature: float, generator: torch.Generator) -> int:
+    """A token from filtered probabilities (V,): sampled, or the arg-max at temperature 0."""
+    if temperature > 0:
+        return int(torch.multinomial(probs, 1, generator=generator))
+    return int(probs.argmax())
+
+
+def sampled_token(
+    logits: torch.Tensor, probs: torch.Tensor, token: int, temperature: float, n_alternatives: int
+) -> SampledToken:
+    """The record of one written token: its probability at this temperature (before top-k/p)
+    and the n most likely alternatives."""
+    raw = torch.softmax(logits.float() / max(temperature, 1e-6), dim=-1) if temperature > 0 else probs
+    top = torch.topk(raw, min(n_alternatives, raw.numel()))
+    return SampledToken(
+        token, float(raw[token]), list(zip(top.indices.tolist(), top.values.tolist(), strict=True))
+    )
 
 
 @torch.no_grad()
@@ -95,16 +116,8 @@ def generate(
         logits[banned.to(logits.device)] = float("-inf")  # e.g. PAD/SOS/EOS/UNK: not text to write
         fed = len(ids)
         probs = filter_logits(logits, temperature, top_k, top_p)
-        token = (
-            int(torch.multinomial(probs, 1, generator=generator)) if temperature > 0 else int(probs.argmax())
-        )
-        raw = torch.softmax(logits.float() / max(temperature, 1e-6), dim=-1) if temperature > 0 else probs
-        top = torch.topk(raw, min(n_alternatives, raw.numel()))
-        out.append(
-            SampledToken(
-                token, float(raw[token]), list(zip(top.indices.tolist(), top.values.tolist(), strict=True))
-            )
-        )
+        token = draw(probs, temperature, generator)
+        out.append(sampled_token(logits, probs, token, temperature, n_alternatives))
         ids.append(token)
         if token == stop_id:
             break
@@ -113,7 +126,7 @@ def generate(
 
 @torch.no_grad()
 def greedy_decode(
-    model: Seq2Seq,
+    model: EncoderDecoder,
     src: torch.Tensor,
     max_new_tokens: int,
     *,
@@ -143,3 +156,39 @@ def greedy_decode(
             seq.append(t)
         outputs.append(seq)
     return outputs
+
+
+@torch.no_grad()
+def sample_seq2seq(
+    model: EncoderDecoder,
+    source_ids: list[int],
+    max_new_tokens: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    n_alternatives: int = 5,
+    options: InferenceOptions = DEFAULT_OPTIONS,
+) -> list[SampledToken]:
+    """Decode one source (its ids then EOS) token by token through the decoder's cache or
+    state: the arg-max at temperature 0 (= greedy_decode), else sampled. The output ends
+    with EOS (its last step) unless max_new_tokens runs out first; PAD and SOS are never written."""
+    stepper = stepper_for(model, source_ids, max_new_tokens, options)
+    special = special_tokens(model)
+    logits = stepper.start()[0]  # (V,)
+    generator = torch.Generator(device=logits.device)
+    if seed is not None:
+        generator.manual_seed(seed)
+    banned = torch.tensor(special.banned, dtype=torch.long, device=logits.device)
+    out: list[SampledToken] = []
+    for _ in range(max_new_tokens):
+        logits = logits.clone()
+        logits[banned] = float("-inf")
+        probs = filter_logits(logits, temperature, top_k, top_p)
+        token = draw(probs, temperature, generator)
+        out.append(sampled_token(logits, probs, token, temperature, n_alternatives))
+        if token == special.eos_id:
+            break
+        logits = stepper.advance(torch.tensor([token], device=logits.device))[0]
+    return out

@@ -110,8 +110,10 @@ class DecoderBlock(EncoderBlock):
         site: AttentionSite,
         memory: torch.Tensor,
         cross_site: AttentionSite,
+        cache: LayerCache | None = None,
     ) -> torch.Tensor:
-        """x (B, Tt, d_model), memory (B, Ts, d_model) -> (B, Tt, d_model)."""
-        x = self.residual(x, lambda h: self.self_attn(h, site), self.norm_self)
+        """x (B, Tt, d_model), memory (B, Ts, d_model) -> (B, Tt, d_model); with a cache, x holds
+        the new target tokens and their self-attention keys and values are appended to it."""
+        x = self.residual(x, lambda h: self.self_attn(h, site, cache=cache), self.norm_self)
         x = self.residual(x, lambda h: self.cross_attn(h, cross_site, memory), self.norm_cross)
         return self.feed_forward(x)

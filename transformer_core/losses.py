@@ -7,6 +7,8 @@ Logits are upcast to float32, so the loss is exact under autocast too.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -32,3 +34,13 @@ def mean_token_nll(
         ignore_index=ignore_index,
         label_smoothing=label_smoothing,
     )
+
+
+def perplexity(nats: float) -> float:
+    """exp(mean cross-entropy in nats per token): the number of equally likely tokens that
+    would leave the model as unsure as it is (chapter 001's effective branching factor).
+    inf past float range; a loss in bits would be 2 ** bits instead."""
+    nats = float(nats)
+    if math.isnan(nats) or nats < 0:
+        raise ValueError(f"perplexity: a cross-entropy is a number >= 0 nats, got {nats}")
+    return math.exp(nats) if nats < 700 else math.inf

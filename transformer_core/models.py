@@ -19,6 +19,7 @@ from transformer_core.errors import ConfigError, InputError
 from transformer_core.layers import DecoderBlock, EncoderBlock, make_norm
 from transformer_core.masks import causal_mask, combine_masks, padding_mask, sliding_window_mask
 from transformer_core.positional import POSITION_SCHEMES, PositionScheme, Rope
+from transformer_core.recurrent import RecurrentSeq2Seq
 from transformer_core.vocab import PAD_ID
 
 
@@ -98,11 +99,11 @@ class _Transformer(nn.Module):
         """ids (B, T) -> hidden states (B, T, d_model) after every block (before the final norm).
 
         The preamble every stack shares, written once: positions -> token embeddings plus
-        absolute codes -> RoPE angles / ALiBi bias -> masks -> blocks. `causal` and
+        absolute codes -> RoPE angles / position bias -> masks -> blocks. `causal` and
         `pad_keys` say whether this stack's self-attention is causal and hides PAD keys;
         the options can switch either off. positions (T,) replaces 0..T-1 (randomized
-        positions); with a cache (GPT: default positions, no PAD keys), ids are the new
-        tokens after cache.length old ones.
+        positions); with a cache (default positions), ids are the new tokens after
+        cache.length old ones, and are never PAD (no padding mask on their keys).
         With memory (B, Ts, d_model) the blocks are decoder blocks that also attend to it,
         hiding the PAD keys of memory_ids (B, Ts).
         """
@@ -120,23 +121,25 @@ class _Transformer(nn.Module):
 
         causal = causal and options.causal
         pad_keys = pad_keys and options.padding_mask
+        pad_self = pad_keys and cache is None  # cached decoding feeds real tokens only
         window = options.sliding_window
         mask = combine_masks(
-            padding_mask(ids, PAD_ID) if pad_keys else None,
+            padding_mask(ids, PAD_ID) if pad_self else None,
             causal_mask(T, past + T, device=device) if causal else None,
             sliding_window_mask(T, past + T, window, device=device) if window else None,
         )
         # exactly the square causal mask: the fused kernel can skip building it
-        is_causal = causal and not pad_keys and not window and past == 0
+        is_causal = causal and not pad_self and not window and past == 0
         cross_mask = padding_mask(memory_ids, PAD_ID) if pad_keys and memory_ids is not None else None
         for i, block in enumerate(blocks):
             if capture is not None:  # the residual stream entering block i, e.g. 'self.0.resid_pre'
                 capture.add_residual(f"{kind}.{i}.resid_pre", x)
             site = _site(kind, i, options, capture, mask, is_causal=is_causal, rope=rope, bias=bias)
+            layer_cache = None if cache is None else cache.layers[i]
             if memory is None:
-                x = block(x, site, cache=None if cache is None else cache.layers[i])
+                x = block(x, site, cache=layer_cache)
             else:
-                x = block(x, site, memory, _site("cross", i, options, capture, cross_mask))
+                x = block(x, site, memory, _site("cross", i, options, capture, cross_mask), layer_cache)
             if capture is not None:
                 capture.add_residual(f"{kind}.{i}.resid_post", x)
         return x
@@ -151,7 +154,7 @@ class GPT(_Transformer):
             raise ConfigError(f"arch: GPT needs arch='gpt', got {config.arch!r}")
         self.config = config
         self.tok_emb = TokenEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
-        self.positions = POSITION_SCHEMES[config.positions](config)
+        self.positions = POSITION_SCHEMES[config.positions](config, causal=True)
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(EncoderBlock(config) for _ in range(config.n_layers))
         self.final_norm = make_norm(config) if config.norm_position == "pre" else nn.Identity()
@@ -201,18 +204,21 @@ class GPT(_Transformer):
 
 class Seq2Seq(_Transformer):
     """Encoder-decoder Transformer (Vaswani et al.): the decoder reads the encoder's
-    memory through cross-attention. RoPE and ALiBi act in self-attention only."""
+    memory through cross-attention. RoPE, ALiBi and T5 act in self-attention only."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        if config.arch != "seq2seq":
-            raise ConfigError(f"arch: Seq2Seq needs arch='seq2seq', got {config.arch!r}")
+        if config.arch != "seq2seq" or config.model != "transformer":
+            raise ConfigError(
+                "arch: Seq2Seq needs arch='seq2seq', model='transformer', "
+                f"got {config.arch!r}, {config.model!r}"
+            )
         self.config = config
         self.src_emb = TokenEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
         self.tgt_emb = TokenEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
         scheme = POSITION_SCHEMES[config.positions]
-        self.src_positions = scheme(config)
-        self.tgt_positions = scheme(config)
+        self.src_positions = scheme(config, causal=False)
+        self.tgt_positions = scheme(config, causal=True)
         self.drop = nn.Dropout(config.dropout)
         self.encoder = nn.ModuleList(EncoderBlock(config) for _ in range(config.n_layers))
         self.decoder = nn.ModuleList(DecoderBlock(config) for _ in range(config.n_layers))
@@ -259,9 +265,11 @@ class Seq2Seq(_Transformer):
         options: InferenceOptions = DEFAULT_OPTIONS,
         capture: AttentionCapture | None = None,
         positions: torch.Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
         """tgt (B, Tt) ids starting with SOS, memory (B, Ts, d_model), src (B, Ts) for its
-        padding -> logits (B, Tt, vocab_size). positions (Tt,) as in `encode`."""
+        padding -> logits (B, Tt, vocab_size). positions (Tt,) as in `encode`. With a cache
+        (see `new_cache`), tgt holds only the new tokens, none of them PAD."""
         _check_ids(tgt, self.config.vocab_size, "target")
         x = self._run_stack(
             tgt,
@@ -274,6 +282,7 @@ class Seq2Seq(_Transformer):
             causal=True,
             pad_keys=True,
             positions=positions,
+            cache=cache,
             memory=memory,
             memory_ids=src,
         )
@@ -293,6 +302,10 @@ class Seq2Seq(_Transformer):
         memory = self.encode(src, options=options, capture=capture, positions=src_positions)
         return self.decode(tgt, memory, src, options=options, capture=capture, positions=tgt_positions)
 
+    def new_cache(self) -> KVCache:
+        """An empty cache of the decoder's self-attention keys and values."""
+        return KVCache(len(self.decoder))
+
     @torch.no_grad()
     def position_codes(self, num_positions: int) -> torch.Tensor | None:
         """(num_positions, d_model) codes the encoder adds to the source embeddings at
@@ -300,8 +313,31 @@ class Seq2Seq(_Transformer):
         return self.src_positions.codes(torch.arange(num_positions, device=self.lm_head.weight.device))
 
 
-def build_model(config: ModelConfig) -> GPT | Seq2Seq:
-    return GPT(config) if config.arch == "gpt" else Seq2Seq(config)
+Model = GPT | Seq2Seq | RecurrentSeq2Seq
+EncoderDecoder = Seq2Seq | RecurrentSeq2Seq  # what reverses strings: encode, decode, forward(src, tgt)
+
+#: (config.arch, config.model) -> the class built for it; a new model kind is a line here
+MODEL_CLASSES: dict[tuple[str, str], type[Model]] = {
+    ("gpt", "transformer"): GPT,
+    ("seq2seq", "transformer"): Seq2Seq,
+    ("seq2seq", "gru"): RecurrentSeq2Seq,
+    ("seq2seq", "bahdanau"): RecurrentSeq2Seq,
+}
+
+
+def build_model(config: ModelConfig) -> Model:
+    if (config.arch, config.model) not in MODEL_CLASSES:
+        raise ConfigError(f"model: no {config.model!r} model of arch {config.arch!r}")
+    return MODEL_CLASSES[config.arch, config.model](config)
+
+
+def require_transformer(model: nn.Module, what: str) -> None:
+    """ConfigError for a tool that reads attention heads when `model` is recurrent."""
+    if isinstance(model, RecurrentSeq2Seq):
+        raise ConfigError(
+            f"{what}: {model.config.model!r} is a recurrent model with one additive attention "
+            "(or none), not Transformer heads; use `trace` to see its alignment"
+        )
 
 
 def count_parameters(model: nn.Module) -> int:

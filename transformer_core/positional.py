@@ -1,7 +1,8 @@
 """Positional schemes: the maths as pure functions, one module class per scheme, one registry.
 
 Absolute schemes (sinusoidal, learned) add a vector to each token embedding; relative
-schemes act inside attention: RoPE rotates q and k, ALiBi adds a distance bias to scores.
+schemes act inside attention: RoPE rotates q and k, ALiBi adds a distance bias to scores,
+T5 adds a learned bias per relative-position bucket.
 `POSITION_SCHEMES` maps each config name to its class; the config's `Positions` choices,
 the command line, scripts, tests and pages all read it, so a new scheme is one class here
 plus one registry line.
@@ -131,6 +132,47 @@ def alibi_bias(slopes: torch.Tensor, q_positions: torch.Tensor, k_positions: tor
     return -slopes.to(distance.device)[:, None, None] * distance[None, :, :]
 
 
+T5_NUM_BUCKETS, T5_MAX_DISTANCE = 32, 128  # Raffel et al. 2020's defaults
+
+
+def t5_relative_position_bucket(
+    relative_position: torch.Tensor,
+    bidirectional: bool = True,
+    num_buckets: int = T5_NUM_BUCKETS,
+    max_distance: int = T5_MAX_DISTANCE,
+) -> torch.Tensor:
+    """Bucket (same shape, long) of each relative position j - i (key minus query), as in T5.
+
+    Bidirectional: half the buckets for keys after the query, half for keys before it.
+    Causal: keys after the query (masked anyway) share bucket 0 with distance 0. Within a
+    direction, distances below half its buckets get one bucket each; larger ones share
+    log-spaced buckets up to max_distance, and everything beyond shares the last bucket, so
+    any distance has a bias (the scheme extrapolates).
+    """
+    if bidirectional:
+        num_buckets //= 2
+        offset = (relative_position > 0).long() * num_buckets
+        distance = relative_position.abs()
+    else:
+        offset = torch.zeros_like(relative_position)
+        distance = (-relative_position).clamp(min=0)
+    max_exact = num_buckets // 2
+    if max_distance <= max_exact:
+        raise ConfigError(f"t5: max_distance {max_distance} must exceed the {max_exact} exact buckets")
+    log_ratio = torch.log(distance.clamp(min=1).float() / max_exact) / math.log(max_distance / max_exact)
+    log_bucket = max_exact + (log_ratio * (num_buckets - max_exact)).long()
+    log_bucket = log_bucket.clamp(max=num_buckets - 1)
+    return offset + torch.where(distance < max_exact, distance, log_bucket)
+
+
+def t5_max_distance(max_len: int, num_buckets: int = T5_NUM_BUCKETS) -> int:
+    """T5's max_distance scaled to a model's context: its max_len, within [num_buckets, 128].
+
+    Every bucket is then reachable inside the context the model trains on (T5's own 128 for a
+    128-token GPT); the floor keeps the log-spaced range non-empty for tiny contexts."""
+    return max(num_buckets, min(T5_MAX_DISTANCE, max_len))
+
+
 # ------------------------------------------------------------------ one class per scheme
 
 
@@ -138,7 +180,10 @@ class PositionScheme(nn.Module):
     """How a model tells attention where each token is; the base class adds nothing.
 
     A scheme overrides the hooks it uses: `codes` (absolute: vectors added to the token
-    embeddings), `rotation` (turns q and k, RoPE), `bias` (added to the scores, ALiBi).
+    embeddings), `rotation` (turns q and k, RoPE), `bias` (added to the scores, ALiBi, T5).
+    `causal` says whether the stack it serves is causal (a decoder): a scheme that tells
+    keys before the query from keys after it (T5) reads it. A model builds one scheme per
+    stack and hands its output to every layer, so a learned bias is shared across layers.
     The class facts say the same thing without running a model, for labels and choices;
     a test checks that they agree with the hooks.
     """
@@ -149,8 +194,9 @@ class PositionScheme(nn.Module):
     biases: ClassVar[bool] = False  # bias() adds a per-head position bias to the scores
     extrapolates: ClassVar[bool] = True  # defined for positions >= config.max_len
 
-    def __init__(self, config: ModelShape) -> None:
+    def __init__(self, config: ModelShape, causal: bool = False) -> None:
         super().__init__()
+        self.causal = causal
 
     @classmethod
     def carries_position(cls) -> bool:
@@ -190,8 +236,8 @@ class SinusoidalPositions(PositionScheme):
     display_name = "Sinusoidal"
     absolute = True
 
-    def __init__(self, config: ModelShape) -> None:
-        super().__init__(config)
+    def __init__(self, config: ModelShape, causal: bool = False) -> None:
+        super().__init__(config, causal)
         self.d_model = config.d_model
         table = sinusoidal_positional_encoding(config.max_len, config.d_model)
         self.register_buffer("table", table, persistent=False)
@@ -212,8 +258,8 @@ class LearnedPositions(PositionScheme):
     absolute = True
     extrapolates = False
 
-    def __init__(self, config: ModelShape) -> None:
-        super().__init__(config)
+    def __init__(self, config: ModelShape, causal: bool = False) -> None:
+        super().__init__(config, causal)
         self.table = nn.Embedding(config.max_len, config.d_model)
         nn.init.normal_(self.table.weight, std=0.1)
 
@@ -233,8 +279,8 @@ class RotaryPositions(PositionScheme):
     display_name = "RoPE"
     rotates = True
 
-    def __init__(self, config: ModelShape) -> None:
-        super().__init__(config)
+    def __init__(self, config: ModelShape, causal: bool = False) -> None:
+        super().__init__(config, causal)
         self.d_head = config.d_head
 
     @classmethod
@@ -255,12 +301,36 @@ class AlibiPositions(PositionScheme):
     display_name = "ALiBi"
     biases = True
 
-    def __init__(self, config: ModelShape) -> None:
-        super().__init__(config)
+    def __init__(self, config: ModelShape, causal: bool = False) -> None:
+        super().__init__(config, causal)
         self.register_buffer("slopes", alibi_slopes(config.n_heads), persistent=False)
 
     def bias(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
         return alibi_bias(self.slopes, q_positions, k_positions)
+
+
+class T5Positions(PositionScheme):
+    """T5 relative bias (Raffel et al. 2020): a learned scalar per head and bucket of j - i,
+    added to the scores; bidirectional in an encoder, causal in a decoder."""
+
+    display_name = "T5 bias"
+    biases = True
+
+    def __init__(self, config: ModelShape, causal: bool = False) -> None:
+        super().__init__(config, causal)
+        self.num_buckets = T5_NUM_BUCKETS
+        self.max_distance = t5_max_distance(config.max_len, self.num_buckets)
+        self.relative_attention_bias = nn.Embedding(self.num_buckets, config.n_heads)  # (buckets, H)
+        nn.init.normal_(self.relative_attention_bias.weight, std=config.d_model**-0.5)
+
+    def buckets(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
+        """(Tq, Tk) bucket of every (query, key) pair: what the bias map on /positions shows."""
+        relative = k_positions[None, :] - q_positions[:, None]  # (Tq, Tk), j - i
+        return t5_relative_position_bucket(relative, not self.causal, self.num_buckets, self.max_distance)
+
+    def bias(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
+        buckets = self.buckets(q_positions, k_positions)
+        return self.relative_attention_bias(buckets).permute(2, 0, 1)  # (Tq, Tk, H) -> (H, Tq, Tk)
 
 
 # The one list of schemes: config name -> class. Adding a scheme = a class above + a line here.
@@ -269,5 +339,6 @@ POSITION_SCHEMES: dict[str, type[PositionScheme]] = {
     "learned": LearnedPositions,
     "rope": RotaryPositions,
     "alibi": AlibiPositions,
+    "t5": T5Positions,
     "none": NoPositions,
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,10 +22,11 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention_lab.frame.markdown_safe import md_text
+from attention_lab.frame.streamlit_private import XSRF_COOKIE, browser_token
 
 RETURN_KEY = "attention_lab_return"  # sessionStorage: the link a person opened before signing in
 _RETURNED = "_access_returned"  # session_state: the link after sign-in was reopened (once a session)
-XSRF_COOKIE = "_streamlit_xsrf"
+_LOG = logging.getLogger(__name__)
 
 
 def _auth_section() -> dict[str, Any]:
@@ -71,19 +73,6 @@ def person_id() -> str:
     return "browser " + hashlib.sha256(seed.encode()).hexdigest()[:16]
 
 
-def browser_token(cookie: str) -> str:
-    """The token of an XSRF cookie "2|mask|masked token|time" (the mask changes with every
-    page load, the token stays with the browser); "" when it is not one."""
-    parts = cookie.strip("\"'").split("|")
-    try:
-        mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
-    except (IndexError, ValueError):
-        return ""
-    if len(parts) != 4 or parts[0] != "2" or not mask:
-        return ""
-    return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex()
-
-
 def person_label(owner: str) -> str:
     """How a run's owner is shown: the e-mail, 'a browser' for one without sign-in."""
     return "a browser (no sign-in)" if owner.startswith("browser ") else owner or "—"
@@ -101,6 +90,7 @@ def gate() -> None:
     if st.user.get("is_logged_in"):
         if not st.session_state.get(_RETURNED):
             st.session_state[_RETURNED] = True
+            _LOG.info("signed in: %s", signed_in_email() or "an account without an e-mail")
             _script(
                 f"const to = sessionStorage.getItem({json.dumps(RETURN_KEY)});"
                 f"sessionStorage.removeItem({json.dumps(RETURN_KEY)});"

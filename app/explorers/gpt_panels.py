@@ -4,7 +4,6 @@ the numbers arrive computed (attention_lab.models.explorer_compute, attention_la
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,43 +18,10 @@ from attention_lab.frame import tables
 from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import clamp_state
 from attention_lab.models.explorer_compute import Sample, sampled_distribution, top_tokens
+from attention_lab.viewmodel.gpt import SamplingSettings
 from transformer_core.interp import QuerySteps, distribution_shift
-from transformer_core.interp.generated import GeneratedWindow, token_window
+from transformer_core.interp.generated import GeneratedWindow
 from transformer_core.io import Tokenizer
-
-
-@dataclass(frozen=True)
-class SamplingSettings:
-    """The sampler's settings as the page's widgets give them."""
-
-    max_new: int
-    temperature: float
-    top_k: int
-    top_p: float
-    seed: int
-
-    def as_json(self) -> dict[str, Any]:
-        """The settings as a download records them (None: a filter that is off)."""
-        return {
-            "max_new_tokens": self.max_new,
-            "temperature": self.temperature,
-            "top_k": self.top_k or None,
-            "top_p": self.top_p if self.top_p < 1 else None,
-            "seed": self.seed,
-        }
-
-    def as_tuple(self) -> tuple[int, float, int, float, int]:
-        """(max_new, temperature, top_k, top_p, seed): explorer_compute.sample's arguments."""
-        return (self.max_new, self.temperature, self.top_k, self.top_p, self.seed)
-
-    def described(self) -> list[str]:
-        """The settings that shape the distribution, in words."""
-        t = self.temperature
-        words = [f"temperature {t:g}" if t > 0 else "greedy (temperature 0)"]
-        return (
-            words + [f"top-k {self.top_k}"] * bool(self.top_k) + [f"top-p {self.top_p:g}"] * (self.top_p < 1)
-        )
-
 
 #: the sample's default length by what a position is. A BPE model may be GPT-2 small, where each
 #: step reads all 475 MiB of weights: ~35 ms a token on 2 CPU cores, so 8 tokens (a clause, ~30
@@ -336,20 +302,6 @@ def sample_toggle(prefix: str) -> bool:
             "walk and the JSON then cover the sampled characters, right of the dashed line.",
         )
     )
-
-
-def traced_window(
-    tokenizer: Tokenizer, prompt: str, samples: list[Sample], max_len: int, on: bool
-) -> tuple[GeneratedWindow | None, tuple[int, ...] | None]:
-    """What the maps trace when the toggle is on: prompt + sample (the last max_len positions),
-    and its token ids where the text would not encode back to them (a BPE sample is traced
-    as sampled); (None, None) when off."""
-    if not on:
-        return None, None
-    ids, window = token_window(
-        tokenizer, prompt, tokenizer.encode(prompt), [s.token for s in samples], max_len
-    )
-    return window, None if len(ids) == len(window.text) else tuple(ids)
 
 
 def window_note(window: GeneratedWindow, n_sampled: int, max_len: int, unit: str) -> None:

@@ -6,7 +6,9 @@ QR code, how many follow, "End the class session"; every view the lecturer shows
 (`share`, called by the router and by attention_lab.frame.state.write_state). A follower's side: a banner
 with "Explore on my own" / "Follow again"; each of its runs opens the lecturer's view when it
 changed. Its app process reruns it when the view changes (attention_lab.lecture.push); a rare poll (a
-fragment) catches a lost push. The sessions live box-wide (serving.classroom).
+fragment) catches a lost push. Where the installed Streamlit lacks an internal the push uses
+(attention_lab.frame.streamlit_private), there is no push and the poll is frequent instead
+(`poll_seconds`). The sessions live box-wide (serving.classroom).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ BEAT = "class_beat"  # session_state: (follower id, when this follower last said
 # lost push. Each poll is a Streamlit fragment run, ~5-8 ms of a core, so rarely: at 15 s, a
 # class of 200 polled 13 times a second, ~20% of its app processes' time while idle (py-spy).
 FALLBACK_POLL_SECONDS = 60.0
+# Without the push (attention_lab.lecture.push.available() is False) the poll alone finds each
+# new view: a follower shows it within this and its run; the polls cost ~0.3 cores per 100 followers.
+UNPUSHED_POLL_SECONDS = 2.0
 BEAT_SECONDS = 4.0  # a follower says it is still here this often (the lecturer's count)
 PAGE_NOTE = "_class_page"  # session_state: the router's page lookup, url_path -> st.Page
 CHECKED = "_class_checked"  # session_state: this run's router looked at the view already
@@ -100,6 +105,11 @@ def page_turn() -> Iterator[None]:
     finally:
         if took:
             FOLLOWER_RUNS.release()
+
+
+def poll_seconds() -> float:
+    """How often a follower's page asks for the lecturer's view: rarely where the push runs."""
+    return FALLBACK_POLL_SECONDS if class_push.available() else UNPUSHED_POLL_SECONDS
 
 
 def _live(view: ClassView | None) -> bool:
@@ -208,11 +218,12 @@ def follower_banner(pages: dict[str, Any]) -> None:
     left.info("Following the lecturer: this page shows what they show.", icon=":material/groups:")
     right.button("Explore on my own", icon=":material/explore:", on_click=_explore, width="stretch")
     st.session_state[PAGE_NOTE] = pages
-    # this process's push, once; followers in step mirror one run, never while the sidebar names
-    # each person's account (sign-in on). The router's page lookup is the same in every session.
+    # this process's push, once (none where it is not available); followers in step mirror one
+    # run, never while the sidebar names each person's account (sign-in on). The router's page
+    # lookup is the same in every session.
     mirror_skip = None if access.sign_in_on() else (PAGE_NOTE,)
     class_push.watch(sessions(), FOLLOWING, SEEN, BEAT, BEAT_SECONDS, mirror_skip, RUNS)
-    st.fragment(run_every=FALLBACK_POLL_SECONDS)(_poll)(code)
+    st.fragment(run_every=poll_seconds())(_poll)(code)
 
 
 def _poll(code: str) -> None:

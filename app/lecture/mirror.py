@@ -12,35 +12,32 @@ anything while sign-in is on (the sidebar names the account). A leader whose own
 for a run meanwhile spoils its record, and its mirrors run on their own.
 
 Streamlit has no public call for any of this: the leader's messages are recorded where its
-AppSession enqueues them and `SessionState`'s fields are copied (streamlit is pinned;
-tests/deploy/test_class_mirror.py checks it). Every call runs on the runtime's event loop.
+AppSession enqueues them and `SessionState`'s fields are copied, each through
+attention_lab.frame.streamlit_private (checked against the installed Streamlit once; no mirrors
+where a part is missing; tests/deploy/test_class_mirror.py runs it through a real app process).
+Every call runs on the runtime's event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import dataclasses
 import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamlit import runtime
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.state.session_state import SessionState
+
+from attention_lab.frame import streamlit_private as private
 
 FINAL = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)  # a run's last finish
 RECORD_SECONDS = 40.0  # a leader's run not finished by then (its turn, TURN_WAIT_SECONDS, and more)
 # Mirrors handed their copy per turn of the event loop (~2 ms each): other users' messages go
 # out between turns instead of waiting for a whole process's class (100 mirrors: ~0.2 s).
 MIRRORS_PER_TURN = 8
-
-
-def session_manager() -> Any:
-    """The runtime's sessions of this process (no public session list)."""
-    return runtime.get_instance()._session_mgr  # noqa: SLF001
 
 
 def state_value(state: Any, key: str, default: Any = None) -> Any:
@@ -134,12 +131,9 @@ def copy_state(
     the `keep` keys keep `target`'s own values (or stay absent). Widget metadata (frozen) and the
     `share` keys' values (the same in every session) are shared, not copied: ~2x faster."""
     kept = {key: target[key] for key in keep if key in target}
-    metadata = source._new_widget_state.widget_metadata.values()  # noqa: SLF001 - frozen records
-    memo: dict[int, Any] = {id(m): m for m in metadata}
+    memo: dict[int, Any] = {id(m): m for m in private.widget_metadata(source)}
     memo |= {id(source[key]): source[key] for key in share if key in source}
-    clone = copy.deepcopy(source, memo)
-    for f in dataclasses.fields(SessionState):
-        setattr(target, f.name, getattr(clone, f.name))
+    private.replace_state(target, copy.deepcopy(source, memo))
     for key in keep:
         if key in kept:
             target[key] = kept[key]
@@ -178,28 +172,13 @@ def for_session(msg: ForwardMsg, session_id: str) -> ForwardMsg:
     return own
 
 
-def held_files(session_id: str) -> dict[str, Any]:
-    """The media files (download buttons) a session's last run holds, by element."""
-    files = runtime.get_instance().media_file_mgr
-    with files._lock:  # noqa: SLF001 - who holds which file: no public call
-        return dict(files._files_by_session_and_coord.get(session_id, {}))  # noqa: SLF001
-
-
-def share_files(held: dict[str, Any], mirror: str) -> None:
-    """The mirror's download buttons are the leader's files (`held_files`): the mirror holds them
-    too, so they stay served after the leader's next run, until the mirror's own run lets them go."""
-    files = runtime.get_instance().media_file_mgr
-    with files._lock:  # noqa: SLF001
-        files._files_by_session_and_coord[mirror] = dict(held)  # noqa: SLF001
-
-
 @dataclass
 class HandOut:
     """A finished recording being handed to its mirrors, MIRRORS_PER_TURN a turn."""
 
     rec: Recording
     state: SessionState  # the leader's state as its run left it (the leader may run again meanwhile)
-    files: dict[str, Any]  # the leader's files then
+    files: dict[str, Any]  # the leader's media files (download buttons) then, by element
     fragments: set[str]  # the fragments its messages draw or rerun
     runs: int  # the leader's full runs then
     todo: list[str]  # mirrors still to hand out, last first
@@ -229,16 +208,16 @@ class Mirrors:
         self.shown: dict[str, tuple[Recording, int]] = {}
 
     def fingerprint(self, session_id: str) -> str | None:
-        info = session_manager().get_active_session_info(session_id)
+        info = private.session_manager().get_active_session_info(session_id)
         return None if info is None else state_fingerprint(info.session.session_state, self._skip)
 
     def start(self, rec: Recording) -> bool:
         """Record the leader's next run and rerun it; False (nothing started) if it cannot."""
-        info = session_manager().get_active_session_info(rec.leader)
+        info = private.session_manager().get_active_session_info(rec.leader)
         if info is None or rec.leader in self.active:
             return False
         session = info.session
-        enqueue, handle = session._enqueue_forward_msg, session.handle_backmsg  # noqa: SLF001
+        enqueue, handle = private.forward_sender(session), session.handle_backmsg
 
         def recorded(msg: ForwardMsg) -> None:
             enqueue(msg)
@@ -255,7 +234,7 @@ class Mirrors:
                 rec.touched = True  # the page's own poll waits for the run's end: not a touch
             handle(msg)
 
-        session._enqueue_forward_msg = recorded  # noqa: SLF001 - where a session's messages pass
+        private.divert_forward(session, recorded)
         session.handle_backmsg = guarded
         self.active[rec.leader] = rec
         if not self._rerun(rec.leader):
@@ -265,15 +244,15 @@ class Mirrors:
         return True
 
     def _detach(self, rec: Recording) -> None:
-        info = session_manager().get_active_session_info(rec.leader)
+        info = private.session_manager().get_active_session_info(rec.leader)
         if info is not None:
-            for name in ("_enqueue_forward_msg", "handle_backmsg"):
-                info.session.__dict__.pop(name, None)
+            private.restore_forward(info.session)
+            info.session.__dict__.pop("handle_backmsg", None)
 
     def _finish(self, rec: Recording) -> None:
         """The leader's run ended: give each mirror still in step its state and messages."""
         self._detach(rec)
-        info = session_manager().get_active_session_info(rec.leader)
+        info = private.session_manager().get_active_session_info(rec.leader)
         leader = None if info is None else info.session.session_state
         if rec.touched or leader is None or rec.failed is not None:
             rec.failed = list(rec.mirrors)
@@ -287,8 +266,9 @@ class Mirrors:
         state = SessionState()
         copy_state(leader, state, (), self._share)
         runs = state_value(leader, self._runs, 0)
-        job = HandOut(rec, state, held_files(rec.leader), fragments, runs, list(reversed(rec.mirrors)))
-        here = {info.session.id for info in session_manager().list_active_sessions()}
+        files = private.held_media(rec.leader)
+        job = HandOut(rec, state, files, fragments, runs, list(reversed(rec.mirrors)))
+        here = {info.session.id for info in private.session_manager().list_active_sessions()}
         self.shown = {k: v for k, v in self.shown.items() if k in here}  # closed tabs forgotten
         self.shown[rec.leader] = (rec, runs)  # its browser got the whole run
         self._hand_out(job)
@@ -304,12 +284,12 @@ class Mirrors:
 
     def _mirror(self, job: HandOut, session_id: str) -> None:
         """One mirror still in step gets the leader's state and messages (else it is failed)."""
-        rec, mirror = job.rec, session_manager().get_active_session_info(session_id)
+        rec, mirror = job.rec, private.session_manager().get_active_session_info(session_id)
         if mirror is None:
             return  # the tab closed
         session = mirror.session
         if (
-            session._scriptrunner is not None  # noqa: SLF001 - its own run goes on
+            private.is_running(session)  # its own run goes on
             or self.fingerprint(session_id) != rec.fingerprint
             or not all(session.has_fragment(f) for f in job.fragments)  # its fragments' reruns need them
         ):
@@ -318,17 +298,17 @@ class Mirrors:
         shown = self.shown.get(session_id)
         ran = state_value(session.session_state, self._runs, 0)
         copy_state(job.state, session.session_state, (self._beat,), self._share)
-        share_files(job.files, session_id)
+        private.hold_media(job.files, session_id)  # served after the leader's next run, until its own
         if shown and shown[1] == ran:  # it shows `shown`'s view still: the changes alone
             if id(shown[0]) not in job.updates:
                 job.updates[id(shown[0])] = changes(shown[0], rec)
             messages = job.updates[id(shown[0])]
         else:
             messages = rec.run()
-        queue = session._browser_queue  # noqa: SLF001 - what _enqueue_forward_msg does, woken once
+        queue = private.browser_queue(session)  # what the session's own sending does, woken once
         for msg in messages:
             queue.enqueue(for_session(msg, session_id))
-        session._message_enqueued_callback()  # noqa: SLF001
+        private.wake_browser(session)
         self.shown[session_id] = (rec, job.runs)
 
     def settle(self) -> list[str]:

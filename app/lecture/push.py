@@ -18,7 +18,9 @@ a copy of its messages and state.
 
 Streamlit has no public call that reruns another session. This module reads the runtime's
 session list on the runtime's own event loop and calls `AppSession.request_rerun` there with
-the session's last client state, which is what run-on-save does; outside a server (AppTest)
+the session's last client state, which is what run-on-save does, through
+attention_lab.frame.streamlit_private; where that finds a part missing on the installed
+Streamlit, nothing is pushed (`available()`) and followers poll. Outside a server (AppTest)
 there is no runtime and nothing is pushed: a follower's page checks the store on every run.
 """
 
@@ -33,10 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streamlit import runtime
 from streamlit.proto.ClientState_pb2 import ClientState
 
-from attention_lab.lecture.mirror import Mirrors, Recording, session_manager, state_value
+from attention_lab.frame import streamlit_private as private
+from attention_lab.lecture.mirror import Mirrors, Recording, state_value
 
 PUSH_SECONDS = 0.2  # a follower's run starts within this of the lecturer's change
 ENDED = -2  # the version a follower is pushed to when its class session ended or expired
@@ -160,13 +162,13 @@ class FollowerWatch:
 def followers_here(following_key: str, seen_key: str, beat_key: str) -> list[Follower]:
     """This process's sessions that follow a class session (call on the runtime's event loop)."""
     found = []
-    for info in session_manager().list_active_sessions():
+    for info in private.session_manager().list_active_sessions():
         state = info.session.session_state
         code = state_value(state, following_key)
         if code:
             beat = state_value(state, beat_key)
             follower = beat[0] if beat else ""  # its first run names it
-            running = info.session._scriptrunner is not None  # noqa: SLF001 - no public "is running"
+            running = private.is_running(info.session)
             found.append(Follower(info.session.id, code, state_value(state, seen_key, -1), follower, running))
     return found
 
@@ -175,15 +177,19 @@ def rerun_session(session_id: str) -> bool:
     """Rerun one session on its current page with its widgets as they are (run-on-save's call;
     on the runtime's event loop). Only an idle session: a run going on (a follower opening a
     view, a click) is never cut short; it is asked again next round if still behind."""
-    info = session_manager().get_active_session_info(session_id)
-    if info is None or info.session._scriptrunner is not None:  # noqa: SLF001 - no public "is running"
+    info = private.session_manager().get_active_session_info(session_id)
+    if info is None or private.is_running(info.session):
         return False
-    last = info.session._client_state  # noqa: SLF001 - the last run's page and URL, as run-on-save uses
     state = ClientState()
-    state.CopyFrom(last)
+    state.CopyFrom(private.client_state(info.session))  # the last run's page and URL
     state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not a fragment
     info.session.request_rerun(state)
     return True
+
+
+def available() -> bool:
+    """Whether the push and mirrors can run on the installed Streamlit (its internals checked once)."""
+    return private.check().ok
 
 
 @functools.cache
@@ -197,13 +203,14 @@ def watch(
     runs_key: str = "",
 ) -> FollowerWatch | None:
     """Start this process's watch once, on `store` (the process's class sessions); None outside
-    a Streamlit server (AppTest): nothing to push to. `mirror_skip`: followers in step mirror
-    one leader's run, their states compared but for these keys (values the same in every
-    session, shared by the copies) and the beat; None: no mirrors. `runs_key`: the session
-    state's count of full runs (a mirror that ran since its last copy gets a whole run)."""
-    if not runtime.exists():
+    a Streamlit server (AppTest) or where the push is not `available()`: nothing to push to.
+    `mirror_skip`: followers in step mirror one leader's run, their states compared but for
+    these keys (values the same in every session, shared by the copies) and the beat; None: no
+    mirrors. `runs_key`: the session state's count of full runs (a mirror that ran since its
+    last copy gets a whole run)."""
+    if not available() or not private.runtime_exists():
         return None
-    loop = runtime.get_instance()._get_async_objs().eventloop  # noqa: SLF001 - the runtime's loop
+    loop = private.event_loop()
     keys = (following_key, seen_key, beat_key)
     watcher = FollowerWatch(
         loop,

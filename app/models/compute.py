@@ -111,6 +111,24 @@ def run_cached(fn: Callable[..., R], checkpoint_name: str, *args: Any) -> R:
     return cached_call(fn, load_model(checkpoint_name), *args)
 
 
+@st.cache_resource(max_entries=CACHE_ENTRIES, show_spinner=False)
+def _shared(
+    fn_name: str, sha: str, device: str, key: str, _fn: Callable[..., Any], _ckpt: Checkpoint, _request: Any
+) -> Any:
+    return _fn(_ckpt, _request)
+
+
+def view_cached(fn: Callable[[Checkpoint, Any], R], checkpoint_name: str, request: Any) -> R:
+    """A page's view, `fn(load_model(checkpoint_name), request)` (attention_lab.viewmodel),
+    computed once per (fn, weights, device, request) and shared read-only by every run and
+    user: no copy per caller, unlike run_cached, since a view is large and never mutated."""
+    ckpt = load_model(checkpoint_name)
+    fn_name = f"{fn.__module__}.{fn.__qualname__}"
+    return _shared(
+        fn_name, weights_sha256(ckpt), model_device(ckpt), repr(canonical(request)), fn, ckpt, request
+    )
+
+
 def spec_cache(builder: Callable[..., R], max_entries: int = CACHE_ENTRIES) -> Callable[..., R]:
     """`builder` of a chart spec (attention_lab.charts.specs), cached by its arguments: one spec, a plain
     dict treated as read-only, serves every run and user."""

@@ -1,8 +1,9 @@
 """The explorers' computations on a checkpoint through the transformer_core API.
 
-Module-level pure functions of (checkpoint, args), run through attention_lab.models.compute.run_cached:
-cached by the weights' checksum, the device and the arguments (InferenceOptions as is).
-No Streamlit here, so tests call them directly.
+Module-level pure functions of (checkpoint, args), run through attention_lab.models.compute
+(run_cached, or inside a page's view: attention_lab.viewmodel): cached by the weights'
+checksum, the device and the arguments (InferenceOptions as is). No Streamlit here, so tests
+call them directly.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from attention_lab.models.compute import cached_call
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
 from transformer_core.attention import KVCache
 from transformer_core.interp import GPTTrace, Seq2SeqTrace, record_arrays, trace_gpt, trace_seq2seq
@@ -220,12 +220,3 @@ def padding_view(ckpt: Checkpoint, texts: tuple[str, ...], options: InferenceOpt
         attention=attention,
         outputs=[tok.decode(o) for o in outputs],
     )
-
-
-def trace_of(
-    ckpt: Checkpoint, text: str, options: InferenceOptions, ids: tuple[int, ...] | None = None
-) -> GPTTrace | Seq2SeqTrace:
-    """The cached trace the explorer page of this checkpoint's architecture shows (ids: see gpt_view)."""
-    if ckpt.config.arch == "gpt":
-        return cached_call(gpt_view, ckpt, text, options, ids).trace
-    return cached_call(reversal_view, ckpt, text, options)

@@ -11,7 +11,9 @@ ATTENTION_LAB_REDIS_URL set, Redis holds the sessions for every host (`open_clas
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import logging
 import re
 import secrets
 import sqlite3
@@ -27,6 +29,7 @@ CODE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16}$")
 FOLLOWING_SECONDS = 10  # a follower who has not polled this long no longer counts
 MAX_VIEW_BYTES = 16 * 2**10  # a page and its parameters: a few hundred bytes
 DB_FILE = "classes.sqlite3"
+_LOG = logging.getLogger(__name__)
 
 
 def new_class_code() -> str:
@@ -36,6 +39,21 @@ def new_class_code() -> str:
 
 def is_class_code(text: str) -> bool:
     return bool(CODE_PATTERN.match(text))
+
+
+def code_ref(code: str) -> str:
+    """How logs name a class session: a digest of its code, which is a capability and never logged."""
+    return "class-" + hashlib.sha256(code.encode()).hexdigest()[:10]
+
+
+def _log_start(code: str, hours: float) -> None:
+    """The start of a class session, named by its digest."""
+    _LOG.info("class session %s started, open for %g h", code_ref(code), hours)
+
+
+def _log_end(code: str) -> None:
+    """The lecturer's end of a class session, named by its digest."""
+    _LOG.info("class session %s ended by its lecturer", code_ref(code))
 
 
 @dataclass(frozen=True)
@@ -99,6 +117,7 @@ class SQLiteClassSessions:
             db.execute("DELETE FROM classes WHERE expires < ?", (now - 86400,))  # a day after: gone
             db.execute("DELETE FROM followers WHERE seen < ?", (now - 86400,))
             db.execute("INSERT INTO classes (code, expires) VALUES (?, ?)", (code, now + hours * 3600))
+        _log_start(code, hours)
         return code
 
     def publish(self, code: str, page: str, params: dict[str, str]) -> None:
@@ -146,6 +165,7 @@ class SQLiteClassSessions:
     def end(self, code: str) -> None:
         with self._connect() as db:
             db.execute("UPDATE classes SET ended = 1 WHERE code = ?", (code,))
+        _log_end(code)
 
 
 class RedisClassSessions:
@@ -165,6 +185,7 @@ class RedisClassSessions:
         view = _checked_view("", {})
         self.redis.hset(self._key(code), mapping={"expires": expires, "ended": 0, "version": 0, "view": view})
         self.redis.expire(self._key(code), seconds)
+        _log_start(code, hours)
         return code
 
     def publish(self, code: str, page: str, params: dict[str, str]) -> None:
@@ -205,6 +226,7 @@ class RedisClassSessions:
 
     def end(self, code: str) -> None:
         self.redis.hset(self._key(code), "ended", 1)
+        _log_end(code)
 
 
 def open_class_sessions() -> ClassSessions:

@@ -8,6 +8,7 @@ uses few torch threads, and naps between steps while the box's CPUs are full
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -15,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import attention_lab.serving.settings as settings
+
+_LOG = logging.getLogger(__name__)
 
 
 def pid_alive(pid: int) -> bool:
@@ -124,5 +127,6 @@ def prepare_run_process() -> None:
     priority and ATTENTION_LAB_RUN_THREADS torch threads."""
     import torch
 
-    lower_priority()
+    nice = lower_priority()
     torch.set_num_threads(settings.run_threads())
+    _LOG.debug("run process %d: niceness +%d, %d torch threads", os.getpid(), nice, torch.get_num_threads())

@@ -42,6 +42,7 @@ import contextlib
 import fcntl
 import functools
 import json
+import logging
 import shutil
 import time
 from collections.abc import Iterator
@@ -71,6 +72,7 @@ MAX_FILE_BYTES = 64 * 2**20  # one checkpoint or snapshot file; these models are
 MAX_REQUEST_BYTES = 64 * 2**10  # a RunRequest's JSON is a few hundred bytes
 WORKER_TTL = 30  # seconds: RQ's own registration of a worker (its `Worker.all` listing)
 BEAT_EVERY = 1.0  # seconds between a worker process's beats in WORKERS_SET
+_LOG = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -160,7 +162,18 @@ class RedisRunStore:
             result_ttl=3600,
             failure_ttl=24 * 3600,
         )
+        self._log_queued(run_id)
         return run_id
+
+    def _log_queued(self, run_id: str) -> None:
+        """The queue decision: workers pull runs, so a run waits unless a live worker is free."""
+        busy, workers = self.redis.scard(ACTIVE_SET), live_workers(self.redis)
+        place = self.redis.zrank(QUEUED, run_id)
+        if not workers:
+            why = "no worker serves the queue now"
+        else:
+            why = f"{max(0, workers - busy)} of {workers} live workers free"
+        _LOG.info("run %s queued on Redis: %s (place %s)", run_id, why, None if place is None else place + 1)
 
     @contextlib.contextmanager
     def _person_lock(self, owner: str) -> Iterator[None]:
@@ -243,9 +256,11 @@ class RedisRunStore:
             self.redis, run_id, ("queued",), {"status": "stopped", "finished": time.time()}, finished=True
         )
         if cancelled:
+            _LOG.info("run %s stopped while waiting", run_id)
             with contextlib.suppress(Exception):
                 Job.fetch(run_id, connection=self.redis, serializer=JSONSerializer).cancel()
         else:
+            _LOG.info("run %s: stop asked for", run_id)
             self.redis.set(_key(run_id, "stop"), 1, ex=24 * 3600)
 
     def dispatch(self) -> list[str]:
@@ -326,6 +341,8 @@ class RedisRunStore:
                 pipe.zrem(FINISHED_SET, run_id)
                 pipe.execute()
             shutil.rmtree(self.folder(run_id), ignore_errors=True)
+            _LOG.info("run %s evicted: finished runs hold %.1f MB in Redis, over the %g MB budget",
+                      run_id, total / 2**20, self.max_bytes / 2**20)  # fmt: skip
             total -= size
             evicted.append(run_id)
         return evicted
@@ -405,7 +422,10 @@ def reap_all(redis: Redis) -> list[str]:
 def fail_run(redis: Redis, run_id: str, error: str) -> bool:
     """A starting/running run ends as failed with `error` (unless it already ended)."""
     fields = {"status": "failed", "finished": time.time(), "error": error}
-    return _update_if(redis, run_id, ("starting", "running"), fields, finished=True)
+    failed = _update_if(redis, run_id, ("starting", "running"), fields, finished=True)
+    if failed:
+        _LOG.warning("run %s failed: %s", run_id, error)
+    return failed
 
 
 @contextlib.contextmanager

@@ -15,15 +15,16 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import logging
 import os
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -34,6 +35,7 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 
 import attention_lab.serving.settings as settings
+from attention_lab.serving import logs
 from attention_lab.serving.ids import RunError, is_run_id
 from attention_lab.serving.priority import pid_alive, prepare_run_process
 from attention_lab.serving.progress import CORPUS_FILE, PROGRESS_FILE, SNAPSHOT_DIR
@@ -62,6 +64,7 @@ from transformer_core.io import META_FILE, WEIGHTS_FILE
 
 DEVICE_ENV = "ATTENTION_LAB_WORKER_DEVICE"  # the worker's resolved device, for its work horses
 RECONNECT_EVERY = 2.0  # seconds between pings while Redis is away
+_LOG = logging.getLogger(__name__)
 
 
 class WorkerSide:
@@ -180,6 +183,7 @@ def run_job(run_id: str) -> str:
         except RunError as e:
             if side.mark_running(run_id, os.getpid()):
                 side.finish(run_id, "failed", str(e))
+                _LOG.warning("run %s failed: %s", run_id, e)
             return "failed"
         device = os.environ.get(DEVICE_ENV, "auto")
         request = dataclasses.replace(request, train={**request.train, "device": device})
@@ -290,6 +294,7 @@ def serve_worker(url: str, device: str) -> int:
     """`python -m transformer_core worker`: take runs from the queue one at a time, each in
     its own work-horse process, until SIGINT/SIGTERM (the current run is stopped and saved).
     When Redis goes away (a restart), wait for it and serve again as a fresh RQ worker."""
+    logs.process_logging()
     os.environ[DEVICE_ENV] = resolve_device_before_fork(device).type  # read by run_job in the horse
     redis = connect(url)
     try:
@@ -301,6 +306,7 @@ def serve_worker(url: str, device: str) -> int:
     remove_stale_work_roots()
     work_root(os.getpid()).mkdir(parents=True, exist_ok=True)
     name = f"{socket.gethostname()}-{os.getpid()}"
+    _LOG.info("worker %s serves the run queue at %s on %s", name, redis_place(url), os.environ[DEVICE_ENV])
     beating = threading.Event()
     threading.Thread(target=_beat_loop, args=(url, name, beating), name="beat", daemon=True).start()
     try:
@@ -351,10 +357,16 @@ def _wait_for_redis(redis: Redis, url: str, error: Exception | str) -> None:
     signal meanwhile simply ends the process."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    print(f"worker: {error} (Redis at {url}); serving again once it answers", file=sys.stderr, flush=True)
+    _LOG.warning("worker: %s (Redis at %s); serving again once it answers", error, redis_place(url))
     while True:
         time.sleep(RECONNECT_EVERY)
         with contextlib.suppress(RedisError):
             if redis.ping():
-                print(f"worker: Redis at {url} is back", file=sys.stderr, flush=True)
+                _LOG.info("worker: Redis at %s is back", redis_place(url))
                 return
+
+
+def redis_place(url: str) -> str:
+    """Where a Redis URL points (host:port/db), without the password it may hold."""
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port or 6379}{parts.path}"

@@ -10,15 +10,18 @@ normal checkpoint, and hands its slot on.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
 import time
 import traceback
+from typing import Any
 
 import torch
 
 import attention_lab.serving.settings as settings
+from attention_lab.serving import logs
 from attention_lab.serving.ids import RunError
 from attention_lab.serving.priority import CpuPressure, prepare_run_process
 from attention_lab.serving.progress import CORPUS_FILE, ProgressWriter, note_gpu_memory
@@ -29,10 +32,11 @@ from transformer_core.device import limit_process_memory, memory_in_use, release
 from transformer_core.errors import CheckpointError, ConfigError, InputError
 from transformer_core.generation import generate
 from transformer_core.io import save_checkpoint
-from transformer_core.train import DoneEvent, LanguageModelTask, StepEvent, Trainer, prepare_run
+from transformer_core.train import DoneEvent, LanguageModelTask, StepEvent, TrainConfig, Trainer, prepare_run
 
 WATCH_EVERY, HEARTBEAT_EVERY = 0.05, 2.0
 SAMPLE_CHARS = 200
+_LOG = logging.getLogger("attention_lab.serving.run_process")  # not __name__: "__main__" under python -m
 
 
 class Watcher(threading.Thread):
@@ -78,6 +82,7 @@ def execute(queue: RunControl, run_id: str) -> str:
     Every failure becomes a failed run with a message, never an exception."""
     folder = queue.folder(run_id)
     if not queue.mark_running(run_id, os.getpid()):
+        _LOG.warning("run %s was not claimed for this process: not trained here", run_id)
         return "not-claimed"
     stop = threading.Event()
     watcher = Watcher(queue, run_id, stop)
@@ -96,6 +101,7 @@ def execute(queue: RunControl, run_id: str) -> str:
         writer = ProgressWriter(folder)
         pressure = CpuPressure(settings.run_yield())
         writer.write({"kind": "start", "pid": os.getpid(), "total": config.steps, "device": str(device)})
+        _LOG.info("run %s started: %s, %d steps on %s", run_id, config.task, config.steps, device)
         done: DoneEvent | None = None
         for event in Trainer(model, task, config, stop=stop).run():
             writer.record(event)
@@ -114,13 +120,7 @@ def execute(queue: RunControl, run_id: str) -> str:
             folder,
             model,
             task.tokenizer,
-            train_args={
-                **config.to_dict(),
-                **({"corpus": CORPUS_FILE} if text is not None else {}),  # beside the weights
-                "positions": request.positions,
-                "size": request.size,
-                **request.shape,
-            },
+            train_args=_train_args(request, config, corpus=text is not None),
             metrics=metrics,
             command=f"trained on the /train page (run {run_id})",
             label=request.label,
@@ -128,6 +128,8 @@ def execute(queue: RunControl, run_id: str) -> str:
         status = "stopped" if done.cancelled else "done"
         error = "stopped at the run's wall-clock limit" if watcher.timed_out else None
         queue.finish(run_id, status, error)
+        why = f" ({error})" if error else ""
+        _LOG.info("run %s %s: %d steps in %.1f s%s", run_id, status, done.step, done.elapsed, why)
         return status
     except torch.cuda.OutOfMemoryError:
         share = settings.gpu_fraction(queue.max_running)
@@ -144,7 +146,19 @@ def execute(queue: RunControl, run_id: str) -> str:
         (folder / CORPUS_FILE).unlink(missing_ok=True)
         release_memory(device)
     queue.finish(run_id, "failed", message)
+    _LOG.warning("run %s failed: %s", run_id, message[:300])
     return "failed"
+
+
+def _train_args(request: RunRequest, config: TrainConfig, *, corpus: bool) -> dict[str, Any]:
+    """What the checkpoint records of how it was trained (an uploaded corpus lies beside the weights)."""
+    return {
+        **config.to_dict(),
+        **({"corpus": CORPUS_FILE} if corpus else {}),
+        "positions": request.positions,
+        "size": request.size,
+        **request.shape,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m attention_lab.serving.run_process RUN_ID", file=sys.stderr)
         return 2
+    logs.process_logging()
     prepare_run_process()
     queue = SQLiteRunStore()
     try:

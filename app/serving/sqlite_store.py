@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import socket
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attention_lab.serving.settings as settings
+from attention_lab.serving import logs
 from attention_lab.serving.ids import RunError, is_run_id, new_run_id, run_folder
 from attention_lab.serving.priority import pid_alive
 from attention_lab.serving.progress import CORPUS_FILE, LOG_FILE, STOP_FILE, folder_bytes, runs_bytes
@@ -39,6 +41,7 @@ from transformer_core.io import META_FILE
 
 DB_FILE = "queue.sqlite3"
 STALE_SECONDS = 30.0  # a run process silent this long is dead
+_LOG = logging.getLogger(__name__)
 
 
 _SCHEMA = """
@@ -127,6 +130,7 @@ class SQLiteRunStore:
         check_submission(request, corpus)
         self.enforce_disk_budget()
         if self.disk_bytes() > self.max_bytes:
+            _LOG.warning("run refused: the runs folder is over its %g MB budget", self.max_bytes / 2**20)
             raise RunError("the runs folder is full of runs still training; try again when one ends")
         run_id = new_run_id()
         folder = self.folder(run_id)
@@ -146,7 +150,10 @@ class SQLiteRunStore:
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        self.dispatch()
+        if run_id not in self.dispatch():  # a run claimed there said so itself
+            waiting = self.info(run_id)
+            place = waiting.position if waiting is not None else None
+            _LOG.info("run %s waits: all %d slots are busy (place %s)", run_id, self.max_running, place)
         return run_id
 
     def info(self, run_id: str) -> RunInfo | None:
@@ -224,7 +231,10 @@ class SQLiteRunStore:
                 "UPDATE runs SET status = 'stopped', finished = ? WHERE id = ? AND status = 'queued'",
                 (time.time(), run_id),
             ).rowcount
-        if not cancelled and folder.is_dir():
+        if cancelled:
+            _LOG.info("run %s stopped while waiting", run_id)
+        elif folder.is_dir():
+            _LOG.info("run %s: stop asked for", run_id)
             (folder / STOP_FILE).touch()
 
     def dispatch(self) -> list[str]:
@@ -243,21 +253,27 @@ class SQLiteRunStore:
                         "UPDATE runs SET status = 'failed', finished = ?, error = ? WHERE id = ?",
                         (now, "the run's process ended unexpectedly", row["id"]),
                     )
+                    why = f"its process {row['pid']} is gone" if dead else f"silent for {now - last:.0f} s"
+                    _LOG.warning("run %s failed: %s", row["id"], why)
             busy = db.execute("SELECT COUNT(*) FROM runs WHERE status IN ('starting', 'running')").fetchone()[
                 0
             ]
             free = max(0, self.max_running - busy)
-            claimed = [
-                r[0]
-                for r in db.execute(
-                    "SELECT id FROM runs WHERE status = 'queued' ORDER BY seq LIMIT ?", (free,)
-                ).fetchall()
-            ]
+            waiting = db.execute(
+                "SELECT id, created FROM runs WHERE status = 'queued' ORDER BY seq LIMIT ?", (free,)
+            ).fetchall()
+            claimed = [r[0] for r in waiting]
             for run_id in claimed:
                 db.execute(
                     "UPDATE runs SET status = 'starting', started = ?, heartbeat = ?, host = ? WHERE id = ?",
                     (now, now, host, run_id),
                 )
+        for run_id, created in waiting:
+            _LOG.info(
+                "run %s starts now: a slot is free (%d of %d busy) after %.1f s waiting",
+                run_id, busy, self.max_running, now - created,
+            )  # fmt: skip
+            busy += 1
         if self.spawn:
             for run_id in claimed:
                 self._spawn(run_id)
@@ -269,6 +285,7 @@ class SQLiteRunStore:
         folder = self.folder(run_id)
         env = {  # the run process's own store (it dispatches the next run) gets our settings
             **os.environ,
+            **logs.child_env(),
             "ATTENTION_LAB_RUNS_DIR": str(self.root),
             "ATTENTION_LAB_MAX_RUNS": str(self.max_running),
             "ATTENTION_LAB_RUNS_MAX_MB": repr(self.max_bytes / 2**20),
@@ -285,6 +302,7 @@ class SQLiteRunStore:
                     start_new_session=True,
                 )
             except OSError as e:
+                _LOG.warning("run %s failed: could not start a run process (%s)", run_id, e)
                 self.finish(run_id, "failed", f"could not start a run process: {e}")
                 return
         with self._transaction() as db:
@@ -342,6 +360,10 @@ class SQLiteRunStore:
         for run_id in oldest:
             if total <= self.max_bytes:
                 break
+            _LOG.info(
+                "run %s evicted (folder %s deleted): the run folders hold %.1f MB, over the %g MB budget",
+                run_id, self.root / run_id, total / 2**20, self.max_bytes / 2**20,
+            )  # fmt: skip
             shutil.rmtree(self.root / run_id, ignore_errors=True)
             total -= sizes.get(run_id, 0)
             evicted.append(run_id)

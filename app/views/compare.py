@@ -13,15 +13,17 @@ import streamlit as st
 
 from attention_lab.charts import export
 from attention_lab.charts import specs as charts
-from attention_lab.explorers.head_view import grid_figure, head_figure, head_selectors, kind_label, pick_head
+from attention_lab.explorers.head_view import head_selectors, pick_head
 from attention_lab.explorers.model_input import check_input, checkpoint_note, show_input_notes, token_unit
 from attention_lab.frame import state, tables
 from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import visible
-from attention_lab.models.compute import run_cached
-from attention_lab.models.explorer_compute import top_tokens, trace_of
+from attention_lab.models.compute import view_cached
+from attention_lab.models.explorer_compute import top_tokens
 from attention_lab.models.inference_switches import Switch, Switched, switch_toggles
 from attention_lab.models.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
+from attention_lab.viewmodel.attention import kind_label, titled
+from attention_lab.viewmodel.compare import CompareRequest, compare_side
 from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
 from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
 from transformer_core.io import Checkpoint
@@ -136,11 +138,16 @@ if checked["b"].unknown != checked["a"].unknown:
 text = checked["a"].text
 
 
+cell_px = int(min(110, max(55, 280 / n_heads)))
 try:
-    traces = {side: trace_of(ckpts[side], text, options[side]) for side in SIDES}
+    views = {
+        side: view_cached(compare_side, names[side], CompareRequest(text, options[side], cell_px))
+        for side in SIDES
+    }
 except (InputError, ConfigError) as e:
     st.error(str(e), icon=":material/error:")
     st.stop()
+traces = {side: views[side].trace for side in SIDES}
 
 
 def answer(side: str) -> str:
@@ -187,7 +194,6 @@ def common_difference(
 
 diff, queries, keys = common_difference(traces["a"], traces["b"], kind)
 per_head = np.abs(diff).mean(axis=(2, 3))  # (L, H): mean |B − A|
-cell_px = int(min(110, max(55, 280 / n_heads)))
 for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
     titles = [
         [f"L{l} H{h}" + (f" · Δ{per_head[l, h]:.2f}" if side == "b" else "") for h in range(n_heads)]
@@ -195,17 +201,7 @@ for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
     ]
     col.markdown(answer(side))
     charts.show(
-        run_cached(
-            grid_figure,
-            names[side],
-            text,
-            options[side],
-            kind,
-            (layer, head),
-            titles,
-            cell_px,
-            export.file_stem("compare", names[side], side, kind, "all_heads"),
-        ),
+        titled(views[side].maps[kind].grid_with(layer, head, ("compare", names[side], side)), titles),
         key=f"{P}{side}_grid",
         on_head=functools.partial(pick_head, P),
         where=col,
@@ -242,18 +238,14 @@ bound = max(float(np.abs(diff[layer, head]).max(initial=0.0)), 1e-3)
 col_a, col_b, col_d = st.columns(3, gap="small")
 for side, col in (("a", col_a), ("b", col_b)):
     charts.show(
-        run_cached(
-            head_figure,
-            names[side],
-            text,
-            options[side],
-            kind,
+        views[side]
+        .maps[kind]
+        .head(
             layer,
             head,
-            f"{side.upper()}: {checkpoint_label(names[side])}",
-            False,
-            400,
-            export.file_stem("compare", names[side], side, kind, f"L{layer}H{head}"),
+            title=f"{side.upper()}: {checkpoint_label(names[side])}",
+            height=400,
+            stem=("compare", names[side], side),
         ),
         key=f"{P}{side}_head",
         where=col,

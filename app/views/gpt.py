@@ -7,9 +7,10 @@ import streamlit as st
 from attention_lab.charts import export
 from attention_lab.explorers import gpt_panels
 from attention_lab.explorers.head_view import (
-    grid_and_head,
+    draw_maps,
     grid_columns,
     head_selectors,
+    map_sizes,
     names_no_head,
     open_on_lesson,
 )
@@ -21,8 +22,8 @@ from attention_lab.explorers.model_input import (
     token_unit,
 )
 from attention_lab.frame import state
-from attention_lab.models.compute import run_cached
-from attention_lab.models.explorer_compute import gpt_view, lesson_head, step_probs, view_and_sample
+from attention_lab.models.compute import run_cached, view_cached
+from attention_lab.models.explorer_compute import gpt_view, lesson_head, step_probs
 from attention_lab.models.inference_switches import (
     NO_POSITIONS,
     Switch,
@@ -32,6 +33,7 @@ from attention_lab.models.inference_switches import (
     switch_toggles,
 )
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
+from attention_lab.viewmodel.gpt import GPTRequest, gpt_page
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
 from transformer_core.interp import query_steps
 
@@ -158,14 +160,15 @@ heads_area = st.container()  # filled below, once the sample (section 2) is know
 # ---------------------------------------------------------------- 2 sampling
 st.subheader("2 · What the model writes next")
 settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer), unit)
+cell_px, _ = map_sizes(cfg.n_layers, cfg.n_heads, selectors_above=True)
+request = GPTRequest(text, opts, settings, over_sample, tuple(sorted(switched.ablate or ())), cell_px)
 try:
-    prompt_view, samples = run_cached(view_and_sample, name, text, *settings.as_tuple(), opts)  # one pass
-    continuation = "".join(s.text for s in samples)
-    window, window_ids = gpt_panels.traced_window(ckpt.tokenizer, text, samples, cfg.max_len, over_sample)
-    view = run_cached(gpt_view, name, window.text, opts, window_ids) if window else prompt_view  # 1 and 3
+    page = view_cached(gpt_page, name, request)  # one traced pass that sampling goes on from
 except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()
+prompt_view, samples, window, view = page.prompt, page.samples, page.window, page.view
+continuation = page.continuation
 
 with heads_area:  # ---------------------------------------- 1 every head, on the traced text
     if window:
@@ -173,25 +176,16 @@ with heads_area:  # ---------------------------------------- 1 every head, on th
     grid_col, head_col = grid_columns()
     open_on_lesson(P, name, run_cached(lesson_head, name), unnamed)
     layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
-    titles = [
-        [f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in switched.ablate else "") for h in range(cfg.n_heads)]
-        for l in range(cfg.n_layers)
-    ]
-    grid_and_head(
-        name,
-        view.trace.text,
-        opts,
-        "self",
+    draw_maps(
+        page.maps,
+        stem=("gpt", name),
         prefix=P,
         chart="self",
         layer=layer,
         head=head,
         head_title=f"Layer {layer} head {head}" + (" · prompt + sample" if window else ""),
-        cell_titles=titles,
         mark_future=switched["nocausal"],
         columns=(grid_col, head_col),
-        boundary=window.generated_from if window else None,
-        ids=window_ids,
     )
     st.caption(
         "One small map per layer (row) and head (column), all on one colour scale: rows are the "
@@ -219,7 +213,7 @@ with next_col:  # the next character (after the prompt, or the picked one), and 
         heads = ", ".join(map(head_name, switched.ablate))
         gpt_panels.ablation_shift(P, name, ckpt.tokenizer, base.next_probs, prompt_view.next_probs, heads)
     elif window:
-        probs = run_cached(step_probs, name, window.text, opts, window_ids)[picked - 1]
+        probs = run_cached(step_probs, name, window.text, opts, page.window_ids)[picked - 1]
         title = f"Next {unit} after position {picked - 1}: it drew '{view.tokens[picked]}'"
         gpt_panels.next_character(P, name, ckpt.tokenizer, probs, settings, title, unit)
     else:

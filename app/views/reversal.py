@@ -1,13 +1,13 @@
 """Reversal explorer: an encoder-decoder that writes its input backwards, head by head."""
 
-import numpy as np
 import streamlit as st
 
 from attention_lab.charts import export
 from attention_lab.explorers.head_view import (
-    grid_and_head,
+    draw_maps,
     grid_columns,
     head_selectors,
+    map_sizes,
     names_no_head,
     open_on_lesson,
 )
@@ -20,12 +20,12 @@ from attention_lab.explorers.model_input import (
 )
 from attention_lab.explorers.reversal_panels import answer, padded_batch
 from attention_lab.frame import state
-from attention_lab.models.compute import run_cached
-from attention_lab.models.explorer_compute import padding_view, reversal_view
+from attention_lab.models.compute import run_cached, view_cached
+from attention_lab.models.explorer_compute import padding_view
 from attention_lab.models.inference_switches import NO_POSITIONS, Switch, Switched, switch_toggles
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
+from attention_lab.viewmodel.reversal import ReversalRequest, reversal_page
 from transformer_core import CheckpointError, ConfigError, InputError
-from transformer_core.interp import anti_diagonal_scores
 
 P = "rev_"  # session_state prefix; the URL uses the bare names
 MAX_CHARS = 30
@@ -103,37 +103,32 @@ state.write_state(URL_KEYS, prefix=P)  # the input was accepted: now the link ma
 show_input_notes(checked)
 text = checked.text
 opts = switched.options()
+cell_px, _ = map_sizes(cfg.n_layers, cfg.n_heads, selectors_above=True)
+request = ReversalRequest(text, opts, cell_px)
 try:
-    view = run_cached(reversal_view, name, text, opts)
+    view = view_cached(reversal_page, name, request)
 except (InputError, ConfigError) as e:
     st.error(str(e))
     st.stop()
 
 # ------------------------------------------------------------ the answer
-answer(view.output, text[::-1], had_unknown=bool(checked.unknown))
-
+answer(view.trace.output, view.truth, had_unknown=bool(checked.unknown))
 n = len(text)
-scores = anti_diagonal_scores(view.attention["cross"], n)
-best = np.unravel_index(int(scores.argmax()), scores.shape)
-plain_titles = [[f"L{l} H{h}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
+best, scores = view.best, view.scores
 
 # ------------------------------------------------------------ 1 cross
 st.subheader("1 · Cross-attention: where each output step reads the input")
 grid_col, head_col = grid_columns()
 open_on_lesson(P, (name, text), best, unnamed)
 layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
-titles = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
-grid_and_head(
-    name,
-    text,
-    opts,
-    "cross",
+draw_maps(
+    view.maps["cross"],
+    stem=("reversal", name),
     prefix=P,
     chart="cross",
     layer=layer,
     head=head,
     head_title=f"Layer {layer} head {head} · anti-diagonal {scores[layer, head]:.2f}",
-    cell_titles=titles,
     columns=(grid_col, head_col),
 )
 st.caption(
@@ -156,17 +151,14 @@ else:
         "Rows are output steps (starting at `<sos>`). The causal mask blanks everything "
         "above the diagonal, so a step only sees what was already written."
     )
-grid_and_head(
-    name,
-    text,
-    opts,
-    "decoder_self",
+draw_maps(
+    view.maps["decoder_self"],
+    stem=("reversal", name),
     prefix=P,
     chart="dec",
     layer=layer,
     head=head,
     head_title=f"Decoder layer {layer} head {head}",
-    cell_titles=plain_titles,
     mark_future=switched["nocausal"],
 )
 
@@ -177,17 +169,14 @@ st.caption(
     "has no mask: every letter may look both ways. `<eos>` marks where the word ends, which "
     "is how position-free schemes can still count from the end."
 )
-grid_and_head(
-    name,
-    text,
-    opts,
-    "encoder_self",
+draw_maps(
+    view.maps["encoder_self"],
+    stem=("reversal", name),
     prefix=P,
     chart="enc",
     layer=layer,
     head=head,
     head_title=f"Encoder layer {layer} head {head}",
-    cell_titles=plain_titles,
 )
 
 # ------------------------------------------------------------ 4 padding
@@ -225,7 +214,7 @@ export.download_buttons(
     P,
     export.file_stem("reversal", name, f"L{layer}H{head}", text),
     name,
-    view,
+    view.trace,
     unknown_characters=checked.unknown,
     options=switched.as_json(),
 )

@@ -15,7 +15,7 @@ import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.state.session_state import SessionState
 
-from attention_lab.lecture import mirror as class_mirror
+from attention_lab.frame import streamlit_private
 from attention_lab.lecture.mirror import MIRRORS_PER_TURN, Mirrors, Recording, state_fingerprint
 
 KEYS = ("following", "seen", "beat")
@@ -102,9 +102,8 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
     leader, *mirrors = sessions = [Session(f"s{k}", "attention") for k in range(n + 1)]
     manager = SessionManager(sessions)
     files = SimpleNamespace(_lock=threading.Lock(), _files_by_session_and_coord={"s0": {"el": "file"}})
-    monkeypatch.setattr(class_mirror, "session_manager", lambda: manager)
-    media = SimpleNamespace(media_file_mgr=files)
-    monkeypatch.setattr(class_mirror, "runtime", SimpleNamespace(get_instance=lambda: media))
+    monkeypatch.setattr(streamlit_private, "session_manager", lambda: manager)
+    monkeypatch.setattr(streamlit_private, "media_file_manager", lambda: files)
     hub = Mirrors(loop, KEYS, (), "runs", rerun=lambda session_id: True)
     fingerprint = hub.fingerprint("s1")
     assert fingerprint is not None and fingerprint == hub.fingerprint("s0")  # in step: beats differ only

@@ -1,4 +1,4 @@
-"""Issue 27 #1: property-based fuzzing of every page through AppTest (tests/support/fuzz.py):
+"""Issue 27 #1: property-based fuzzing of every page through AppTest (attention_lab.testing.fuzz):
 random links (every parameter a page reads, unknown ones, the router's) and typed text. For
 each: no exception, every value the page did not keep is named in a notice, and the URL
 afterwards holds only accepted values. A few cases per page here (reproducible: derandomized);
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.support import fuzz
+from attention_lab.testing import fuzz
 
 CASES = settings(
     max_examples=6,  # per page: about 40 s for all pages on a 2-core machine

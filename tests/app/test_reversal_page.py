@@ -14,8 +14,7 @@ from streamlit.testing.v1 import AppTest
 from attention_lab.charts import specs as lab_charts
 from attention_lab.explorers.model_input import char_name, check_input
 from attention_lab.frame.state import visible
-from attention_lab.models import explorer_compute
-from attention_lab.models.explorer_compute import reversal_view
+from attention_lab.viewmodel import reversal as reversal_viewmodel
 from tests.app.figures import charts, download_files, heatmaps, saved_runs, texts
 from transformer_core.config import InferenceOptions
 from transformer_core.interp import anti_diagonal_scores
@@ -260,13 +259,13 @@ def test_a_users_own_model_is_cached_by_its_weights_not_its_name(
     mine, copy = "run-" + "c3" * 8, "run-" + "d4" * 8
     saved_runs(monkeypatch, tmp_path, "reverse-rope", mine, copy)
     calls = []
-    plain = reversal_view
+    plain = reversal_viewmodel.reversal_page
 
     def counting(*args: object) -> object:
         calls.append(args[1:])
         return plain(*args)
 
-    monkeypatch.setattr(explorer_compute, "reversal_view", counting)
+    monkeypatch.setattr(reversal_viewmodel, "reversal_page", counting)  # a cache key of its own
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
     at.session_state["my_models"] = {run: {"label": "my reversal", "task": "reverse"} for run in (mine, copy)}
     at.run()

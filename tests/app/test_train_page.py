@@ -114,7 +114,7 @@ def test_tiny_reversal_run_to_completion_and_its_link_after_a_restart() -> None:
     assert at.get("download_button")
     assert "snap_fig" in chart_specs(at)  # the snapshot scrubber's heatmap
 
-    from attention_lab.training.runs import _store  # a restart of the app: no cached queue, a new session
+    from attention_lab.models.resources import _store  # a restart of the app: no cached queue, a new session
 
     _store.clear()
     later = open_train({"run": run_id})

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page
 
-from tests.support.app import running_app
+from attention_lab.testing.servers import running_app
 
 
 @pytest.fixture(scope="session")

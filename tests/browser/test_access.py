@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from attention_lab.charts.specs import WEIGHT_DIGITS, values
 from attention_lab.explorers.explorer_html import contrast_ratio
-from tests.support.app import running_app
+from attention_lab.testing.servers import running_app
 from tests.support.browser import PREPARED_LINKS, chart, chart_cells, open_page, params
 
 PHONE = {"width": 390, "height": 844}

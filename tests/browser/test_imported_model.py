@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.support.app import running_app
+from attention_lab.testing.servers import running_app
 from tests.support.browser import assert_no_exception, chart, chart_title, open_page, settle
 from tests.support.gpt2 import write_hf_gpt2
 from transformer_core.io.checkpoint import load_checkpoint

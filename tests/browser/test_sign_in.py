@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from attention_lab.serving.sqlite_store import SQLiteRunStore
-from tests.support.app import running_app
+from attention_lab.testing.servers import running_app
 from tests.support.browser import assert_no_exception, wait_for_app
 
 PAGES = ("", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "train", "admin")

@@ -15,9 +15,9 @@ from pathlib import Path
 from streamlit.proto.BackMsg_pb2 import BackMsg
 
 from attention_lab.serving.page_stats import PageCounter
-from benchmarks.bench_class import TEXT_LABEL, Tab, text_change, text_shown
-from benchmarks.bench_load import Browser, RunOutcome, read_run, read_shown, rerun_msg
-from tests.support.app import running_app
+from attention_lab.testing.protocol import Browser, read_run, rerun_msg
+from attention_lab.testing.servers import running_app
+from attention_lab.testing.tabs import TEXT_LABEL, Follower, Tab, text_change, text_shown
 from tests.support.serve import in_own_loop
 
 FOLLOWERS = 4  # on one app process: one leader, two mirrors, one with a tour draft of its own
@@ -26,30 +26,7 @@ START = "/reversal?text=attention"
 DRAFT_SHOWN = "1 scene: reversal"  # the sidebar's tour recorder, once a view was added
 
 
-class Watched:
-    """A follower's open tab: it takes every run the server starts and keeps what it showed."""
-
-    def __init__(self, ws, tab: Tab) -> None:  # noqa: ANN001 (a websockets connection)
-        self.ws, self.tab, self.runs = ws, tab, []
-
-    def take(self, outcome: RunOutcome) -> RunOutcome:
-        self.tab.note(outcome)
-        self.runs.append(outcome)
-        return outcome
-
-    async def listen(self) -> None:
-        while True:
-            first = await self.ws.recv()
-            self.take(await read_shown(self.ws, TIMEOUT, first))
-
-    def showed(self, text: str) -> bool:
-        return any(text_shown(r) == text for r in self.runs)
-
-    def texts(self) -> str:
-        return "\n".join(t for r in self.runs for t in r.texts)
-
-
-async def change_and_wait(lecturer: Tab, ws, box_id: str, word: str, followers: list[Watched]) -> float:  # noqa: ANN001
+async def change_and_wait(lecturer: Tab, ws, box_id: str, word: str, followers: list[Follower]) -> float:  # noqa: ANN001
     changed = time.monotonic()
     await ws.send(text_change(lecturer, box_id, word))
     outcome = lecturer.note(await read_run(ws, TIMEOUT))
@@ -78,7 +55,7 @@ async def lecture(url: str, runs: Path) -> None:
         for _ in range(FOLLOWERS):
             tab = Tab(Browser(url), link)
             await tab.browser.get(link, TIMEOUT)
-            follower = Watched(await stack.enter_async_context(tab.browser.connect()), tab)
+            follower = Follower(tab, await stack.enter_async_context(tab.browser.connect()), keep=None)
             await follower.ws.send(rerun_msg(link))
             first = follower.take(await read_run(follower.ws, TIMEOUT))
             assert text_shown(first) == "attention" and "Explore on my own" in first.buttons
@@ -96,7 +73,7 @@ async def lecture(url: str, runs: Path) -> None:
         await own.ws.send(msg.SerializeToString())
         assert DRAFT_SHOWN in own.take(await read_run(own.ws, TIMEOUT)).texts
 
-        listeners = [asyncio.create_task(f.listen()) for f in followers]
+        listeners = [asyncio.create_task(f.listen(TIMEOUT)) for f in followers]
         try:
             await asyncio.sleep(1.0)  # the watch's rounds settle (every follower shows version 1)
             for word in ("classroom", "mirrored"):

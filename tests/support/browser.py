@@ -1,6 +1,6 @@
-"""Helpers for tests that drive headless Chromium (Playwright) through the app: the
-browser's path and flags, waiting for a script run, failing on any exception shown, and
-reading our canvas charts."""
+"""Helpers for tests that drive headless Chromium (Playwright) through the app (launched with
+attention_lab.testing.chromium's path and flags): waiting for a script run, failing on any
+exception shown, and reading our canvas charts."""
 
 from __future__ import annotations
 
@@ -13,17 +13,6 @@ from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 
 #: every page's link as a lecturer prepares it

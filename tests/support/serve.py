@@ -1,5 +1,6 @@
-"""Helpers for tests that start deploy/serve.sh (nginx in front of app processes): free
-loopback ports, the processes a test started, and what nginx answers."""
+"""Helpers for tests that start `attention-lab serve` (nginx in front of app processes),
+through deploy/serve.sh or the console command: free loopback ports, the processes a test
+started, and what nginx answers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
+import sysconfig
 import time
 import urllib.request
 from collections.abc import Coroutine, Iterator
@@ -22,12 +25,26 @@ import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
+import attention_lab
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = ROOT / "deploy" / "serve.sh"
 READY = re.compile(r"Attention Lab is ready: (http://\S+)")
 T = TypeVar("T")
 ROUTE = "attention_lab_route"
 BASH = shutil.which("bash") or "/bin/bash"
+#: The installed package's router script, which every app process runs.
+HOME = Path(attention_lab.__file__).parent / "Home.py"
+
+
+def console_command() -> list[str]:
+    """The installed `attention-lab` console script, beside this interpreter's other scripts."""
+    script = Path(sysconfig.get_path("scripts")) / "attention-lab"
+    if script.is_file():
+        return [str(script)]
+    found = shutil.which("attention-lab")
+    assert found, f"attention-lab is not installed for {sys.executable} (pip install -e .)"
+    return [found]
 
 
 def in_own_loop(coro: Coroutine[Any, Any, T]) -> T:
@@ -75,12 +92,20 @@ class Served:
     output: list[str]
 
 
-def start_serve(run_dir: Path, env: dict[str, str], workers: int = 2, args: tuple[str, ...] = ()) -> Served:
-    """serve.sh --workers N on a free port with `env` (and more `args`); returns once it printed its URL."""
+def start_serve(
+    run_dir: Path,
+    env: dict[str, str],
+    workers: int = 2,
+    args: tuple[str, ...] = (),
+    command: list[str] | None = None,
+    cwd: Path = ROOT,
+) -> Served:
+    """`command` (default: bash deploy/serve.sh) --workers N on a free port with `env` (and
+    more `args`), from `cwd`; returns once it printed its URL."""
+    command = command or [BASH, str(SERVE)]
     proc = subprocess.Popen(
-        [BASH, str(SERVE), "--workers", str(workers), "--port", str(free_port()), "--run-dir", str(run_dir)]
-        + list(args),
-        cwd=ROOT,
+        [*command, "--workers", str(workers), "--port", str(free_port()), "--run-dir", str(run_dir), *args],
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -90,7 +115,7 @@ def start_serve(run_dir: Path, env: dict[str, str], workers: int = 2, args: tupl
     assert proc.stdout is not None
     deadline = time.monotonic() + 240
     url = None
-    for line in proc.stdout:  # serve.sh prints the URL once nginx and both workers are healthy
+    for line in proc.stdout:  # the URL comes once nginx and every app process are healthy
         output.append(line)
         if match := READY.search(line):
             url = match.group(1).rstrip("/")
@@ -98,16 +123,23 @@ def start_serve(run_dir: Path, env: dict[str, str], workers: int = 2, args: tupl
         if time.monotonic() > deadline:
             break
     if url is None:
-        proc.kill()
-        raise RuntimeError("serve.sh did not get ready:\n" + "".join(output) + proc.stdout.read())
+        proc.terminate()  # SIGTERM: it stops the app processes and nginx it started (SIGKILL would not)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise RuntimeError(f"{command} did not get ready:\n" + "".join(output) + proc.stdout.read())
     return Served(proc, url, run_dir, output)
 
 
 @contextlib.contextmanager
-def serving(run_dir: Path, workers: int = 2) -> Iterator[Served]:
-    """serve.sh --workers N on CPU with its runs under `run_dir`, stopped when the block ends."""
+def serving(
+    run_dir: Path, workers: int = 2, command: list[str] | None = None, cwd: Path = ROOT
+) -> Iterator[Served]:
+    """`command` (default: bash deploy/serve.sh) --workers N on CPU with its runs under
+    `run_dir`, stopped when the block ends."""
     env = {**os.environ, "ATTENTION_LAB_DEVICE": "cpu", "ATTENTION_LAB_RUNS_DIR": str(run_dir / "runs")}
-    served = start_serve(run_dir, env, workers)
+    served = start_serve(run_dir, env, workers, command=command, cwd=cwd)
     try:
         yield served
     finally:

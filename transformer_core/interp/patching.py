@@ -32,7 +32,7 @@ from transformer_core.interp.importance import kinds_of
 from transformer_core.io.data import encode_source
 from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.losses import mean_token_nll
-from transformer_core.models import GPT, Seq2Seq
+from transformer_core.models import GPT, Seq2Seq, require_transformer
 from transformer_core.vocab import EOS_ID, SOS_ID
 
 LOGIT_DIFF = "logit_diff"
@@ -184,6 +184,7 @@ def activation_patching(
     wrong: str | None = None,
 ) -> Patching:
     """Patch every head of every kind from the clean into the corrupted run (module docstring)."""
+    require_transformer(model, "patch")
     run = patching_run(model, tokenizer, Contrast(clean, corrupted, answer, wrong))
     with torch.no_grad():
         clean_metric = float(run.metric(model(*run.clean)))

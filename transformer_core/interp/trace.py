@@ -4,7 +4,9 @@ Results are plain dataclasses of numpy arrays in the [layer][head][query][key] l
 plus the full `AttentionCapture` for step-by-step views. `to_json` gives the one JSON
 layout that `python -m transformer_core trace --json` prints and the app downloads:
 {"checkpoint", "input", "output", "tokens": {"source": [...], "target": [...]},
- "attention": {"self": [L][H][Tq][Tk]} or {"encoder_self", "decoder_self", "cross"},
+ "attention": {"self": [L][H][Tq][Tk]} or {"encoder_self", "decoder_self", "cross"}
+   (a `bahdanau` model: {"cross"} only, 1 layer x 1 head; a `gru` model: {}),
+ "context": [d_model floats] (a `gru` model only: the one vector its decoder reads),
  "unknown_characters": [...] (only when some)}.
 """
 
@@ -22,7 +24,7 @@ from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.generation import greedy_decode
 from transformer_core.io.data import encode_source
 from transformer_core.io.tokenizer import CharTokenizer, Tokenizer
-from transformer_core.models import GPT, Seq2Seq
+from transformer_core.models import GPT, EncoderDecoder
 from transformer_core.vocab import EOS_ID, SOS_ID
 
 #: attention kind -> (token axis of its queries, token axis of its keys), axes named as in
@@ -98,10 +100,12 @@ class GPTTrace(_TraceAxes):
 
 @dataclass
 class Seq2SeqTrace(_TraceAxes):
-    """Greedy output and the attention of the teacher-forced pass over it.
+    """Greedy (or given) output and the attention of the teacher-forced pass over it.
 
     attention: encoder_self (L, H, Ts, Ts), decoder_self (L, H, Tt, Tt), cross (L, H, Tt, Ts)
-    where the target tokens are SOS + output and the source tokens are text + EOS.
+    where the target tokens are SOS + output and the source tokens are text + EOS; a recurrent
+    model has only its additive cross-attention (1, 1, Tt, Ts) (`bahdanau`) or nothing to
+    attend and one fixed context vector (d_model,) instead (`gru`).
     """
 
     text: str
@@ -111,6 +115,7 @@ class Seq2SeqTrace(_TraceAxes):
     unknown: list[tuple[int, str]]
     attention: dict[str, np.ndarray]
     capture: AttentionCapture = field(repr=False)
+    context: np.ndarray | None = None
 
     @property
     def token_axes(self) -> dict[str, list[str]]:
@@ -118,7 +123,12 @@ class Seq2SeqTrace(_TraceAxes):
 
     def to_json(self, checkpoint: str) -> dict[str, Any]:
         """The `trace --json` object of this trace (JSON-ready: lists and strings)."""
-        return trace_json(checkpoint, self.text, self.output, self.token_axes, self.attention, self.unknown)
+        payload = trace_json(
+            checkpoint, self.text, self.output, self.token_axes, self.attention, self.unknown
+        )
+        if self.context is not None:
+            payload["context"] = np.round(self.context.astype(np.float64), JSON_DECIMALS).tolist()
+        return payload
 
 
 def _device(model: torch.nn.Module) -> torch.device:
@@ -164,18 +174,22 @@ def trace_gpt_ids(
 
 @torch.no_grad()
 def trace_seq2seq(
-    model: Seq2Seq,
+    model: EncoderDecoder,
     tokenizer: CharTokenizer,
     text: str,
     options: InferenceOptions = DEFAULT_OPTIONS,
     max_new_tokens: int | None = None,
+    output_ids: list[int] | None = None,
 ) -> Seq2SeqTrace:
+    """Decode text greedily (or take output_ids, e.g. a beam search's winner without EOS) and
+    trace the teacher-forced pass over SOS + output."""
     max_len = model.config.max_len
     encoded = tokenizer.encode_checked(text, max_chars=max_len - 1)  # room for EOS
     device = _device(model)
     src = encode_source(tokenizer, [text], device)
     budget = max_len - 1 if max_new_tokens is None else min(max_new_tokens, max_len - 1)
-    output_ids = greedy_decode(model, src, budget, options=options)[0]
+    if output_ids is None:
+        output_ids = greedy_decode(model, src, budget, options=options)[0]
     target = [SOS_ID, *output_ids]
     capture = AttentionCapture()
     model(src, torch.tensor([target], device=device), options=options, capture=capture)
@@ -185,9 +199,7 @@ def trace_seq2seq(
         source_tokens=tokenizer.token_labels([*encoded.ids, EOS_ID]),
         target_tokens=tokenizer.token_labels(target),
         unknown=encoded.unknown,
-        attention={
-            kind: capture.weights(kind).float().cpu().numpy()
-            for kind in ("encoder_self", "decoder_self", "cross")
-        },
+        attention={kind: capture.weights(kind).float().cpu().numpy() for kind in capture.kinds()},
         capture=capture,
+        context=None if capture.context is None else capture.context[0].float().cpu().numpy(),
     )

@@ -26,11 +26,11 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from transformer_core.config import ModelConfig
+from transformer_core.config import RECURRENT_KINDS, ModelConfig
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.io.tokenizers import tokenizer_from_meta
-from transformer_core.models import GPT, Seq2Seq, build_model
+from transformer_core.models import Model, build_model
 from transformer_core.plugins import SOURCES_GROUP, load_plugins
 from transformer_core.positional import POSITION_SCHEMES
 
@@ -49,6 +49,7 @@ FORMAT = "attention-lab-checkpoint/1"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 SHIPPED_NAMES = (
     *(f"{task}-{s}" for task in ("reverse", "gpt") for s in POSITION_SCHEMES),
+    *(f"reverse-{kind}" for kind in RECURRENT_KINDS),  # the recurrent baselines (train --arch)
     "gpt-induction",  # attention-only: a previous-token head feeding an induction head
 )
 MAX_PARAMS_ENV, DEFAULT_MAX_PARAMS = "ATTENTION_LAB_MAX_PARAMS", 200_000_000
@@ -95,7 +96,7 @@ class Checkpoint:
     """A loaded model with everything needed to use and describe it."""
 
     name: str
-    model: GPT | Seq2Seq
+    model: Model
     tokenizer: Tokenizer
     meta: dict[str, Any]
     folder: Path | None = None  # where it was loaded from (None: built in memory)
@@ -124,7 +125,7 @@ def _sha256(path: Path) -> str:
 
 def save_checkpoint(
     folder: str | Path,
-    model: GPT | Seq2Seq,
+    model: Model,
     tokenizer: Tokenizer,
     *,
     train_args: dict[str, Any] | None = None,

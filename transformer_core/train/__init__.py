@@ -2,11 +2,15 @@
 schedules, evaluation. Runs on a shared box (queues, run processes) are the serving
 layer's (`serving`), not the library's."""
 
+from transformer_core.losses import (
+    perplexity,
+)
 from transformer_core.train.evaluation import (
     evaluate_lm,
     evaluate_reversal,
 )
 from transformer_core.train.presets import (
+    default_positions,
     model_config,
     model_shape,
     prepare_run,
@@ -60,11 +64,13 @@ __all__ = [
     "TrainEvent",
     "Trainer",
     "attention_arrays",
+    "default_positions",
     "evaluate_lm",
     "evaluate_reversal",
     "label_smoothing_target",
     "model_config",
     "model_shape",
+    "perplexity",
     "prepare_run",
     "task_recipe",
     "train_config",

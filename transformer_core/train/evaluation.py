@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from transformer_core.generation import greedy_decode
 from transformer_core.io.data import lm_batch, random_strings, reversal_batch
 from transformer_core.io.tokenizer import CharTokenizer
-from transformer_core.losses import mean_token_nll
-from transformer_core.models import GPT, Seq2Seq
+from transformer_core.losses import mean_token_nll, perplexity
+from transformer_core.models import GPT, EncoderDecoder
 from transformer_core.vocab import PAD_ID
 
 
 @torch.no_grad()
 def evaluate_reversal(
-    model: Seq2Seq,
+    model: EncoderDecoder,
     tokenizer: CharTokenizer,
     lengths: list[int],
     samples: int = 200,
@@ -65,4 +63,4 @@ def evaluate_lm(
         total += float(mean_token_nll(logits, y.to(device), ignore_index=-100))
     model.train(was_training)
     loss = total / batches
-    return {"val_loss": loss, "perplexity": math.exp(loss)}
+    return {"val_loss": loss, "perplexity": perplexity(loss)}

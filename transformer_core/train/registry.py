@@ -54,7 +54,8 @@ class TaskRecipe:
     n_heads, d_ff ("small" is what ships); positions: the scheme the task needs, if any;
     watched_evals: evaluations in a run someone watches (/train); watched_optim: its steps,
     batch size and learning rate where they differ from `optim` (the command line's);
-    watched_size: its model size.
+    watched_size: its model size; kind_sizes: the sizes of model kinds other than the
+    Transformer (config.model, e.g. the recurrent baselines of reversal) by kind.
     """
 
     name: str
@@ -70,6 +71,18 @@ class TaskRecipe:
     watched_optim: OptimDefaults | None = None  # a run someone watches on /train, if not `optim`
     watched_size: str = DEFAULT_SIZE
     config_defaults: dict[str, int] = field(default_factory=dict)  # TrainConfig fields of the task
+    kind_sizes: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+
+    @property
+    def model_kinds(self) -> tuple[str, ...]:
+        """The config.model values this task trains: the Transformer, then kind_sizes' kinds."""
+        return ("transformer", *self.kind_sizes)
+
+    def sizes_of(self, kind: str) -> dict[str, dict[str, int]]:
+        """Size name -> shape of one model kind; ConfigError for a kind the task does not train."""
+        if kind not in self.model_kinds:
+            raise ConfigError(f"arch: {kind!r} is not one of {self.model_kinds} for task {self.name!r}")
+        return self.sizes if kind == "transformer" else self.kind_sizes[kind]
 
     @property
     def page_optim(self) -> OptimDefaults:
@@ -99,6 +112,12 @@ def build_induction(settings: TaskSettings, text: str | None = None) -> Task:
     return InductionTask(reversal_tokenizer())
 
 
+# a GRU layer of 2 * d_model units has about the parameters of the Transformer of that size
+RECURRENT_SIZES: dict[str, dict[str, int]] = {
+    size: dict(d_model=d, n_layers=1, n_heads=1, d_ff=d)
+    for size, d in (("tiny", 64), ("small", 128), ("medium", 256))
+}
+
 TASKS: dict[str, TaskRecipe] = {
     "reverse": TaskRecipe(
         name="reverse",
@@ -119,6 +138,7 @@ TASKS: dict[str, TaskRecipe] = {
         watched_size="tiny",
         build=build_reversal,
         config_defaults=dict(min_len=TRAIN_LENGTHS[0], max_len=TRAIN_LENGTHS[1]),
+        kind_sizes={"gru": RECURRENT_SIZES, "bahdanau": RECURRENT_SIZES},  # chapter 004's baselines
     ),
     "lm": TaskRecipe(
         name="lm",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,8 @@ from transformer_core.errors import ConfigError
 from transformer_core.train.registry import TASKS
 from transformer_core.train.schedules import vaswani_lr, warmup_cosine_lr
 from transformer_core.train.tasks import Task
+
+_LOG = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # a type checker cannot read a Literal built at runtime
     TaskName = str
@@ -158,6 +161,7 @@ class Trainer:
         start = time.perf_counter()
         tokens_seen, step = 0, 0
         cancelled = False
+        _LOG.debug("training %s: %d steps, batch %d, on %s", cfg.task, cfg.steps, cfg.batch_size, self.device)
         for step in range(1, cfg.steps + 1):
             if self.stop.is_set():
                 cancelled, step = True, step - 1
@@ -185,4 +189,7 @@ class Trainer:
                 yield EvalEvent(step, self.task.evaluate(self.model))
         metrics = {} if cancelled else self.task.evaluate(self.model)  # a stop returns at once
         self.model.eval()
-        yield DoneEvent(step, metrics, cancelled, time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        ending = "stopped" if cancelled else "ended"
+        _LOG.debug("training %s %s after %d steps in %.1f s", cfg.task, ending, step, elapsed)
+        yield DoneEvent(step, metrics, cancelled, elapsed)

@@ -1,6 +1,7 @@
 """Property-based fuzzing of every page through AppTest (issue 27 #1), shared by
 tests/app/test_fuzz_pages.py (a bounded number of cases per page, for CI) and
-benchmarks/fuzz_pages.py (20,000 cases over all pages).
+benchmarks/fuzz_pages.py (20,000 cases over all pages). The value strategies need Hypothesis
+(the `test` extra), imported when a strategy is asked for; the properties need only Streamlit.
 
 The URL keys of a page are the real ones: a bare run of the page records what it hands to
 `attention_lab.frame.state.init_state` (names, defaults, prefix), and `st.query_params` names in its source
@@ -17,18 +18,19 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from attention_lab.frame import state
+from attention_lab.testing.apptest import quiet_streamlit, share_script_cache
 
-# importing it shares one compiled-script cache across AppTest runs, as a server does
-from benchmarks.bench_pages import quiet_streamlit
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
 
-ROOT = Path(__file__).resolve().parents[2]
-HOME = str(ROOT / "app" / "Home.py")
+PACKAGE = Path(__file__).resolve().parents[1]  # app/, the attention_lab package
+ROOT = PACKAGE.parent  # the checkout: its checkpoints/ name the shipped models
+HOME = str(PACKAGE / "Home.py")
 PAGES = ("home", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "train")
 ROUTER_KEYS = ("present", "tour", "scene", "follow")  # read by the router on every page
 NOTICE_KINDS = ("info", "warning", "error")
@@ -53,7 +55,7 @@ class PageKeys:
 
 def direct_params(page: str) -> tuple[str, ...]:
     """Literal names the page's source reads from st.query_params (`.get("run")`, `["run"]`)."""
-    tree = ast.parse((ROOT / "app" / "views" / f"{page}.py").read_text())
+    tree = ast.parse((PACKAGE / "views" / f"{page}.py").read_text())
     found = []
     for node in ast.walk(tree):
         target, arg = None, None
@@ -72,7 +74,9 @@ def direct_params(page: str) -> tuple[str, ...]:
 
 
 def open_page(page: str, params: dict[str, str]) -> AppTest:
-    """The router switched to app/views/<page>.py, run once with `params` as its link."""
+    """The router switched to app/views/<page>.py, run once with `params` as its link (every
+    page script compiled once in this process, as a server does)."""
+    share_script_cache()
     at = AppTest.from_file(HOME, default_timeout=300)
     quiet_streamlit()
     at.run()
@@ -116,18 +120,24 @@ SPECIAL = [
     *("0x10", "1_000", "٣", "１２", "²", " 3 ", "3.0", "+3", "--3", "3,4", ",", ",,,", "0,", "%00"),
     *(str(2**31), str(2**63), str(10**30), str(-(10**30)), "9" * 400),
 ]
-CONTROL = st.characters(min_codepoint=0, max_codepoint=0x1F) | st.just("\x7f")
-UNICODE = st.sampled_from(["😀", "👩‍👩‍👧", "مرحبا", "שלום", "\u202e", "\u200b", "\ufeff", "ß", "İ", "\ud7ff"])
+UNICODE = ["😀", "👩‍👩‍👧", "مرحبا", "שלום", "\u202e", "\u200b", "\ufeff", "ß", "İ", "\ud7ff"]
+UNKNOWN_KEYS = ["foo", "Layer", "layer ", "a b", "x_y", "😀", "__proto__", "text[]", "q"]
 
 
-def _text() -> st.SearchStrategy[str]:
-    controls = st.text(CONTROL, min_size=1, max_size=3)
-    pieces = st.text(max_size=12) | UNICODE | controls | st.sampled_from(WORDS)
+def _text() -> SearchStrategy[str]:
+    from hypothesis import strategies as st
+
+    controls = st.text(
+        st.characters(min_codepoint=0, max_codepoint=0x1F) | st.just("\x7f"), min_size=1, max_size=3
+    )
+    pieces = st.text(max_size=12) | st.sampled_from(UNICODE) | controls | st.sampled_from(WORDS)
     return st.lists(pieces, max_size=4).map("".join)
 
 
-def garbage() -> st.SearchStrategy[str]:
+def garbage() -> SearchStrategy[str]:
     """Text a link should never be able to break a page with."""
+    from hypothesis import strategies as st
+
     long = st.sampled_from(["x", "9", "é", "😀", "\x00", "a,"]).map(lambda c: c * 10_000)
     return _text() | st.sampled_from(SPECIAL) | long
 
@@ -136,8 +146,10 @@ def _number(value: float) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def value_for(default: Any) -> st.SearchStrategy[str]:
+def value_for(default: Any) -> SearchStrategy[str]:
     """Raw URL values for a key with this default: valid-looking ones of its type, and garbage."""
+    from hypothesis import strategies as st
+
     ints = st.integers(-(10**6), 10**6) | st.integers(-3, 300) | st.integers(-(2**70), 2**70)
     floats = st.floats(allow_nan=True, allow_infinity=True) | st.floats(-30, 30)
     if isinstance(default, bool):
@@ -153,21 +165,23 @@ def value_for(default: Any) -> st.SearchStrategy[str]:
     return st.one_of(typed, typed, garbage())
 
 
-UNKNOWN_KEYS = st.sampled_from(["foo", "Layer", "layer ", "a b", "x_y", "😀", "__proto__", "text[]", "q"])
+def links(page: str) -> SearchStrategy[dict[str, str]]:
+    """Links to the page: some of its keys, maybe router keys, maybe unknown ones."""
+    from hypothesis import strategies as st
 
+    @st.composite
+    def link(draw: st.DrawFn) -> dict[str, str]:
+        keys = page_keys(page)
+        known = draw(st.lists(st.sampled_from(keys.names), unique=True)) if keys.names else []
+        params = {name: draw(value_for(keys.defaults.get(name, ""))) for name in known}
+        for name in draw(st.lists(st.sampled_from(UNKNOWN_KEYS), unique=True, max_size=2)):
+            if name not in keys.names:
+                params[name] = draw(garbage())
+        if draw(st.booleans()):
+            params[draw(st.sampled_from(ROUTER_KEYS))] = draw(garbage())
+        return params
 
-@st.composite
-def links(draw: st.DrawFn, page: str) -> dict[str, str]:
-    """A link to the page: some of its keys, maybe router keys, maybe unknown ones."""
-    keys = page_keys(page)
-    known = draw(st.lists(st.sampled_from(keys.names), unique=True)) if keys.names else []
-    params = {name: draw(value_for(keys.defaults.get(name, ""))) for name in known}
-    for name in draw(st.lists(UNKNOWN_KEYS, unique=True, max_size=2)):
-        if name not in keys.names:
-            params[name] = draw(garbage())
-    if draw(st.booleans()):
-        params[draw(st.sampled_from(ROUTER_KEYS))] = draw(garbage())
-    return params
+    return link()
 
 
 # ---------------------------------------------------------------- the properties

@@ -1,0 +1,284 @@
+"""Every private part of Streamlit the lab uses, in one place, checked once against the installed Streamlit.
+
+Streamlit has no public call that reruns another session, lists a process's sessions, or
+records and copies a session's messages and state: the lecture's push and mirrors
+(attention_lab.lecture.push, attention_lab.lecture.mirror) use Streamlit's internals for that,
+and a person is told apart by Streamlit's XSRF cookie (attention_lab.accounts.sign_in). Each
+use is a small named function here, so no other module of the app touches a private name.
+
+`check()` looks, once per process, whether each of those parts exists on the Streamlit
+installed. Where one is missing (an upgrade moved it), it says so in one warning and the
+push and mirrors stay off: followers then find the lecturer's new view by their own poll,
+slower (attention_lab.lecture.classroom.poll_seconds). Run benchmarks/streamlit_upgrade_check.py
+before an upgrade to see what moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import dis
+import importlib
+import logging
+import threading
+import types
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit
+from streamlit import runtime
+from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.state.session_state import SessionState
+
+_LOG = logging.getLogger(__name__)
+XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server keeps the browser's XSRF token in
+_APP_SESSION = "streamlit.runtime.app_session:AppSession"
+_RUNTIME = "streamlit.runtime.runtime:Runtime"
+_MEDIA = "streamlit.runtime.media_file_manager:MediaFileManager"
+_STATE = "streamlit.runtime.state.session_state"
+_SESSIONS = "streamlit.runtime.session_manager"
+_QUEUE = "streamlit.runtime.forward_msg_queue"
+_XSRF = "streamlit.web.server.starlette"
+
+
+# ---------------------------------------------------------------- the check
+
+
+def _find(where: str) -> Any:
+    """The object at 'module:Name' ('module' alone: the module); raises where it is gone."""
+    module, _, name = where.partition(":")
+    found = importlib.import_module(module)
+    return getattr(found, name) if name else found
+
+
+def _codes(code: types.CodeType) -> Iterable[types.CodeType]:
+    """A function's code and the code inside it (comprehensions, nested functions)."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _functions(value: Any) -> list[Any]:
+    """The functions behind a class attribute: a method, a property's accessors, a static one."""
+    if isinstance(value, property):
+        return [f for f in (value.fget, value.fset, value.fdel) if f is not None]
+    return [getattr(value, "__func__", value)]
+
+
+def _assigned(where: str, name: str) -> bool:
+    """Whether a method of the class at `where` (or of a base) sets `self.<name>`: an instance
+    attribute, which the class itself does not have until an instance is made."""
+    functions = [f for cls in _find(where).__mro__ for value in vars(cls).values() for f in _functions(value)]
+    codes = [part for f in functions if hasattr(f, "__code__") for part in _codes(f.__code__)]
+    return any(
+        i.opname == "STORE_ATTR" and i.argval == name for part in codes for i in dis.get_instructions(part)
+    )
+
+
+def _method(where: str, name: str) -> bool:
+    """Whether the class at `where` has a method `name` (defined on it or a base)."""
+    return callable(getattr(_find(where), name, None))
+
+
+def _field(where: str, name: str) -> bool:
+    """Whether the dataclass or NamedTuple at `where` has the field `name`."""
+    cls = _find(where)
+    if dataclasses.is_dataclass(cls):
+        return name in {f.name for f in dataclasses.fields(cls)}
+    return name in getattr(cls, "_fields", ())
+
+
+def _xsrf_format() -> bool:
+    """Whether Streamlit still writes the XSRF cookie as "2|mask|masked token|time" (browser_token)."""
+    token = bytes(range(16))
+    made = _find(f"{_XSRF}.starlette_app_utils:generate_xsrf_token_string")(token, 1764000000)
+    return browser_token(made) == token.hex()
+
+
+# name -> probe: True where the part exists on the installed Streamlit
+PARTS: dict[str, Callable[[], bool]] = {
+    "Runtime._session_mgr": lambda: _assigned(_RUNTIME, "_session_mgr"),
+    "Runtime._get_async_objs": lambda: _method(_RUNTIME, "_get_async_objs"),
+    "AsyncObjects.eventloop": lambda: _field("streamlit.runtime.runtime:AsyncObjects", "eventloop"),
+    "Runtime.media_file_mgr": lambda: hasattr(_find(_RUNTIME), "media_file_mgr"),
+    "MediaFileManager._lock": lambda: _assigned(_MEDIA, "_lock"),
+    "MediaFileManager._files_by_session_and_coord": lambda: _assigned(_MEDIA, "_files_by_session_and_coord"),
+    "SessionManager.list_active_sessions": lambda: _method(
+        f"{_SESSIONS}:SessionManager", "list_active_sessions"
+    ),
+    "SessionManager.get_active_session_info": lambda: _method(
+        f"{_SESSIONS}:SessionManager", "get_active_session_info"
+    ),
+    "ActiveSessionInfo.session": lambda: _field(f"{_SESSIONS}:ActiveSessionInfo", "session"),
+    "AppSession._scriptrunner": lambda: _assigned(_APP_SESSION, "_scriptrunner"),
+    "AppSession._client_state": lambda: _assigned(_APP_SESSION, "_client_state"),
+    "AppSession._browser_queue": lambda: _assigned(_APP_SESSION, "_browser_queue"),
+    "AppSession._message_enqueued_callback": lambda: _assigned(_APP_SESSION, "_message_enqueued_callback"),
+    "AppSession._enqueue_forward_msg": lambda: _method(_APP_SESSION, "_enqueue_forward_msg"),
+    "AppSession.handle_backmsg": lambda: _method(_APP_SESSION, "handle_backmsg"),
+    "AppSession.request_rerun": lambda: _method(_APP_SESSION, "request_rerun"),
+    "AppSession.has_fragment": lambda: _method(_APP_SESSION, "has_fragment"),
+    "ForwardMsgQueue.enqueue": lambda: _method(f"{_QUEUE}:ForwardMsgQueue", "enqueue"),
+    "SessionState._new_widget_state": lambda: _field(f"{_STATE}:SessionState", "_new_widget_state"),
+    "WStates.widget_metadata": lambda: _field(f"{_STATE}:WStates", "widget_metadata"),
+    "ClientState.fragment_id": lambda: "fragment_id" in ClientState.DESCRIPTOR.fields_by_name,
+    "ClientState.is_auto_rerun": lambda: "is_auto_rerun" in ClientState.DESCRIPTOR.fields_by_name,
+    "XSRF_COOKIE_NAME": lambda: _find(f"{_XSRF}.starlette_server_config:XSRF_COOKIE_NAME") == XSRF_COOKIE,
+    "XSRF cookie format 2": _xsrf_format,
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """What `check()` found: the installed Streamlit's version and the parts it lacks."""
+
+    streamlit: str
+    missing: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Every part is there: the push and the mirrors may run."""
+        return not self.missing
+
+
+_LOCK = threading.Lock()
+_FOUND: Check | None = None  # check()'s answer, once made
+
+
+def _present(probe: Callable[[], bool]) -> bool:
+    """The probe's answer; False where what it looks at cannot even be reached."""
+    try:
+        return bool(probe())
+    except Exception:  # noqa: BLE001 - a module, class or constant gone is a part missing
+        return False
+
+
+def probe_all() -> Check:
+    """Look at every part now (no caching, no warning): what an upgrade check prints."""
+    missing = tuple(name for name, probe in PARTS.items() if not _present(probe))
+    return Check(streamlit.__version__, missing)
+
+
+def check() -> Check:
+    """Every part looked at once per process (no per-user data); one warning where any is missing.
+    Under a lock: the first followers' runs may ask at once, and the warning is said once."""
+    global _FOUND
+    if _FOUND is not None:  # every run after the first: no lock
+        return _FOUND
+    with _LOCK:
+        if _FOUND is None:
+            _FOUND = probe_all()
+            if not _FOUND.ok:
+                _LOG.warning(
+                    "Streamlit %s lacks internals the lecture's push uses: %s. The push and mirrors are "
+                    "off; followers poll for the lecturer's view instead (slower). "
+                    "See benchmarks/streamlit_upgrade_check.py.",
+                    _FOUND.streamlit,
+                    ", ".join(_FOUND.missing),
+                )
+        return _FOUND
+
+
+# ---------------------------------------------------------------- the runtime and its sessions
+
+
+def runtime_exists() -> bool:
+    """Whether a Streamlit server runs in this process (not under AppTest)."""
+    return runtime.exists()
+
+
+def event_loop() -> asyncio.AbstractEventLoop:
+    """The runtime's event loop, where its sessions are changed."""
+    return runtime.get_instance()._get_async_objs().eventloop
+
+
+def session_manager() -> Any:
+    """The runtime's sessions of this process (no public session list)."""
+    return runtime.get_instance()._session_mgr
+
+
+def is_running(session: Any) -> bool:
+    """Whether a run of the session goes on now (no public "is running")."""
+    return session._scriptrunner is not None
+
+
+def client_state(session: Any) -> ClientState:
+    """The session's last run's page and URL, as run-on-save reruns it."""
+    return session._client_state
+
+
+def forward_sender(session: Any) -> Callable[[ForwardMsg], None]:
+    """Where the session's messages to its browser pass now."""
+    return session._enqueue_forward_msg
+
+
+def divert_forward(session: Any, sender: Callable[[ForwardMsg], None]) -> None:
+    """Pass the session's messages to its browser through `sender` (until `restore_forward`)."""
+    session._enqueue_forward_msg = sender
+
+
+def restore_forward(session: Any) -> None:
+    """The session's messages pass as Streamlit sends them again."""
+    session.__dict__.pop("_enqueue_forward_msg", None)
+
+
+def browser_queue(session: Any) -> Any:
+    """The session's messages not yet sent to its browser (`enqueue(msg)` adds one)."""
+    return session._browser_queue
+
+
+def wake_browser(session: Any) -> None:
+    """Tell the server the session's browser queue has messages to send (once for many)."""
+    session._message_enqueued_callback()
+
+
+# ---------------------------------------------------------------- session state and media files
+
+
+def widget_metadata(state: SessionState) -> Iterable[Any]:
+    """The state's widget metadata records (frozen: shared between copies)."""
+    return state._new_widget_state.widget_metadata.values()
+
+
+def replace_state(target: SessionState, source: SessionState) -> None:
+    """Every field of `target` set to `source`'s (values, widgets, keys, metadata)."""
+    for f in dataclasses.fields(SessionState):
+        setattr(target, f.name, getattr(source, f.name))
+
+
+def media_file_manager() -> Any:
+    """The runtime's media files (download buttons)."""
+    return runtime.get_instance().media_file_mgr
+
+
+def held_media(session_id: str) -> dict[str, Any]:
+    """The media files a session's last run holds, by element (no public call says who holds which)."""
+    files = media_file_manager()
+    with files._lock:
+        return dict(files._files_by_session_and_coord.get(session_id, {}))
+
+
+def hold_media(held: dict[str, Any], session_id: str) -> None:
+    """The session holds the files `held` (as its own run would have made it hold them)."""
+    files = media_file_manager()
+    with files._lock:
+        files._files_by_session_and_coord[session_id] = dict(held)
+
+
+# ---------------------------------------------------------------- the XSRF cookie
+
+
+def browser_token(cookie: str) -> str:
+    """The token of an XSRF cookie "2|mask|masked token|time" (the mask changes with every
+    page load, the token stays with the browser); "" when it is not one."""
+    parts = cookie.strip("\"'").split("|")
+    try:
+        mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+    except (IndexError, ValueError):
+        return ""
+    if len(parts) != 4 or parts[0] != "2" or not mask:
+        return ""
+    return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex()

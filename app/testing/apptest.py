@@ -1,0 +1,29 @@
+"""Streamlit's AppTest run as a server runs pages: each page script compiled once, and the
+"No runtime found" warnings that are expected outside a server kept quiet.
+
+Why: AppTest compiles a page again on every run (20-45 ms that no user pays), which would
+count in every page benchmark and slow every fuzzed case.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+from streamlit.testing.v1 import app_test
+
+
+@functools.cache
+def share_script_cache() -> ScriptCache:
+    """From now on every AppTest of this process shares one compiled-script cache (returned)."""
+    scripts = ScriptCache()
+    app_test.ScriptCache = lambda: scripts  # type: ignore[attr-defined]
+    return scripts
+
+
+def quiet_streamlit() -> None:
+    """Streamlit's loggers say only errors ("No runtime found" warnings are expected outside a server)."""
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("streamlit"):
+            logging.getLogger(name).setLevel(logging.ERROR)

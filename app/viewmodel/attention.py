@@ -1,0 +1,165 @@
+"""Attention maps as a page draws them: every head of one kind as a grid, and one head large.
+
+The grid is built once per input without a selection; a page outlines the selected head on a
+shallow copy (`selected`), so a click on another head reuses it. A large head is cheap and is
+built per run from the same trace (`AttentionMaps.head`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from attention_lab.charts import specs as charts
+from attention_lab.charts.describe import attention_sentence, grid_sentence
+from attention_lab.charts.export import file_stem
+from transformer_core import InferenceOptions
+from transformer_core.interp import GPTTrace, Seq2SeqTrace, future_cells
+
+KIND_LABELS = {
+    "self": "self-attention",
+    "cross": "cross-attention (output → input)",
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "decoder self-attention",
+}
+MASKED_KINDS = ("self", "decoder_self")  # the kinds the causal mask applies to
+
+Trace = GPTTrace | Seq2SeqTrace
+
+
+def kind_label(kind: str, options: InferenceOptions = InferenceOptions()) -> str:  # noqa: B008  (frozen)
+    """What a map of `kind` shows, with its causal mask on or off where it has one."""
+    if kind not in MASKED_KINDS:
+        return KIND_LABELS[kind]
+    return f"{KIND_LABELS[kind]} ({'causal' if options.causal else 'causal mask off'})"
+
+
+def marker(boundary: int | None) -> dict[str, Any] | None:
+    """The spec's x_marker where the sampled text starts (None: nothing sampled shown)."""
+    return {"at": float(boundary), "text": "sampled →"} if boundary else None
+
+
+def grid_figure(
+    trace: Trace,
+    kind: str,
+    options: InferenceOptions,
+    *,
+    cell_titles: list[list[str]],
+    cell_px: int,
+    boundary: int | None = None,
+) -> dict[str, Any]:
+    """Every head of one attention kind as a clickable map spec, no head selected yet (and no
+    file name: both are set where it is drawn, `AttentionMaps.grid_with`);
+    boundary: the first sampled key, marked by a line in every map."""
+    queries, keys = trace.axes(kind)
+    spec = charts.grid_spec(
+        trace.attention[kind],
+        queries,
+        keys,
+        title=f"Every head: {kind_label(kind, options)}, a layer per row",
+        cell_titles=cell_titles,
+        cell_px=cell_px,
+        description=grid_sentence(trace.attention[kind], queries, keys, kind),
+    )
+    return {**spec, "x_marker": marker(boundary)}
+
+
+def selected(grid: dict[str, Any], layer: int, head: int, file: str) -> dict[str, Any]:
+    """The grid with (layer, head) outlined, saved as `file`: a shallow copy, the shared spec
+    stays as it is."""
+    return {**grid, "selected": [int(layer), int(head)], "file": file}
+
+
+def head_figure(
+    trace: Trace,
+    kind: str,
+    options: InferenceOptions,
+    layer: int,
+    head: int,
+    *,
+    title: str,
+    mark_future: bool,
+    height: int,
+    file: str,
+    boundary: int | None = None,
+) -> dict[str, Any]:
+    """One head drawn large as a map spec; mark_future outlines keys after the query that get
+    weight; boundary: the first sampled key, marked by a named line."""
+    queries, keys = trace.axes(kind)
+    weights = trace.attention[kind][layer, head]
+    highlight = future_cells(weights) if mark_future else None
+    says = f"{kind_label(kind, options).capitalize()}, layer {layer} head {head}: "
+    says += attention_sentence(weights, queries, keys, kind)
+    spec = charts.head_spec(
+        weights, queries, keys, title, height=height, highlight=highlight, file=file, description=says
+    )
+    return {**spec, "x_marker": marker(boundary)}
+
+
+@dataclass(frozen=True)
+class AttentionMaps:
+    """One attention kind of one trace, ready to draw: the grid (no head selected) and what
+    a large head needs. Shared read-only by every run and user of the same weights and request
+    (whatever the checkpoint's name: file names are given where it is drawn)."""
+
+    trace: Trace
+    kind: str
+    options: InferenceOptions
+    grid: dict[str, Any]
+    boundary: int | None = None
+
+    def grid_with(self, layer: int, head: int, stem: tuple[str, ...]) -> dict[str, Any]:
+        """The grid, (layer, head) outlined; stem: (page, checkpoint, ...) of its file name."""
+        return selected(self.grid, layer, head, file_stem(*stem, self.kind, "all_heads"))
+
+    def head(
+        self,
+        layer: int,
+        head: int,
+        *,
+        title: str,
+        height: int,
+        stem: tuple[str, ...],
+        mark_future: bool = False,
+    ) -> dict[str, Any]:
+        """One head large; stem: (page, checkpoint, ...) of its file name."""
+        return head_figure(
+            self.trace,
+            self.kind,
+            self.options,
+            layer,
+            head,
+            title=title,
+            mark_future=mark_future,
+            height=height,
+            file=file_stem(*stem, self.kind, f"L{layer}H{head}"),
+            boundary=self.boundary,
+        )
+
+
+def attention_maps(
+    trace: Trace,
+    kind: str,
+    options: InferenceOptions,
+    *,
+    cell_titles: list[list[str]],
+    cell_px: int,
+    boundary: int | None = None,
+) -> AttentionMaps:
+    """The maps of `kind` for a trace: the grid (cells of cell_px) built now, the large head on demand."""
+    grid = grid_figure(
+        trace,
+        kind,
+        options,
+        cell_titles=cell_titles,
+        cell_px=cell_px,
+        boundary=boundary,
+    )
+    return AttentionMaps(trace, kind, options, grid, boundary)
+
+
+def titled(grid: dict[str, Any], cell_titles: list[list[str]]) -> dict[str, Any]:
+    """The grid with other small-map titles (e.g. scores known only once two grids are built):
+    shallow copies, the shared spec stays as it is."""
+    panels = [{**p, "title": cell_titles[p["layer"]][p["head"]]} for p in grid["panels"]]
+    return {**grid, "panels": panels}

@@ -1,0 +1,260 @@
+"""The one door to Streamlit's internals (attention_lab.frame.streamlit_private): on the installed
+Streamlit every part is there and the push runs; with a part taken away it is named in one
+warning, the push and mirrors are off and followers poll every 2 s; no other module of the app
+touches a private Streamlit name. Through a real app process: tests/deploy/test_private_fallback.py."""
+
+from __future__ import annotations
+import __future__
+
+import ast
+import concurrent.futures
+import inspect
+import logging
+import textwrap
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import streamlit
+from streamlit.runtime import app_session
+from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.runtime import Runtime
+from streamlit.web.server.starlette import starlette_server_config
+
+from attention_lab.frame import streamlit_private
+from attention_lab.lecture import classroom
+from attention_lab.lecture import push as class_push
+
+APP = Path(__file__).resolve().parents[2] / "app"
+ADAPTER = APP / "frame" / "streamlit_private.py"
+LOGGER = "attention_lab.frame.streamlit_private"
+# the private names the adapter guards: no other module of app/ may name them
+GUARDED = {
+    name
+    for name in [*(part.split(".")[-1] for part in streamlit_private.PARTS), streamlit_private.XSRF_COOKIE]
+    if name.startswith("_")
+}
+# Private Streamlit names other modules use (none guarded here, none the lecture's): the deploy
+# preflight reads Streamlit's config as `streamlit run` does; to move into the adapter as well.
+ELSEWHERE = {("app/deploy/serve_support.py", "config._main_script_path")}
+
+
+@pytest.fixture
+def fresh_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """check() looks again in this test; after it, the process's own answer is back."""
+    monkeypatch.setattr(streamlit_private, "_FOUND", None)
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == LOGGER and r.levelno == logging.WARNING]
+
+
+def test_every_part_is_there_on_the_installed_streamlit(
+    fresh_check: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, LOGGER)
+    found = streamlit_private.check()
+    assert found.ok and found.missing == (), found
+    assert found.streamlit == streamlit.__version__
+    assert len(streamlit_private.PARTS) >= 20 and {
+        "Runtime._session_mgr",
+        "AppSession._scriptrunner",
+        "AppSession._enqueue_forward_msg",
+        "SessionState._new_widget_state",
+        "MediaFileManager._files_by_session_and_coord",
+        "XSRF cookie format 2",
+    } <= set(streamlit_private.PARTS)
+    assert class_push.available() and classroom.poll_seconds() == classroom.FALLBACK_POLL_SECONDS == 60.0
+    assert not warnings_of(caplog)
+
+
+@pytest.mark.parametrize(
+    ("owner", "name", "part"),
+    [
+        (AppSession, "_enqueue_forward_msg", "AppSession._enqueue_forward_msg"),  # a method
+        (Runtime, "_get_async_objs", "Runtime._get_async_objs"),
+        (starlette_server_config, "XSRF_COOKIE_NAME", "XSRF_COOKIE_NAME"),  # a module's constant
+    ],
+)
+def test_a_part_taken_away_is_named_once_and_followers_poll(
+    owner: object,
+    name: str,
+    part: str,
+    fresh_check: None,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    caplog.set_level(logging.WARNING, LOGGER)
+    monkeypatch.delattr(owner, name)
+    assert streamlit_private.check().missing == (part,)
+    assert streamlit_private.check() is streamlit_private.check()  # looked at once per process
+    assert not class_push.available()
+    assert classroom.poll_seconds() == classroom.UNPUSHED_POLL_SECONDS == 2.0
+    (warning,) = warnings_of(caplog)  # one warning, naming the part
+    assert part in warning and "push" in warning
+
+
+def test_followers_asking_at_once_hear_one_warning(
+    fresh_check: None, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.WARNING, LOGGER)
+    monkeypatch.delattr(Runtime, "_get_async_objs")
+    start = threading.Barrier(8)
+
+    def first_run() -> streamlit_private.Check:
+        start.wait()
+        return streamlit_private.check()
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: first_run(), range(8)))
+    assert len({id(a) for a in answers}) == 1 and len(warnings_of(caplog)) == 1
+
+
+def test_an_instance_attribute_no_longer_set_is_named(
+    fresh_check: None, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AppSession's private attributes exist only on instances: the check reads what its
+    methods set. An upgrade that renamed one where AppSession sets it: that one is named."""
+    caplog.set_level(logging.WARNING, LOGGER)
+    monkeypatch.setattr(AppSession, "__init__", renamed_init("_message_enqueued_callback", "_on_enqueued"))
+    assert streamlit_private.check().missing == ("AppSession._message_enqueued_callback",)
+    assert len(warnings_of(caplog)) == 1
+
+
+def renamed_init(old: str, new: str) -> Callable[..., None]:
+    """AppSession.__init__ as Streamlit's source has it, with `self.<old>` renamed `self.<new>`."""
+    source = textwrap.dedent(inspect.getsource(AppSession.__init__)).replace(f"self.{old}", f"self.{new}")
+    assert f"self.{new}" in source
+    made: dict[str, Any] = {}
+    flags = __future__.annotations.compiler_flag
+    code = compile(source, app_session.__file__, "exec", flags=flags, dont_inherit=True)
+    exec(code, dict(vars(app_session)), made)  # noqa: S102 - Streamlit's own source, one name changed
+    return made["__init__"]
+
+
+def test_without_the_push_no_watch_and_no_mirrors_start(
+    fresh_check: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a server (the runtime exists) with a part missing, the watch never reads the runtime."""
+    monkeypatch.delattr(AppSession, "_enqueue_forward_msg")
+    monkeypatch.setattr(streamlit_private, "runtime_exists", lambda: True)
+
+    def no_loop() -> None:
+        raise AssertionError("the watch reached for the runtime's event loop")
+
+    monkeypatch.setattr(streamlit_private, "event_loop", no_loop)
+    keys = ("following", "seen", "beat")
+    assert class_push.watch(object(), *keys, 4.0, ("page",), "runs") is None
+    assert class_push.watch(object(), *keys, 4.0, None, "runs") is None
+
+
+def test_the_xsrf_cookie_streamlit_writes_gives_its_token() -> None:
+    from streamlit.web.server.starlette.starlette_app_utils import generate_xsrf_token_string
+
+    token = bytes(range(16))
+    one, two = generate_xsrf_token_string(token), generate_xsrf_token_string(token)
+    assert one != two and streamlit_private.browser_token(one) == streamlit_private.browser_token(two)
+    assert streamlit_private.browser_token(one) == token.hex()
+
+
+FIRST_PARTY = ("attention_lab", "transformer_core", "tests", "benchmarks")
+
+
+def _imported(tree: ast.Module) -> tuple[bool, set[str]]:
+    """Whether the module imports streamlit, and the names it binds to the lab's own modules."""
+    streamlit, own = False, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            streamlit |= any(a.name.split(".")[0] == "streamlit" for a in node.names)
+            own |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith(FIRST_PARTY)}
+        elif isinstance(node, ast.ImportFrom):
+            streamlit |= (node.module or "").split(".")[0] == "streamlit"
+            if node.level or (node.module or "").startswith(FIRST_PARTY):
+                own |= {a.asname or a.name for a in node.names}
+    return streamlit, own
+
+
+def _root(value: ast.expr) -> ast.expr:
+    """The start of a chain: `runtime` of runtime.get_instance().x, `super()` of super().x."""
+    while isinstance(value, (ast.Attribute, ast.Subscript)) or (
+        isinstance(value, ast.Call) and not (isinstance(value.func, ast.Name) and value.func.id == "super")
+    ):
+        value = value.func if isinstance(value, ast.Call) else value.value
+    return value
+
+
+def _own(value: ast.expr, own_modules: set[str]) -> bool:
+    """self._x, cls._x, super()._x, or a lab module's `_x`: the lab's own private part, not Streamlit's."""
+    root = _root(value)
+    if isinstance(root, ast.Name):
+        return root.id in ("self", "cls") or root.id in own_modules
+    return isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super"
+
+
+@dataclass(frozen=True)
+class Use:
+    """A private name a module uses: where, the expression, whether the adapter guards the name."""
+
+    path: str
+    line: int
+    what: str
+    guarded: bool
+
+
+def private_uses(path: Path) -> list[Use]:
+    """Where a module names a private part of Streamlit: a guarded name anywhere (attribute or
+    string), another object's `_x` in a module that imports streamlit, a private import."""
+    tree = ast.parse(path.read_text(), str(path))
+    (streamlit_module, own_modules), name = _imported(tree), str(path.relative_to(APP.parent))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            if not _own(node.value, own_modules) and (streamlit_module or node.attr in GUARDED):
+                found.append(Use(name, node.lineno, ast.unparse(node), node.attr in GUARDED))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in GUARDED:
+            found.append(Use(name, node.lineno, repr(node.value), True))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "streamlit":
+            names = [node.module or "", *(a.name for a in node.names)]
+            if any(part.startswith("_") for n in names for part in n.split(".")):
+                found.append(Use(name, node.lineno, f"from {node.module} import ...", False))
+    return found
+
+
+def outside_the_adapter() -> list[Use]:
+    return [use for path in sorted(APP.rglob("*.py")) if path != ADAPTER for use in private_uses(path)]
+
+
+def test_no_module_but_the_adapter_names_the_parts_it_guards() -> None:
+    assert {"_session_mgr", "_scriptrunner", "_browser_queue", "_streamlit_xsrf"} <= GUARDED
+    uses = [use for use in outside_the_adapter() if use.guarded]
+    assert not uses, uses
+    assert {use.what for use in private_uses(ADAPTER) if use.guarded}  # the scan sees them where they are
+
+
+def test_no_other_private_streamlit_name_outside_the_adapter_but_those_known() -> None:
+    """Another object's `_x` in a module that imports streamlit: Streamlit's, most likely."""
+    found = {(use.path, use.what) for use in outside_the_adapter()}
+    assert found <= ELSEWHERE, sorted(found - ELSEWHERE)
+
+
+def test_the_check_finds_a_private_use_outside_the_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(__import__(__name__, fromlist=["APP"]), "APP", tmp_path)
+    page = tmp_path / "page.py"
+    page.write_text(
+        "from streamlit import runtime\n"
+        "from attention_lab.frame import state\n"
+        "def rerun(info):\n"
+        "    return info.session._client_state, getattr(info, '_browser_queue'), runtime.get_instance()._x\n"
+        "def own(raw):\n"
+        "    return state._cast(raw, 1), super()._run()\n"
+    )
+    assert {(use.what, use.guarded) for use in private_uses(page)} == {
+        ("info.session._client_state", True),
+        ("'_browser_queue'", True),
+        ("runtime.get_instance()._x", False),
+    }
