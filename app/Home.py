@@ -9,7 +9,9 @@ from attention_lab.accounts import sign_in as access
 from attention_lab.frame import present, state, tables
 from attention_lab.lecture import classroom, tours
 from attention_lab.models.resources import configure_torch, device_picker
+from attention_lab.serving.logs import app_logging
 
+app_logging()  # the lab's loggers at Streamlit's logger.level, once per process
 configure_torch()
 st.set_page_config(
     page_title="Attention Lab",
@@ -80,8 +82,9 @@ with classroom.page_turn():
     classroom.follower_banner(BY_PATH)
     tours.tour_bar()
     state.carry(tours.link_params())  # a tour's scene travels with every URL the page writes
+    state.after_write("class", classroom.share)  # the lecturer's view goes to the class once per run
     try:
         with admin.counted_run():  # the box's page runs and errors (/admin, /metrics)
             navigation.run()
-    finally:  # once per run, stopped or not: the lecturer's view goes to the class
-        classroom.share(navigation.url_path, state.written(navigation.url_path))
+    finally:  # once per run (a page that stops writes it itself: state.stop)
+        state.write_url()

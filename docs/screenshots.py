@@ -29,12 +29,18 @@ class Shot:
     scheme: str  # "light" or "dark"
     what: str
     scroll: str = ""  # a CSS selector scrolled to the top of the screen before the shot
+    element: str = ""  # a CSS selector: shoot only that element (else the screen)
 
 
 SHOTS = (
     Shot("teach-projector", "/reversal?text=attention&present=1", PROJECTOR, "light", "projector mode"),
     Shot(
-        "teach-class-session", "/reversal?text=attention", (1280, 1000), "light", "a class session's sidebar"
+        "teach-class-session",
+        "/reversal?text=attention",
+        (1280, 1000),
+        "light",
+        "a class session's sidebar",
+        element='[data-testid="stSidebar"]',
     ),
     Shot("teach-phone-follow", "?follow=", PHONE, "dark", "a follower's phone (the session above)"),
     Shot(
@@ -97,7 +103,8 @@ def take(browser, base: str, shot: Shot, out: Path, follow_link: str | None) -> 
     if shot.scroll:
         page.locator(shot.scroll).first.evaluate("e => e.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(500)
-    page.screenshot(path=str(out / f"{shot.name}.png"))
+    target = page.locator(shot.element).first if shot.element else page
+    target.screenshot(path=str(out / f"{shot.name}.png"))
     print(f"{out / (shot.name + '.png')}: {shot.what}, {shot.size[0]}x{shot.size[1]} {shot.scheme}")
     if started is None:
         context.close()

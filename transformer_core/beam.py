@@ -170,7 +170,7 @@ def beam_search(
         if t:
             stepper.select(torch.tensor([h.parent for h in live], device=logits.device))
             logits = stepper.advance(torch.tensor([h.tokens[-1] for h in live], device=logits.device))
-        log_probs = torch.log_softmax(logits.float(), dim=-1)  # (R, V)
+        log_probs = torch.log_softmax(logits.double(), dim=-1)  # (R, V), summed over many steps
         log_probs[:, banned] = float("-inf")
         steps.append(expand(live, log_probs, width, special.eos_id, alpha, t))
         done.extend(steps[-1].finished)

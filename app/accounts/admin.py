@@ -71,7 +71,7 @@ def admitted() -> bool:
             "The admin's view is off on this box. To turn it on, start the app processes with "
             "`ATTENTION_LAB_ADMIN_TOKEN` set to a secret of 16 characters or more (then type it here), "
             "or, where people sign in, with `ATTENTION_LAB_ADMINS` set to the admins' e-mail addresses, "
-            "comma-separated. See README.md, “The admin's view”.",
+            "comma-separated. See the docs: Host it, “The admin's view and Prometheus”.",
             icon=":material/admin_panel_settings:",
         )
         return False

@@ -114,7 +114,7 @@ def gate() -> None:
             st.error(
                 "Sign-in is switched on for this lab, but no identity provider is set up: the admin "
                 "needs to add `client_id`, `client_secret` and `server_metadata_url` to the `[auth]` "
-                "secrets (README.md, “Sign-in for a class”).",
+                "secrets (the docs: Host it, “Sign-in”).",
                 icon=":material/settings_alert:",
             )
         elif st.button(f"Sign in with {name}", icon=":material/login:", type="primary", key=f"login_{name}"):

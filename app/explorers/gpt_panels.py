@@ -16,7 +16,7 @@ from attention_lab.explorers.explorer_html import sampled_text_html, walk_formul
 from attention_lab.explorers.query_walk import WalkStep, softmax_walk, walk_table
 from attention_lab.frame import tables
 from attention_lab.frame.markdown_safe import md_code
-from attention_lab.frame.state import clamp_state
+from attention_lab.frame.state import clamp_state, shown, take_ignored
 from attention_lab.models.explorer_compute import Sample, sampled_distribution, top_tokens
 from attention_lab.viewmodel.gpt import SamplingSettings
 from transformer_core.interp import QuerySteps, distribution_shift
@@ -166,15 +166,37 @@ def next_character(
     )
 
 
+def place(tokens: list[str], i: int, unit: str = "character") -> str:
+    """A position as people find it: its character (token) and where it stands, in the numbers
+    the query picker shows ('the last character, `o`, at position 17'), never an index alone."""
+    which = "the last " if i == len(tokens) - 1 else "the first " if i == 0 else "the "
+    return f"{which}{unit} {md_code(tokens[i])} at position {i}"
+
+
 def query_picker(prefix: str, tokens: list[str], where: Any, unit: str = "character") -> int:
     """Which query character (token) to walk through: the last one, unless the state (a link, or
-    the picker itself) names another for this same prompt; a new prompt starts at its last one."""
+    the picker itself) names another for this same prompt; a new prompt starts at its last one.
+    A link's query that cannot be shown is named with the position shown instead."""
     positions = list(range(len(tokens)))
     key, picked_for = prefix + "query", prefix + "query_prompt"
     new_prompt = picked_for in st.session_state and st.session_state[picked_for] != tokens
     if new_prompt or st.session_state.get(key) in (None, -1):  # -1: the page's default, the last one
         st.session_state[key] = len(tokens) - 1
-    clamp_state(key, positions, len(tokens) - 1)  # a link's query past the prompt is named
+    asked, last = st.session_state.get(key), len(tokens) - 1
+    if (raw := take_ignored(key)) is not None:  # not a position at all (-5, abc): init_state left it here
+        st.warning(
+            f"Ignored from the link: {md_code(f'query={shown(raw)}')} (showing {place(tokens, last, unit)}). "
+            "A query is a position of the prompt, from 0.",
+            icon=":material/link_off:",
+        )
+    elif asked not in positions:  # past the prompt
+        st.info(
+            f"{md_code(f'query={shown(str(asked))}')} is not available: the prompt has {len(tokens)} "
+            f"{unit}s; showing {place(tokens, last, unit)}.",
+            icon=":material/info:",
+        )
+    if asked not in positions:
+        st.session_state[key] = last
     st.session_state[picked_for] = list(tokens)
     return int(
         where.selectbox(
@@ -349,7 +371,8 @@ def sampled_picker(
         if after_query not in positions and (asked or 0) >= 0:  # a query inside the prompt (-1: the last)
             st.info(
                 f"{md_code(f'query={asked}')} lies inside the prompt: with the sample traced, section 3 "
-                f"walks the query before the picked sampled {unit} (position {positions[0] - 1}).",
+                f"walks the query before the picked sampled {unit}, "
+                f"{place(tokens, st.session_state[last] - 1, unit)}.",
                 icon=":material/info:",
             )
     if fresh or st.session_state.get(key) not in positions:  # a new sample, or the picker back on

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from attention_lab.frame import state
 from attention_lab.frame.markdown_safe import md_code, md_text
 from attention_lab.frame.state import visible
 from transformer_core.errors import InputError
@@ -94,11 +95,50 @@ def imported_note(ckpt: Checkpoint) -> str:
     return f"imported from **{origin}**{kind} · {vocab} · "
 
 
+def trained_lengths(ckpt: Checkpoint) -> tuple[int, int] | None:
+    """The shortest and longest input a reversal model saw in training, from its checkpoint's
+    training arguments (a run from /train records its own); None where they are not recorded.
+    Why read, not assumed: a run may be trained on other lengths than the shipped models."""
+    if ckpt.config.arch != "seq2seq":
+        return None
+    args = ckpt.meta.get("train_args") or {}
+    try:
+        shortest, longest = int(args["min_len"]), int(args["max_len"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (shortest, longest) if 0 < shortest <= longest else None
+
+
+def lengths_words(span: tuple[int, int]) -> str:
+    """'3–10 letters' (or '5 letters' for a single length)."""
+    shortest, longest = span
+    return f"{shortest} letters" if shortest == longest else f"{shortest}–{longest} letters"
+
+
+def trained_help(ckpt: Checkpoint | None) -> str | None:
+    """The text field's help: the lengths the model was trained on, where recorded."""
+    span = trained_lengths(ckpt) if ckpt is not None else None
+    if span is None:
+        return None
+    return (
+        f"This model was trained on words of {lengths_words(span)}; it may fail on longer or "
+        "shorter ones (the length table on the Train page shows how often)."
+    )
+
+
+def outside_training(ckpt: Checkpoint, n: int) -> str | None:
+    """A sentence for a reversal result whose input length the model never trained on, else None."""
+    span = trained_lengths(ckpt)
+    if span is None or span[0] <= n <= span[1]:
+        return None
+    return f"This model was trained on {lengths_words(span)}; this input has {n}."
+
+
 def stop_on_problem(checked: CheckedInput) -> None:
     """Say why the input cannot run and stop the page (its widgets' state is kept)."""
     if checked.problem:
         (st.warning if not checked.raw else st.error)(checked.problem, icon=":material/error:")
-        st.stop()
+        state.stop()
 
 
 def show_input_notes(checked: CheckedInput, *, what: str = "model") -> None:

@@ -13,20 +13,28 @@ from attention_lab.frame.state import visible
 from attention_lab.models.explorer_compute import PaddingView
 
 
-def answer(output: str, expected: str, *, had_unknown: bool) -> None:
-    """The greedy output boxed letter by letter, and whether it is the input reversed."""
-    boxes, verdict = st.columns([1.1, 1], vertical_alignment="center")
+def answer(
+    output: str, expected: str, *, had_unknown: bool, length_note: str | None = None, stacked: bool = False
+) -> None:
+    """The greedy output boxed letter by letter, and whether it is the input reversed; length_note
+    says when the input's length lies outside the lengths the model was trained on (the likely
+    reason for a wrong answer). stacked: the verdict under the boxes (a narrow column)."""
+    boxes, verdict = (
+        (st.container(), st.container()) if stacked else st.columns([1.1, 1], vertical_alignment="center")
+    )
     boxes.html(labelled_output_html(output, expected))
+    trained = f" {length_note}" if length_note else ""
     if output == expected:
         verdict.success(
-            f"Correct: {md_code(visible(output))} is the input reversed.", icon=":material/check_circle:"
+            f"Correct: {md_code(visible(output))} is the input reversed.{trained}",
+            icon=":material/check_circle:",
         )
         return
     extra = " Characters replaced by `<unk>` cannot come back." if had_unknown else ""
     written = md_code(visible(output)) if output else "(nothing)"
     truth = md_code(visible(expected))
     verdict.warning(
-        f"Not the reverse: the true reverse is {truth}, the model wrote {written}.{extra}",
+        f"Not the reverse: the true reverse is {truth}, the model wrote {written}.{trained}{extra}",
         icon=":material/cancel:",
     )
 

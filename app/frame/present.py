@@ -12,6 +12,9 @@ import streamlit as st
 
 KEY, PARAM = "present", "present"
 GRID_PX = 380  # height of an explorer's grid (and of its large head with the selectors) when projected
+# /reversal's large head when projected: over 60% of a 720 px screen, so that the 13 rows and columns
+# of a 12-letter input are each labelled in the larger type
+HEAD_PX = 470
 
 # The bars that may open a page (a tour's scene bar, a follower's banner): their containers' keys.
 TOP_BAR_KEYS = ("tour_bar", "class_banner")
@@ -54,6 +57,11 @@ h3 { padding-top: 0.2rem !important; padding-bottom: 0 !important; }
     + CONTRAST_CSS
     + "</style>\n"
 )
+
+
+def on() -> bool:
+    """Whether this run is projected (the sidebar switch, or the link's present=1)."""
+    return bool(st.session_state.get(KEY, False))
 
 
 def requested() -> bool:

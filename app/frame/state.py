@@ -35,7 +35,7 @@ through st.query_params, which `present=1` and the sidebar's per-page links need
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import streamlit as st
 
@@ -46,6 +46,9 @@ FIRST = "_view_first_run"  # session_state: this run opens a page never shown, b
 EXPLAINED = "_view_explained"  # session_state: link parameters a notice of this run explained
 PAGE, ENTERED = "_view_page", "_view_entered"  # the page shown last; whether this run opens a page
 REOPEN = "_view_reopen"  # session_state: the next run opens its page afresh, from its URL (class, tours)
+PENDING = "_view_pending"  # session_state: what this run's URL mirrors (write_state -> write_url)
+LATER = "_view_later"  # session_state: keys whose unusable link values the page names (name_later)
+IGNORED = "_view_ignored"  # session_state: those values, key -> the link's text (take_ignored)
 CARRIED = "_view_carried"  # session_state: parameters every URL of this run carries (a tour's scene)
 
 
@@ -79,9 +82,13 @@ def init_state(
     value yet), else keep the session's value; a key never seen starts at its default.
 
     URL values that do not parse or fail their `valid` check are named in one notice and
-    the value in use is kept.
+    the value in use is kept; keys given to `name_later` are left to the page to name.
     """
     valid = valid or {}
+    later = st.session_state.get(LATER, set())
+    pending: dict[str, str] = st.session_state.setdefault(IGNORED, {})
+    for key in later:  # a value from an earlier run that nobody named is stale now
+        pending.pop(key, None)
     entered = st.session_state.get(ENTERED, True)
     ignored = []
     for name, default in defaults.items():
@@ -98,7 +105,9 @@ def init_state(
                     raise ValueError(raw)
                 value = parsed
             except (ValueError, TypeError):
-                if name not in st.session_state.get(EXPLAINED, ()):
+                if key in later:
+                    pending[key] = raw
+                elif name not in st.session_state.get(EXPLAINED, ()):
                     ignored.append((name, raw, value))
         st.session_state[key] = value
     if ignored:
@@ -111,6 +120,19 @@ def init_state(
             + ". Those values are not valid here.",
             icon=":material/link_off:",
         )
+
+
+def name_later(*keys: str) -> None:
+    """Leave the notice for these keys' unusable link values to the page (call before
+    init_state): it names them once it can say what is shown instead in words (a position by
+    its character and place, not by an index), with `take_ignored`."""
+    st.session_state[LATER] = set(keys)
+
+
+def take_ignored(key: str) -> str | None:
+    """The link's value for `key` that init_state could not use and left to the page to name
+    (name_later), once; None when there is none."""
+    return st.session_state.get(IGNORED, {}).pop(key, None)
 
 
 def clamp_state(key: str, options: list[Any], default: Any, why: str = "for this model") -> None:
@@ -149,6 +171,7 @@ def enter_page(page: str) -> None:
     entered = st.session_state.get(PAGE) != page or bool(st.session_state.pop(REOPEN, False))
     st.session_state[ENTERED] = entered
     st.session_state[EXPLAINED] = set()
+    st.session_state.pop(PENDING, None)
     # a bare first visit shows the defaults: its URL stays bare (see write_state)
     st.session_state[FIRST] = (
         entered and page not in st.session_state.get(LINKS, {}) and set(st.query_params) <= {"present"}
@@ -175,16 +198,50 @@ def explained(name: str) -> None:
 
 
 def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()) -> None:
-    """Mirror the given session_state keys (names without prefix) into the URL; the names
-    in `keep` keep the URL's value (an input not accepted yet never reaches the URL)."""
+    """Say which session_state keys (names without prefix) the page's URL mirrors; the names
+    in `keep` keep the value the page's URL last held from this session, or none (an input not
+    accepted yet never reaches the URL, nor does a link's input the page refused). The
+    router writes the URL once, when the page's run is over (`write_url`): a page calls this
+    again once more of its input is accepted, and the last call before the run ends counts."""
+    st.session_state[PENDING] = (tuple(keys), prefix, tuple(keep))
+
+
+def stop() -> NoReturn:
+    """Stop the page here, its URL written first: Streamlit runs no other call of the run
+    after st.stop, the router's included."""
+    write_url()
+    st.stop()
+
+
+#: what else happens once a run's URL is written, by name (the router hands in the class's
+#: share: the lecturer's view goes to the class). Functions only, set once per process.
+AFTER_WRITE: dict[str, Callable[[str, dict[str, str]], None]] = {}
+
+
+def after_write(name: str, hook: Callable[[str, dict[str, str]], None]) -> None:
+    """Run hook(page, params) after every run's URL write (set again by every run: idempotent)."""
+    AFTER_WRITE[name] = hook
+
+
+def write_url() -> None:
+    """Write the URL the page asked for (write_state), once per run, stopped or not; then the
+    AFTER_WRITE hooks see the page and what it wrote."""
+    pending = st.session_state.pop(PENDING, None)
     page = st.session_state.get(PAGE, "")
+    if pending is not None:
+        _write(page, *pending)
+    for hook in AFTER_WRITE.values():
+        hook(page, written(page))
+
+
+def _write(page: str, keys: tuple[str, ...], prefix: str, keep: tuple[str, ...]) -> None:
     links: dict[str, dict[str, str]] = st.session_state.setdefault(LINKS, {})
     last = links.get(page, {})
     params = {}
     for name in keys:
         value = st.session_state.get(prefix + name)
-        if name in keep:  # the URL's value, else the one this page last put there
-            kept = st.query_params.get(name, last.get(name))
+        if name in keep:  # the value this page last accepted (a link's own may be the rejected one)
+            kept = last.get(name)
             if kept is not None:
                 params[name] = kept
             continue
@@ -196,9 +253,7 @@ def write_state(keys: list[str], *, prefix: str = "", keep: tuple[str, ...] = ()
         # the URL of a bare first visit stays bare, so that opening a page is one history entry
         # (a write now could land before the browser has left the last page)
         return
-    if st.session_state.get(
-        "present"
-    ):  # projector mode travels with every link (attention_lab.frame.present)
+    if st.session_state.get("present"):  # projector mode travels with every link (frame.present)
         params["present"] = "1"
     params.update(st.session_state.get(CARRIED, {}))  # so does a tour's scene while it is on
     if dict(st.query_params) != params:  # every change is a new entry in the browser's history

@@ -9,7 +9,9 @@ a class session's followers follow the scenes too. Starter tours ship in app/tou
 
 from __future__ import annotations
 
+import functools
 import html
+import json
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +139,9 @@ def _leave() -> None:
 
 def tour_bar() -> None:
     """Above the page while a tour is on: scene k of n, its note, Previous / Next (the arrow
-    keys too, while no field or chart has the focus) and Leave the tour."""
+    keys too, while no field or chart has the focus) and Leave the tour. One slim line that
+    stays under the header while the page scrolls, so a scene's key chart can be brought into
+    view below it (`reveal_script`)."""
     if notice := st.session_state.pop(NOTICE, None):
         st.info(notice, icon=":material/tour:")
     active, at = st.session_state.get(ACTIVE), st.session_state.get(AT)
@@ -145,24 +149,75 @@ def tour_bar() -> None:
         return
     tour, k = active[1], at[1]
     n = len(tour.scenes)
-    with st.container(
-        border=True, key=present.TOP_BAR_KEYS[0]
-    ):  # clear of the header (attention_lab.frame.present)
-        left, prev_col, next_col, leave_col = st.columns([4, 1.1, 1.1, 1.6], vertical_alignment="center")
+    st.html(BAR_CSS % (HEADER_REM["present"] if present.on() else HEADER_REM["plain"]))
+    bar = st.container(  # clear of the header (attention_lab.frame.present)
+        border=True, key=present.TOP_BAR_KEYS[0], horizontal=True, vertical_alignment="center", gap="small"
+    )
+    with bar:
         title = f"{tour.title} · " if tour.title else ""
         note = tour.scenes[k - 1].note
         # a live region: a screen reader reads each new scene's note as the scene opens
-        left.html(
+        st.html(
             f'<div role="status" aria-live="polite"><strong>{html.escape(title)}scene {k} of {n}</strong>'
             + (f": {html.escape(note)}" if note else "")
             + "</div>"
+            + reveal_script(key_charts(active[0], k), f"{active[0]}:{k}"),
+            width="stretch",
+            unsafe_allow_javascript=True,
         )
-        step = {"on_click": _go, "width": "stretch"}
-        prev_col.button("Previous", args=(k - 1,), disabled=k == 1,
-                        shortcut="Left", key="tour_prev", **step)  # fmt: skip
-        next_col.button("Next", args=(k + 1,), disabled=k == n,
-                        shortcut="Right", key="tour_next", **step)  # fmt: skip
-        leave_col.button("Leave the tour", on_click=_leave, key="tour_leave", width="stretch")
+        step = {"on_click": _go}
+        st.button("Previous", args=(k - 1,), disabled=k == 1, shortcut="Left", key="tour_prev", **step)
+        st.button("Next", args=(k + 1,), disabled=k == n, shortcut="Right", key="tour_next", **step)
+        st.button("Leave the tour", on_click=_leave, key="tour_leave")
+
+
+HEADER_REM = {"plain": 3.75, "present": 2.2}  # Streamlit's header, and projector mode's (frame.present)
+# the bar: one line of small type and small buttons, kept under the header while the page scrolls;
+# the note takes two lines at most (all of it on hover, and for a screen reader)
+BAR_CSS = """<style>
+.st-key-tour_bar { position: sticky; top: %.2frem; z-index: 99; padding: 0.3rem 0.6rem !important;
+  background: var(--st-background-color, Canvas); }
+.st-key-tour_bar [role="status"] { font-size: 0.85rem; line-height: 1.3; display: -webkit-box;
+  -webkit-line-clamp: 2; -webkit-box-orient: vertical; overflow: hidden; }
+.st-key-tour_bar button { min-height: 0; padding: 0.1rem 0.6rem; }
+.st-key-tour_bar button p { font-size: 0.85rem; }
+</style>"""
+
+
+def key_charts(name: str, k: int) -> tuple[str, ...]:
+    """The widget keys of scene k's key charts (or tables), from a starter tour's `show`: the
+    charts the scene is about, brought into view when it opens. () for recorded tours."""
+    return _shipped_shows(name).get(k, ())
+
+
+@functools.cache
+def _shipped_shows(name: str) -> dict[int, tuple[str, ...]]:
+    """Scene number -> its `show` keys, read once per process (serving.tours keeps only what a
+    recorded tour has too: page, params, note)."""
+    if name not in shipped_names():
+        return {}
+    scenes = json.loads((SHIPPED / f"{name}.json").read_text(encoding="utf-8")).get("scenes", [])
+    return {
+        k: tuple(str(key) for key in scene.get("show", []))
+        for k, scene in enumerate(scenes, start=1)
+        if isinstance(scene, dict) and isinstance(scene.get("show", []), list)
+    }
+
+
+#: brings a scene's key charts into view when the scene opens (__KEYS__: their widget keys)
+REVEAL_JS = (Path(__file__).resolve().parents[1] / "static" / "lecture" / "reveal.js").read_text(
+    encoding="utf-8"
+)
+
+
+def reveal_script(keys: tuple[str, ...], scene: str) -> str:
+    """The script that brings `keys` into view when scene `scene` opens ('' when none)."""
+    if not keys:
+        return ""
+    # the scene in a comment: the element differs from the last scene's, so the script runs again
+    return (
+        f"<script>{REVEAL_JS.replace('__KEYS__', json.dumps(list(keys)))}/* {html.escape(scene)} */</script>"
+    )
 
 
 # ---------------------------------------------------------------- recording a tour

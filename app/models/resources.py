@@ -45,7 +45,7 @@ def configure_torch() -> None:
         threads = settings.torch_threads()
     except ConfigError as e:
         st.error(f"This server's settings need fixing: {e}", icon=":material/settings_alert:")
-        st.stop()
+        state.stop()
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
 

@@ -170,3 +170,29 @@ def length_table() -> dict:
     if not LENGTH_TABLE.is_file():
         return {}
     return json.loads(LENGTH_TABLE.read_text())
+
+
+def trained_span(results: dict) -> tuple[int, int] | None:
+    """The input lengths the table's models were trained on, as the benchmark that made it
+    recorded them (`train_lengths`); None where it did not."""
+    try:
+        shortest, longest = (int(n) for n in results["train_lengths"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (shortest, longest) if shortest <= longest else None
+
+
+def length_column(n: int, span: tuple[int, int] | None) -> str:
+    """A length's column in the table, marked trained or never seen in training where known."""
+    if span is None:
+        return f"len {n}"
+    return f"len {n} (trained)" if span[0] <= n <= span[1] else f"len {n} (never seen)"
+
+
+def span_caption(results: dict, span: tuple[int, int] | None) -> str:
+    """What the table's lengths were in training, in a sentence (from the file, not assumed)."""
+    if span is None:
+        return "The lengths the models were trained on are not recorded with these results."
+    unseen = [str(n) for n in results.get("lengths", REPORT_LENGTHS) if not span[0] <= int(n) <= span[1]]
+    never = f" Lengths {', '.join(unseen)} were never seen (columns marked so)." if unseen else ""
+    return f"Every reversal model here was trained on strings of {span[0]} to {span[1]} letters.{never}"

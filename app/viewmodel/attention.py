@@ -39,31 +39,6 @@ def marker(boundary: int | None) -> dict[str, Any] | None:
     return {"at": float(boundary), "text": "sampled →"} if boundary else None
 
 
-def grid_figure(
-    trace: Trace,
-    kind: str,
-    options: InferenceOptions,
-    *,
-    cell_titles: list[list[str]],
-    cell_px: int,
-    boundary: int | None = None,
-) -> dict[str, Any]:
-    """Every head of one attention kind as a clickable map spec, no head selected yet (and no
-    file name: both are set where it is drawn, `AttentionMaps.grid_with`);
-    boundary: the first sampled key, marked by a line in every map."""
-    queries, keys = trace.axes(kind)
-    spec = charts.grid_spec(
-        trace.attention[kind],
-        queries,
-        keys,
-        title=f"Every head: {kind_label(kind, options)}, a layer per row",
-        cell_titles=cell_titles,
-        cell_px=cell_px,
-        description=grid_sentence(trace.attention[kind], queries, keys, kind),
-    )
-    return {**spec, "x_marker": marker(boundary)}
-
-
 def selected(grid: dict[str, Any], layer: int, head: int, file: str) -> dict[str, Any]:
     """The grid with (layer, head) outlined, saved as `file`: a shallow copy, the shared spec
     stays as it is."""
@@ -146,16 +121,20 @@ def attention_maps(
     cell_px: int,
     boundary: int | None = None,
 ) -> AttentionMaps:
-    """The maps of `kind` for a trace: the grid (cells of cell_px) built now, the large head on demand."""
-    grid = grid_figure(
-        trace,
-        kind,
-        options,
+    """The maps of `kind` for a trace: the grid of every head (cells of cell_px, clickable, no
+    head selected and no file name yet: both are set where it is drawn, `grid_with`) built now,
+    the large head on demand; boundary: the first sampled key, marked by a line in every map."""
+    queries, keys = trace.axes(kind)
+    grid = charts.grid_spec(
+        trace.attention[kind],
+        queries,
+        keys,
+        title=f"Every head: {kind_label(kind, options)}, a layer per row",
         cell_titles=cell_titles,
         cell_px=cell_px,
-        boundary=boundary,
+        description=grid_sentence(trace.attention[kind], queries, keys, kind),
     )
-    return AttentionMaps(trace, kind, options, grid, boundary)
+    return AttentionMaps(trace, kind, options, {**grid, "x_marker": marker(boundary)}, boundary)
 
 
 def titled(grid: dict[str, Any], cell_titles: list[list[str]]) -> dict[str, Any]:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from attention_lab.models.explorer_compute import gpt_view, reversal_view
 from attention_lab.viewmodel.attention import AttentionMaps, Trace, attention_maps
 from transformer_core import InferenceOptions
+from transformer_core.interp import Seq2SeqTrace, anti_diagonal_scores
+from transformer_core.interp.heads import previous_token_template, template_score
 from transformer_core.io import Checkpoint
 
 KINDS = {"gpt": ("self",), "seq2seq": ("cross", "encoder_self", "decoder_self")}
@@ -24,8 +28,33 @@ class CompareRequest:
 
 @dataclass(frozen=True)
 class CompareSide:
+    """One side's trace, its lesson scores and maps."""
+
     trace: Trace
     maps: dict[str, AttentionMaps]  # kind -> its grid and large head
+    scores: np.ndarray  # (L, H): the lesson's score per head, of the kind SCORED names
+    best: tuple[int, int]  # the head with the highest score: the head /reversal opens on for a reversal
+
+
+#: arch -> (kind, name) of the lesson's score: a reversal's cross-attention is anti-diagonal (as
+#: on /reversal); a GPT's self-attention reads the token before (the previous-token template)
+SCORED = {"seq2seq": ("cross", "anti-diagonal"), "gpt": ("self", "previous-token")}
+
+
+def lesson_scores(trace: Trace, text: str) -> np.ndarray:
+    """Per head (L, H), the score its grid's titles show: the share of weight on the mirrored
+    letter (a reversal: /reversal's score), or on the token just before (a GPT)."""
+    if isinstance(trace, Seq2SeqTrace):
+        return anti_diagonal_scores(trace.attention["cross"], len(text))
+    self_attention = trace.attention["self"]
+    template = previous_token_template(self_attention.shape[-1])
+    return template_score(self_attention, template).astype(np.float32)
+
+
+def best_head(scores: np.ndarray) -> tuple[int, int]:
+    """(layer, head) of the highest score (NaN counts as none)."""
+    flat = np.nan_to_num(scores, nan=-1.0)
+    return tuple(int(i) for i in np.unravel_index(int(flat.argmax()), flat.shape))  # type: ignore[return-value]
 
 
 def explorer_trace(ckpt: Checkpoint, text: str, options: InferenceOptions) -> Trace:
@@ -36,7 +65,9 @@ def explorer_trace(ckpt: Checkpoint, text: str, options: InferenceOptions) -> Tr
 
 
 def compare_side(ckpt: Checkpoint, request: CompareRequest) -> CompareSide:
+    """The side's trace of the input, every head's lesson score, and the maps of each kind."""
     trace = explorer_trace(ckpt, request.text, request.options)
+    scores = lesson_scores(trace, request.text)
     cfg = ckpt.config
     plain = [[f"L{l} H{h}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
     maps = {
@@ -49,4 +80,4 @@ def compare_side(ckpt: Checkpoint, request: CompareRequest) -> CompareSide:
         )
         for kind in KINDS[cfg.arch]
     }
-    return CompareSide(trace, maps)
+    return CompareSide(trace, maps, scores, best_head(scores))

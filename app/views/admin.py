@@ -1,7 +1,7 @@
 """/admin: the box as its admins see it. The run queue with every waiting and training run
 and the latest finished ones, the runs folder against its disk budget, GPU memory per process,
 and page runs and errors across every app process; the same figures as Prometheus metrics
-(`python -m serving.metrics`, started by `deploy/serve.sh --metrics-port N`)."""
+(`python -m attention_lab.serving.metrics`, started by `attention-lab serve --metrics-port N`)."""
 
 import streamlit as st
 

@@ -53,7 +53,7 @@ with hidden.container():
 hidden.empty()
 if not choices:
     st.warning("No checkpoints found in checkpoints/. Train them with `bash checkpoints/train_all.sh`.")
-    st.stop()
+    state.stop()
 
 default_a = "reverse-rope" if "reverse-rope" in choices else choices[0]
 state.init_state({"a": default_a}, valid={"a": lambda v: v in choices}, prefix=P)
@@ -105,7 +105,7 @@ def load(side: str) -> Checkpoint:
         return load_model(names[side])
     except (CheckpointError, ConfigError, OSError) as e:
         st.error(f"Could not load model {side.upper()} ({names[side]}): {e}", icon=":material/error:")
-        st.stop()
+        state.stop()
 
 
 ckpts = {side: load(side) for side in SIDES}
@@ -120,7 +120,7 @@ if shape_a != shape_b:
         "Pick two GPT checkpoints or two reversal checkpoints.",
         icon=":material/compare_arrows:",
     )
-    st.stop()
+    state.stop()
 arch, n_layers, n_heads = shape_a
 for side in SIDES:
     st.caption(f"**{side.upper()}** · {checkpoint_label(names[side])} · " + checkpoint_note(ckpts[side]))
@@ -130,7 +130,7 @@ limit = min((min(MAX_CHARS, c.config.max_len - 2) if reversal else c.config.max_
 checked = {side: check_input(raw, ckpts[side].tokenizer, limit, lowercase=reversal) for side in SIDES}
 if checked["a"].problem:
     (st.warning if not raw else st.error)(checked["a"].problem, icon=":material/error:")
-    st.stop()
+    state.stop()
 state.write_state(URL_KEYS, prefix=P)  # the input was accepted: now the link may carry it
 show_input_notes(checked["a"])
 if checked["b"].unknown != checked["a"].unknown:
@@ -146,7 +146,7 @@ try:
     }
 except (InputError, ConfigError) as e:
     st.error(str(e), icon=":material/error:")
-    st.stop()
+    state.stop()
 traces = {side: views[side].trace for side in SIDES}
 
 

@@ -77,10 +77,11 @@ if not choices:
         "No GPT checkpoints found in checkpoints/. Train them with "
         "`bash checkpoints/train_all.sh`, or train one on the Train page."
     )
-    st.stop()
+    state.stop()
 
 default_ckpt = "gpt-sinusoidal" if "gpt-sinusoidal" in choices else choices[0]
 unnamed = names_no_head(P)  # then the page opens on the model's strongest previous-token or induction head
+state.name_later(P + "query")  # a link's unusable query is named by its character (gpt_panels.query_picker)
 state.init_state(
     {
         "checkpoint": default_ckpt,
@@ -137,7 +138,7 @@ try:
 except (CheckpointError, ConfigError, OSError) as e:
     state.write_state(URL_KEYS, prefix=P, keep=("text",))
     st.error(f"Could not load {name}: {e}")
-    st.stop()
+    state.stop()
 cfg = ckpt.config
 unit = token_unit(ckpt.tokenizer)  # what a position is: "character", or "token" for a BPE model
 switched = Switched(off, ablation_picker(top_left, P, cfg.n_layers, cfg.n_heads))
@@ -166,7 +167,7 @@ try:
     page = view_cached(gpt_page, name, request)  # one traced pass that sampling goes on from
 except (InputError, ConfigError) as e:
     st.error(str(e))
-    st.stop()
+    state.stop()
 prompt_view, samples, window, view = page.prompt, page.samples, page.window, page.view
 continuation = page.continuation
 

@@ -46,7 +46,7 @@ st.caption(
 choices = model_choices("lm") + model_choices("reverse")
 if not choices:
     st.warning("No checkpoints found in checkpoints/. Train them with `bash checkpoints/train_all.sh`.")
-    st.stop()
+    state.stop()
 default_ckpt = "gpt-induction" if "gpt-induction" in choices else choices[0]
 state.init_state(
     {"checkpoint": default_ckpt, "probe": "", "score": "previous_token", "open": "", "sort": BEST},
@@ -82,7 +82,7 @@ try:
 except (CheckpointError, ConfigError, OSError) as e:
     state.write_state(URL_KEYS, prefix=P)
     st.error(f"Could not load {name}: {e}")
-    st.stop()
+    state.stop()
 cfg = ckpt.config
 is_gpt = cfg.arch == "gpt"
 texts = (probe,) if probe.strip() else None
@@ -108,7 +108,7 @@ except (InputError, ConfigError) as e:
     progress.empty()
     state.write_state(URL_KEYS, prefix=P, keep=("probe",))  # a probe it cannot read stays out of the URL
     st.error(str(e))
-    st.stop()
+    state.stop()
 progress.empty()
 kinds = list(scores.scores)
 

@@ -15,11 +15,13 @@ from attention_lab.explorers.model_input import (
     char_name,
     check_input,
     checkpoint_note,
+    outside_training,
     show_input_notes,
     stop_on_problem,
+    trained_help,
 )
 from attention_lab.explorers.reversal_panels import answer, padded_batch
-from attention_lab.frame import state
+from attention_lab.frame import present, state
 from attention_lab.models.compute import run_cached, view_cached
 from attention_lab.models.explorer_compute import padding_view
 from attention_lab.models.inference_switches import NO_POSITIONS, Switch, Switched, switch_toggles
@@ -52,7 +54,7 @@ if not choices:
         "No reversal checkpoints found in checkpoints/. Train them with "
         "`bash checkpoints/train_all.sh`, or train one on the Train page."
     )
-    st.stop()
+    state.stop()
 
 default_ckpt = "reverse-sinusoidal" if "reverse-sinusoidal" in choices else choices[0]
 unnamed = names_no_head(P)  # then the page opens on the most anti-diagonal head
@@ -73,7 +75,12 @@ state.init_state(
 state.clamp_state(P + "checkpoint", choices, default_ckpt)
 
 
-top_left, top_mid, top_right = st.columns([1, 1.5, 1.1])
+projected = present.on()
+if projected:  # one 1280x720 screen: the selectors join the inputs, the large head gets the height
+    top_left, top_mid, layer_col, head_sel_col = st.columns([1, 1.3, 0.42, 0.42])
+    top_right = st.container(horizontal=True, gap="large")
+else:
+    top_left, top_mid, top_right = st.columns([1, 1.5, 1.1])
 name = top_left.selectbox(
     "Checkpoint",
     choices,
@@ -82,17 +89,22 @@ name = top_left.selectbox(
     format_func=checkpoint_labels(choices),
     help="Same model and training, one per positional scheme. `none` has no way to know letter order.",
 )
+try:
+    ckpt, failure = load_model(name), None
+except (CheckpointError, ConfigError, OSError) as e:
+    ckpt, failure = None, e
 raw = top_mid.text_input(
-    f"Text to reverse (letters a–z, at most {MAX_CHARS})", key=P + "text", persist_state="session"
+    f"Text to reverse (letters a–z, at most {MAX_CHARS})",
+    key=P + "text",
+    persist_state="session",
+    help=trained_help(ckpt),
 )
 switched = Switched(switch_toggles(top_right, P, SWITCHES))
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 
-try:
-    ckpt = load_model(name)
-except (CheckpointError, ConfigError, OSError) as e:
-    st.error(f"Could not load {name}: {e}")
-    st.stop()
+if ckpt is None:
+    st.error(f"Could not load {name}: {failure}")
+    state.stop()
 cfg = ckpt.config
 st.caption(checkpoint_note(ckpt))
 
@@ -104,23 +116,33 @@ show_input_notes(checked)
 text = checked.text
 opts = switched.options()
 cell_px, _ = map_sizes(cfg.n_layers, cfg.n_heads, selectors_above=True)
+if projected:  # the answer stands above the grid: a three-line verdict still leaves it on the screen
+    cell_px = min(cell_px, 90)
 request = ReversalRequest(text, opts, cell_px)
 try:
     view = view_cached(reversal_page, name, request)
 except (InputError, ConfigError) as e:
     st.error(str(e))
-    st.stop()
+    state.stop()
 
 # ------------------------------------------------------------ the answer
-answer(view.trace.output, view.truth, had_unknown=bool(checked.unknown))
 n = len(text)
 best, scores = view.best, view.scores
+said = {"had_unknown": bool(checked.unknown), "length_note": outside_training(ckpt, n)}
+if not projected:
+    answer(view.trace.output, view.truth, **said)
 
 # ------------------------------------------------------------ 1 cross
-st.subheader("1 · Cross-attention: where each output step reads the input")
+if not projected:  # projected: the lecturer names the section; the large head takes its height
+    st.subheader("1 · Cross-attention: where each output step reads the input")
 grid_col, head_col = grid_columns()
+if projected:
+    with grid_col:
+        answer(view.trace.output, view.truth, stacked=True, **said)
 open_on_lesson(P, (name, text), best, unnamed)
-layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, head_col.columns(2))
+selectors = [layer_col, head_sel_col] if projected else head_col.columns(2)
+layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, selectors)
+large = present.HEAD_PX if projected else None
 draw_maps(
     view.maps["cross"],
     stem=("reversal", name),
@@ -130,6 +152,7 @@ draw_maps(
     head=head,
     head_title=f"Layer {layer} head {head} · anti-diagonal {scores[layer, head]:.2f}",
     columns=(grid_col, head_col),
+    height=large,
 )
 st.caption(
     f"Rows are the decoder's steps (from `<sos>`), columns the input letters. Row t writes output "
@@ -160,6 +183,7 @@ draw_maps(
     head=head,
     head_title=f"Decoder layer {layer} head {head}",
     mark_future=switched["nocausal"],
+    height=large,
 )
 
 # ------------------------------------------------------------ 3 encoder
@@ -177,6 +201,7 @@ draw_maps(
     layer=layer,
     head=head,
     head_title=f"Encoder layer {layer} head {head}",
+    height=large,
 )
 
 # ------------------------------------------------------------ 4 padding

@@ -31,13 +31,16 @@ from attention_lab.training.runs import (
     head_score_curves,
     head_scores_csv,
     in_context_curves,
+    length_column,
     length_table,
     my_run_label,
     my_runs,
     open_run,
     progress,
     run_queue,
+    span_caption,
     submit,
+    trained_span,
 )
 from attention_lab.training.scrubber import show_snapshots
 from transformer_core import POSITION_SCHEMES, ConfigError, InputError
@@ -400,16 +403,14 @@ if info is not None and info.status != "evicted":
 # ---------------------------------------------------------------- 4. length generalisation
 st.divider()
 st.subheader("Length generalisation: which positional scheme reverses longer strings?")
-st.caption(
-    "Every reversal model was trained on strings of 3 to 10 letters. Lengths 12 and 15 were "
-    "never seen. Our rows are measured on 200 random strings per length."
-)
+results = length_table()
+span = trained_span(results)
+st.caption(f"{span_caption(results, span)} Our rows are measured on 200 random strings per length.")
 SEED_ROWS = {  # teacher-forced per-token accuracy, from the seed chapter (static)
     "vanilla seq2seq (seed)": {"3": 0.92, "5": 0.55, "7": 0.28, "10": 0.10, "15": 0.05},
     "+ Bahdanau attention (seed)": {"3": 0.99, "5": 0.97, "7": 0.94, "10": 0.90, "15": 0.55},
     "Transformer (seed)": {"3": 1.0, "5": 1.0, "7": 1.0, "10": 1.0, "15": 0.08},
 }
-results = length_table()
 metric = st.radio(
     "Metric",
     ["greedy exact match", "token accuracy (teacher-forced)"],
@@ -426,9 +427,9 @@ st.caption(
 rows = []
 if key == "token_accuracy":
     for name, values in SEED_ROWS.items():
-        rows.append({"model": name, **{f"len {n}": values.get(str(n)) for n in REPORT_LENGTHS}})
+        rows.append({"model": name, **{length_column(n, span): values.get(str(n)) for n in REPORT_LENGTHS}})
 for name, entry in results.get("rows", {}).items():
-    rows.append({"model": name, **{f"len {n}": entry[key].get(str(n)) for n in REPORT_LENGTHS}})
+    rows.append({"model": name, **{length_column(n, span): entry[key].get(str(n)) for n in REPORT_LENGTHS}})
 if rows:
     table = pd.DataFrame(rows).set_index("model")
     tables.show(table, key="length_table", digits=2,

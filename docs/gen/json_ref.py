@@ -98,7 +98,8 @@ EXAMPLES = (
             "checkpoint": "the checkpoint's name",
             "prompt": "the prompt",
             "text": "the sampled continuation",
-            "decoding": "how it was decoded: `sample`, `greedy` (temperature 0) or beam search (`--beam W`)",
+            "decoding": "how it was decoded: `sample`, `greedy` (temperature 0) or `beam` (`--beam W`, which "
+            "reports `beam` instead of `tokens`)",
             "tokens": "each sampled token with its probability and the most likely alternatives",
             "unknown_characters": "characters of the prompt the model's vocabulary lacks (read as `<unk>`)",
         },

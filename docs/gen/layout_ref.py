@@ -8,6 +8,7 @@ that add the top's arrows (pages, router, tests, benchmarks), run on their own.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,8 +159,10 @@ class Package:
 
 
 def _summary(path: Path) -> str:
+    """The first paragraph of a module's docstring, without references to the issue tracker."""
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-    return " ".join(doc.split("\n\n")[0].split())
+    text = " ".join(doc.split("\n\n")[0].split())
+    return re.sub(r" ?\((?:issues?|sessions?) [^)]*\)", "", text)
 
 
 def _modules(folder: Path, dotted: str, recursive: bool) -> tuple[Module, ...]:

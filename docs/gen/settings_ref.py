@@ -148,14 +148,24 @@ def all_names_in_code() -> set[str]:
     return {n.rstrip("_") for n in names if not n.endswith("_")}
 
 
+def anchor(name: str) -> str:
+    return name.lower()
+
+
 def markdown() -> str:
-    rows = [
-        [f"`{s.name}`", md_escape(s.default), md_escape(s.meaning), f"`{s.where}`"] for s in read_settings()
-    ]
+    found = read_settings()
+    rows = [[f"[`{s.name}`](#{anchor(s.name)})", md_escape(s.default)] for s in found]
+    parts = [table(["Setting", "Default"], rows), ""]
+    for s in found:
+        parts += [f"## `{s.name}` {{#{anchor(s.name)}}}", "", f"Default: {s.default}.", ""]
+        parts += [md_escape(s.meaning), "", f"Parsed by `{s.where}()`.", ""]
     internal = "\n".join(f"- `{name}`: {why}." for name, why in sorted(INTERNAL.items()))
-    return (
-        table(["Setting", "Default", "What it does", "Parsed by"], rows)
-        + "\n\nSet by the lab itself (listed so that nothing in the code goes unnamed):\n\n"
-        + internal
-        + "\n"
-    )
+    parts += [
+        "## Set by the lab itself",
+        "",
+        "Listed so that nothing in the code goes unnamed:",
+        "",
+        internal,
+        "",
+    ]
+    return "\n".join(parts)

@@ -65,10 +65,10 @@ def rescored(model: Model, source: list[int], tokens: tuple[int, ...]) -> float:
     """Sum of log P(token | everything before) by one plain forward pass (no cache, no stepping)."""
     if isinstance(model, GPT):
         ids = torch.tensor([[*source, *tokens]])
-        log_probs = torch.log_softmax(model(ids)[0].float(), -1)[len(source) - 1 : -1]  # (n, V)
+        log_probs = torch.log_softmax(model(ids)[0].double(), -1)[len(source) - 1 : -1]  # (n, V)
     else:
         src, tgt_in = torch.tensor([source]), torch.tensor([[SOS_ID, *tokens[:-1]]])
-        log_probs = torch.log_softmax(model(src, tgt_in)[0].float(), -1)  # (n, V)
+        log_probs = torch.log_softmax(model(src, tgt_in)[0].double(), -1)  # (n, V)
     return float(log_probs.double().gather(1, torch.tensor(tokens)[:, None]).sum())
 
 
@@ -170,7 +170,9 @@ def test_every_hypothesis_is_rescored_by_a_plain_forward_pass(kind: str, width: 
 
 @pytest.mark.parametrize("name", ["gpt-sinusoidal", "reverse-t5", "reverse-bahdanau"])
 def test_shipped_models_hypotheses_are_rescored_too(name: str) -> None:
+    """In float64, so that what is checked is the search, not float32's batch-size rounding."""
     ckpt = load_checkpoint(name)
+    ckpt.model.double()
     if isinstance(ckpt.model, GPT):
         source = ckpt.tokenizer.encode("The return statement")
     else:

@@ -204,9 +204,9 @@ def test_the_worker_unit_starts_the_contract_worker_command() -> None:
     assert (args.command, args.device) == ("worker", "auto")
 
 
-def test_the_app_unit_starts_streamlit_on_its_instance_port() -> None:
+def test_the_app_unit_starts_the_lab_command_on_its_instance_port() -> None:
     argv = unit_exec("attention-lab-app@.service")
-    assert argv[1:5] == ["-m", "streamlit", "run", "app/Home.py"]
+    assert argv[0] == "/opt/attention-lab/.venv/bin/attention-lab" and argv[1].startswith("--server.")
     assert argv[argv.index("--server.port") + 1] == "%i"
     env = (MULTIHOST / "lab.env.example").read_text()
     assert "ATTENTION_LAB_REDIS_URL=redis://" in env and "STREAMLIT_SERVER_COOKIE_SECRET=" in env

@@ -170,3 +170,15 @@ def test_every_link_the_pages_show_uses_a_real_page_and_real_parameters() -> Non
                     wrong.append(f"{path.relative_to(ROOT)}: tour {value}")
     assert wrong == []
     assert sum(len(links(t)) for t in documented_text().values()) > 20  # the links were found
+
+
+def test_the_guides_name_every_command() -> None:
+    """A new command shows up in the guide that lists them (research: the library's; the
+    README: attention-lab's), not only in the generated reference."""
+    research = (ROOT / "docs" / "research.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for command in cli_ref.all_commands():
+        if command.program == LIBRARY:
+            assert f"`{command.name}`" in research, command.line
+        elif command.name:
+            assert f"attention-lab {command.name}" in readme, command.line
