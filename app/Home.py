@@ -15,7 +15,7 @@ app_logging()  # the lab's loggers at Streamlit's logger.level, once per process
 configure_torch()
 st.set_page_config(
     page_title="Attention Lab",
-    page_icon=":material/visibility:",
+    page_icon=present.FAVICON,  # served inline: a :material: icon makes the browser fetch it from a font host
     layout="wide",
     initial_sidebar_state="collapsed" if present.requested() else "auto",
 )

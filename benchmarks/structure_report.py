@@ -26,6 +26,23 @@ from attention_lab.testing.layout import (  # noqa: E402
 )
 
 
+def floors(graph: dict[str, set[str]], members: set[str]) -> int:
+    """How many floors the import graph among `members` has: the longest chain of imports
+    (a module importing nothing of them is floor 1). The graph must have no cycles."""
+    depth: dict[str, int] = {}
+
+    def floor(m: str) -> int:
+        if m not in depth:
+            depth[m] = 1 + max((floor(t) for t in graph.get(m, ()) if t in members), default=0)
+        return depth[m]
+
+    return max((floor(m) for m in members), default=0)
+
+
+def folder_of(path: Path, root: Path) -> str:
+    return str(path.parent.relative_to(root))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -45,7 +62,17 @@ def main() -> None:
     long_modules = sum(n > MAX_MODULE_LINES for n in lines.values())
     long_functions = sum(n > MAX_FUNCTION_LINES for n in functions.values())
     print(f"modules > {MAX_MODULE_LINES}: {long_modules}; functions > {MAX_FUNCTION_LINES}: {long_functions}")
-    found = cycles(import_graph(modules))
+    graph = import_graph(modules)
+    app = {
+        m
+        for m, path in modules.items()
+        if path.is_relative_to(args.root / "app") or m.split(".")[0] in ("serving", "lessons")
+    }
+    app -= {m for m in app if ".views." in m or m.endswith(".Home")}  # scripts, not imported
+    per_folder = Counter(folder_of(modules[m], args.root) for m in app)
+    print("app modules per folder: " + ", ".join(f"{f} {n}" for f, n in sorted(per_folder.items())))
+    print(f"app import floors: {floors(graph, app)} (over {len(app)} modules)")
+    found = cycles(graph)
     print(f"import cycles: {len(found)}" + "".join(f"\n  {' <-> '.join(c)}" for c in found))
 
 

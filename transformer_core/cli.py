@@ -35,6 +35,7 @@ from transformer_core.generate_command import GENERATE_DESCRIPTION, cmd_generate
 from transformer_core.interp import analyze_heads, heads_json, report_composition, trace_gpt, trace_seq2seq
 from transformer_core.interp.generated import GENERATE_HELP, trace_seq2seq_beam, trace_with_sample
 from transformer_core.interp.patching import PATCH_HELP, activation_patching, patching_json, patching_table
+from transformer_core.interp.trace import TRACE_JSON_HELP
 from transformer_core.io import (
     export_transformer_lens,
     list_checkpoints,
@@ -417,7 +418,7 @@ COMMANDS: dict[str, Command] = {
         Command("checkpoints", "list shipped checkpoints with their config and metrics", lambda sp: None,
                 cmd_checkpoints),
         Command("trace", "every head's attention for one input, as [layer][head][query][key]",
-                trace_arguments, cmd_trace),
+                trace_arguments, cmd_trace, description=TRACE_JSON_HELP),
         Command("eval", "reversal: exact match and token accuracy per length; GPT: validation loss",
                 eval_arguments, cmd_eval),
         Command("generate", "continue a prompt (GPT) or decode an input (reversal): sample, greedy or beam",

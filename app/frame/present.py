@@ -8,9 +8,16 @@ and the maps should need as little scrolling as possible.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 KEY, PARAM = "present", "present"
+#: the browser tab's icon (st.set_page_config's page_icon): Material Symbols' "visibility" (rounded,
+#: app/static/icons, Apache-2.0) from a file, which Streamlit sends inline. Why not ":material/visibility:":
+#: Streamlit's browser code fetches that one from fonts.gstatic.com, a request that leaves the box
+#: (failing offline, and telling a third party who opened the class's pages).
+FAVICON = str(Path(__file__).resolve().parents[1] / "static" / "icons" / "visibility.svg")
 GRID_PX = 380  # height of an explorer's grid (and of its large head with the selectors) when projected
 # /reversal's large head when projected: over 60% of a 720 px screen, so that the 13 rows and columns
 # of a 12-letter input are each labelled in the larger type
@@ -32,7 +39,27 @@ CONTRAST_CSS = (
 """
     + ", ".join(f".st-key-{key}" for key in TOP_BAR_KEYS)
     + " { margin-top: 1.25rem; }\n"
+    + """
+/* a collapsed sidebar lies off the screen: its controls leave the tab order (and screen readers)
+   until it is opened, after its slide out (its help icons set their own visibility: all of it) */
+[data-testid="stSidebar"][data-collapsed="true"], [data-testid="stSidebar"][data-collapsed="true"] * {
+  visibility: hidden !important; transition: visibility 0s 0.3s; }
+"""
 )
+# Phones (a column of 390 px): the type and gaps a little tighter and a page's model and text side by
+# side, so that the first screen shows the input and the first chart (the explorers key their
+# first row <prefix>inputs)
+PHONE_CSS = """
+@media (max-width: 640px) {
+  [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+  h1 { font-size: 1.75rem !important; padding-bottom: 0.25rem !important; }
+  h3 { font-size: 1.2rem !important; }
+  [data-testid="stAlert"] > div { padding: 0.6rem 0.8rem; }
+  /* a page's first row (a container keyed ..._inputs): the model and the text side by side */
+  [class*="_inputs"] [data-testid="stHorizontalBlock"] > [data-testid="stColumn"]:not(:last-child) {
+    min-width: calc(50% - 0.5rem) !important; }
+}
+"""
 # Every page, outside projector mode: Streamlit leaves 6rem above the title (room for a header
 # that holds only the menu here); 3rem lets the explorers' first map start above the fold at 1280x720.
 LAYOUT_CSS = (
@@ -41,6 +68,7 @@ LAYOUT_CSS = (
 [data-testid="stMainBlockContainer"] { padding-top: 3rem; }
 """
     + CONTRAST_CSS
+    + PHONE_CSS
     + "</style>\n"
 )
 
@@ -49,6 +77,10 @@ CSS = (
 <style>
 html { font-size: 19px !important; }
 header[data-testid="stHeader"] { background: transparent; height: 2.2rem; }
+/* the header's toolbar reaches below its 2.2rem: clicks and hovers there go to the page (the top
+   row's help icons), only its own buttons keep theirs */
+header[data-testid="stHeader"], [data-testid="stToolbar"] { pointer-events: none; }
+header[data-testid="stHeader"] button, header[data-testid="stHeader"] a { pointer-events: auto; }
 [data-testid="stMainBlockContainer"] { padding-top: 1rem; padding-bottom: 2rem; max-width: 100%; }
 [data-testid="stCaptionContainer"] { display: none; }  /* the lecturer says it; the maps move up */
 h1 { display: none; }  /* the lecturer names the page; the grid and its head fit on the screen */

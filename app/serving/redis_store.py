@@ -59,7 +59,7 @@ from attention_lab.serving.ids import RunError, is_run_id, new_run_id, run_folde
 from attention_lab.serving.progress import PROGRESS_FILE, SNAPSHOT_DIR
 from attention_lab.serving.quota import PersonUsage, hold_to_limits
 from attention_lab.serving.request import RunRequest, check_submission
-from attention_lab.serving.store import ACTIVE, FINISHED, RunInfo
+from attention_lab.serving.store import ACTIVE, FINISHED, RunInfo, as_status
 from transformer_core.errors import ConfigError
 from transformer_core.io import META_FILE, WEIGHTS_FILE
 
@@ -231,7 +231,7 @@ class RedisRunStore:
             run_id,
             row[b"label"].decode(),
             row[b"task"].decode(),
-            status,  # type: ignore[arg-type]
+            as_status(status),
             float(row[b"created"]),
             _float(row.get(b"started")),
             _float(row.get(b"finished")),
@@ -474,7 +474,7 @@ def _info_of(run_id: str, row: dict[bytes, bytes], waiting: list[str]) -> RunInf
     text = {k.decode(): v.decode() for k, v in row.items()}
     pid = text.get("pid")
     return RunInfo(
-        run_id, text.get("label", ""), text.get("task", ""), text["status"],  # type: ignore[arg-type]
+        run_id, text.get("label", ""), text.get("task", ""), as_status(text["status"]),
         number("created") or 0.0, number("started"), number("finished"), int(pid) if pid else None,
         text.get("error") or None, waiting.index(run_id) + 1 if run_id in waiting else None,
         text.get("owner", ""),

@@ -9,6 +9,7 @@ whichever store holds them (SQLite on one box, Redis across hosts).
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -17,6 +18,17 @@ from attention_lab.serving.quota import PersonUsage
 from attention_lab.serving.request import RunRequest
 
 Status = Literal["queued", "starting", "running", "done", "stopped", "failed", "evicted"]
+STATUSES: tuple[Status, ...] = typing.get_args(Status)
+
+
+def as_status(text: str) -> Status:
+    """A status read back from a store (a database column, a Redis hash) as the Literal it is."""
+    for status in STATUSES:
+        if status == text:
+            return status
+    raise ValueError(f"not a run status: {text!r}")
+
+
 ACTIVE: tuple[str, ...] = ("queued", "starting", "running")
 FINISHED: tuple[str, ...] = ("done", "stopped", "failed")
 

@@ -73,6 +73,9 @@ function describe(root, canvas, spec, kind, drawn) {
     `${spec.description || kind.about(spec)} Arrow keys move through the chart and read each value; ` +
     '"Show as table" lists every number.';
   root.dataset.legend = JSON.stringify(kind.legend(spec));
+  // a head map: how many of its rows and of its columns carry a label, of how many (the rest are
+  // thinned out to fit), {rows: [labelled, all], columns: [labelled, all]}
+  if (drawn.labelled) root.dataset.labelled = JSON.stringify(drawn.labelled);
   root.__spec = spec; // what was drawn, for probes: the table view and tests read the same numbers
   root.__drawn = drawn;
   root.dataset.drawn = String(Date.now());
@@ -91,6 +94,34 @@ function redrawOnResize(root, render) {
   });
   root.__observer.observe(root);
   return () => root.__observer.disconnect();
+}
+
+// A click on a grid's head draws that head large in the chart keyed spec.follow, which on a phone
+// lies under the grid, out of view: it is brought into view now, and again once the rerun redrew it.
+let pending = null; // { key, until }: the chart to bring into view when it is drawn next
+
+function intoView(key) {
+  const el = document.querySelector(`.st-key-${CSS.escape(key)}`);
+  if (!el) return;
+  const box = el.getBoundingClientRect();
+  const top = document.querySelector('header[data-testid="stHeader"]')?.getBoundingClientRect().bottom || 0;
+  el.style.scrollMarginTop = `${top}px`; // not under Streamlit's header
+  if (box.top < top || box.bottom > window.innerHeight) el.scrollIntoView({ block: "nearest" });
+}
+
+function follow(key) {
+  pending = { key, until: Date.now() + 15000 };
+  intoView(key);
+}
+
+function followed(host) {
+  // a chart just drawn: the one a click asked for is brought into view (once)
+  if (!pending || Date.now() > pending.until) return;
+  if (host.closest?.(`.st-key-${CSS.escape(pending.key)}`)) {
+    const { key } = pending;
+    pending = null;
+    requestAnimationFrame(() => intoView(key));
+  }
 }
 
 export default function (component) {
@@ -117,7 +148,10 @@ export default function (component) {
   };
 
   const hitAt = (x, y) => kind.hit(spec, data, drawn, x, y), tipOf = (h) => kind.tip(spec, data, h);
-  const openHead = (p) => setTriggerValue("head", { layer: p.layer, head: p.head });
+  const openHead = (p) => {
+    setTriggerValue("head", { layer: p.layer, head: p.head });
+    if (spec.follow) follow(spec.follow);
+  };
   followPointer(canvas, tip, spec, hitAt, tipOf, openHead);
   keepCursor = followKeys(root, spec, () => kind.stops(spec, data, drawn), tipOf, openHead);
   root.querySelector(".save").onclick = () => savePng(spec, paint, root.__render);
@@ -136,6 +170,7 @@ export default function (component) {
   const scheme = window.matchMedia("(prefers-color-scheme: dark)");
   scheme.addEventListener("change", render); // the page's theme follows the system's: so does the chart
   render();
+  followed(host);
   return () => {
     stop();
     scheme.removeEventListener("change", render);

@@ -12,6 +12,7 @@ import asyncio
 import re
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -41,8 +42,9 @@ DEEP_LINKS = [
 TEXT_LABEL = "Text to reverse"  # /reversal's text box, which a class session follows
 
 
-async def warm_up(base: str, workers: int, page_timeout: float) -> None:
-    """Every app process opens every deep link once (model loads, first compiles)."""
+async def warm_up(base: str, workers: int, page_timeout: float, links: Sequence[str] = DEEP_LINKS) -> None:
+    """Every app process opens every link once (model loads, first compiles): the deep links unless
+    told otherwise."""
     seen: set[str | None] = set()
     for attempt in range(16 * workers):
         browser = Browser(base, cookies={ROUTE: f"warm-{attempt}"})
@@ -50,7 +52,7 @@ async def warm_up(base: str, workers: int, page_timeout: float) -> None:
         if upstream in seen:
             continue
         seen.add(upstream)
-        await asyncio.gather(*(open_page(browser, link, page_timeout) for link in DEEP_LINKS))
+        await asyncio.gather(*(open_page(browser, link, page_timeout) for link in links))
         if len(seen) >= workers:
             return
 

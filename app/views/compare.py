@@ -13,17 +13,24 @@ import streamlit as st
 
 from attention_lab.charts import export
 from attention_lab.charts import specs as charts
-from attention_lab.explorers.head_view import head_selectors, pick_head
-from attention_lab.explorers.model_input import check_input, checkpoint_note, show_input_notes, token_unit
+from attention_lab.explorers.head_view import head_selectors, names_no_head, open_on_lesson, pick_head
+from attention_lab.explorers.model_input import (
+    check_input,
+    checkpoint_note,
+    outside_training,
+    show_input_notes,
+    token_unit,
+    trained_help,
+)
 from attention_lab.frame import state, tables
 from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import visible
-from attention_lab.models.compute import view_cached
-from attention_lab.models.explorer_compute import top_tokens
+from attention_lab.models.compute import run_cached, view_cached
+from attention_lab.models.explorer_compute import lesson_head, top_tokens
 from attention_lab.models.inference_switches import Switch, Switched, switch_toggles
 from attention_lab.models.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.attention import kind_label, titled
-from attention_lab.viewmodel.compare import CompareRequest, compare_side
+from attention_lab.viewmodel.compare import SCORED, CompareRequest, compare_side
 from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
 from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
 from transformer_core.io import Checkpoint
@@ -56,6 +63,7 @@ if not choices:
     state.stop()
 
 default_a = "reverse-rope" if "reverse-rope" in choices else choices[0]
+unnamed = names_no_head(P)  # then the page opens on A's lesson head, as /reversal and /gpt do
 state.init_state({"a": default_a}, valid={"a": lambda v: v in choices}, prefix=P)
 if "a" in st.query_params or "reverse-none" not in choices:
     default_b = st.session_state[P + "a"]  # b defaults to a: one model, two settings
@@ -91,24 +99,35 @@ names = {
         help="Pick the same model to compare switches.",
     ),
 }
+
+
+def load(side: str) -> Checkpoint | str:
+    """The side's model, or why it cannot be loaded (said once the widgets are drawn)."""
+    try:
+        return load_model(names[side])
+    except (CheckpointError, ConfigError, OSError) as e:
+        return f"Could not load model {side.upper()} ({names[side]}): {e}"
+
+
+loaded = {side: load(side) for side in SIDES}
+trained = {side: trained_help(c) for side, c in loaded.items() if not isinstance(c, str)}
+helps = list(dict.fromkeys(h for h in trained.values() if h))  # both alike: said once
 raw = c_text.text_input(
-    f"Input (at most {MAX_CHARS} characters for reversal)", key=P + "text", persist_state="session"
+    f"Input (at most {MAX_CHARS} characters for reversal)",
+    key=P + "text",
+    persist_state="session",
+    help=helps[0]
+    if len(helps) == 1
+    else " ".join(f"{k.upper()}: {h}" for k, h in trained.items() if h) or None,
 )
 options: dict[str, InferenceOptions] = {}
 for side, col in zip(SIDES, (c_a, c_b), strict=True):  # each side's switches under its model
     options[side] = Switched(switch_toggles(col, f"{P}{side}_", SWITCHES)).options()
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
-
-
-def load(side: str) -> Checkpoint:
-    try:
-        return load_model(names[side])
-    except (CheckpointError, ConfigError, OSError) as e:
-        st.error(f"Could not load model {side.upper()} ({names[side]}): {e}", icon=":material/error:")
-        state.stop()
-
-
-ckpts = {side: load(side) for side in SIDES}
+for problem in (c for c in loaded.values() if isinstance(c, str)):
+    st.error(problem, icon=":material/error:")
+    state.stop()
+ckpts: dict[str, Checkpoint] = {side: c for side, c in loaded.items() if not isinstance(c, str)}
 cfg_a, cfg_b = ckpts["a"].config, ckpts["b"].config
 shape_a = (cfg_a.arch, cfg_a.n_layers, cfg_a.n_heads)
 shape_b = (cfg_b.arch, cfg_b.n_layers, cfg_b.n_heads)
@@ -151,15 +170,17 @@ traces = {side: views[side].trace for side in SIDES}
 
 
 def answer(side: str) -> str:
-    """What one side answers: the reversal's output and verdict, or the likeliest next characters
-    (tokens, for a BPE model)."""
+    """What one side answers: the reversal's output and verdict (and the lengths the model was
+    trained on, where the input lies outside them), or the likeliest next characters (tokens,
+    for a BPE model)."""
     tr = traces[side]
     if reversal:
         expected = text[::-1]
         verdict = "the input reversed" if tr.output == expected else f"not the reverse ({expected})"
+        trained = outside_training(ckpts[side], len(text))
         return (
             f"**{side.upper()}** writes {md_code(visible(tr.output)) if tr.output else '(nothing)'}"
-            f" — {verdict}"
+            f" — {verdict}" + (f". {trained}" if trained else "")
         )
     top = top_tokens(tr.next_token_probs, ckpts[side].tokenizer, k=5)
     unit = token_unit(ckpts[side].tokenizer)
@@ -174,6 +195,8 @@ kinds = KINDS[arch]
 state.clamp_state(P + "kind", kinds, kinds[0])
 kind = c_text.selectbox("Attention", kinds, key=P + "kind", persist_state="session", format_func=kind_label)
 l_col, h_col = c_text.columns(2)  # under the input, beside the switches
+lesson = views["a"].best if reversal else run_cached(lesson_head, names["a"])  # as /reversal, /gpt open
+open_on_lesson(P, (names["a"], text), lesson, unnamed)
 layer, head = head_selectors(P, n_layers, n_heads, [l_col, h_col])
 state.write_state(URL_KEYS, prefix=P)  # kind, layer and head settled
 
@@ -194,9 +217,16 @@ def common_difference(
 
 diff, queries, keys = common_difference(traces["a"], traces["b"], kind)
 per_head = np.abs(diff).mean(axis=(2, 3))  # (L, H): mean |B − A|
+scored_kind, score_name = SCORED[arch]
 for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
+    scores = views[side].scores if kind == scored_kind else None
     titles = [
-        [f"L{l} H{h}" + (f" · Δ{per_head[l, h]:.2f}" if side == "b" else "") for h in range(n_heads)]
+        [
+            f"L{l} H{h}"
+            + (f" · {scores[l, h]:.2f}" if scores is not None else "")
+            + (f" · Δ{per_head[l, h]:.2f}" if side == "b" else "")
+            for h in range(n_heads)
+        ]
         for l in range(n_layers)
     ]
     col.markdown(answer(side))
@@ -207,8 +237,15 @@ for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
         where=col,
     )
 st.caption(
-    "Both grids use one colour scale, weight 0 (white) to 1 (dark blue). Titles on B's grid give "
-    "Δ = mean |B − A| of that head."
+    "Both grids use one colour scale, weight 0 (white) to 1 (dark blue). "
+    + (
+        f"Each small map's title gives that head's {score_name} score on this input (1.00: all weight "
+        f"on the {'mirrored letter' if reversal else 'token before'}); "
+        if kind == scored_kind
+        else ""
+    )
+    + "titles on B's grid also give Δ = mean |B − A| of that head. The page opens on A's best "
+    f"{score_name} head, L{lesson[0]} H{lesson[1]}."
     + (
         " Both sides give the same "
         + ("output." if reversal else f"most likely next {token_unit(ckpts['a'].tokenizer)}.")

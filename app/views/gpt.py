@@ -116,7 +116,7 @@ state.init_state(
 state.clamp_state(P + "checkpoint", choices, default_ckpt)
 
 # ---------------------------------------------------------------- prompt, model, switches
-top_left, top_mid, top_right = st.columns([1, 1.5, 1.25])
+top_left, top_mid, top_right = st.container(key=P + "inputs").columns([1, 1.5, 1.25])  # 2 + 1 on a phone
 name = top_left.selectbox(
     "Checkpoint",
     choices,

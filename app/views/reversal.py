@@ -80,7 +80,7 @@ if projected:  # one 1280x720 screen: the selectors join the inputs, the large h
     top_left, top_mid, layer_col, head_sel_col = st.columns([1, 1.3, 0.42, 0.42])
     top_right = st.container(horizontal=True, gap="large")
 else:
-    top_left, top_mid, top_right = st.columns([1, 1.5, 1.1])
+    top_left, top_mid, top_right = st.container(key=P + "inputs").columns([1, 1.5, 1.1])  # 2 + 1: phone
 name = top_left.selectbox(
     "Checkpoint",
     choices,

@@ -212,6 +212,6 @@ def test_corpus_upload_and_a_tour(page: Page, app_url: str, tmp_path: Path) -> N
     assert link.startswith("?tour="), link
     page.goto(f"{app_url}/{link}")
     wait_for_app(page)
-    expect(main.locator('[role="status"]')).to_contain_text("scene 1 of 1")
+    expect(main.locator('.st-key-tour_bar [role="status"]')).to_contain_text("scene 1 of 1")
     page.screenshot(path=str(tmp_path / "tour-bar.png"))
     assert_clean(page, "a tour with a payload title and note")

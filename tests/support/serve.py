@@ -10,7 +10,6 @@ import contextlib
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -26,6 +25,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 import attention_lab
+from attention_lab.testing.servers import descendants, free_port  # noqa: F401 (tests import free_port here)
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = ROOT / "deploy" / "serve.sh"
@@ -53,28 +53,9 @@ def in_own_loop(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def process_tree(pid: int) -> set[int]:
     """pid and every process below it, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    found, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        found.add(p)
-        todo.extend(children.get(p, []))
-    return found
+    return set(descendants(pid))
 
 
 def command_line(pid: int) -> str:

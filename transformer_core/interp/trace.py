@@ -36,6 +36,15 @@ TOKEN_AXES: dict[str, tuple[str, str]] = {
     "cross": ("target", "source"),
 }
 
+#: the `trace --json` object, for the command's help
+TRACE_JSON_HELP = (
+    '--json prints {"checkpoint", "input", "output", "tokens": {"source": [...], "target": [...]} '
+    '(GPT: source only), "attention": {"self": [L][H][Tq][Tk]} (GPT) or {"encoder_self", '
+    '"decoder_self", "cross"} (reversal; a bahdanau model: "cross" only, 1 layer x 1 head; a gru '
+    'model: {} and "context": [d_model floats], the one vector its decoder reads), '
+    '"unknown_characters" (when some)}; --generate adds "generated" and "generated_from", --beam '
+    'adds "beam" (the search tree, see `generate --help`)'
+)
 JSON_DECIMALS = 6  # weights in JSON: enough for 1e-6 agreement, a third of float64's text
 
 

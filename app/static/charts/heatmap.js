@@ -159,6 +159,8 @@ function headLabels(ctx, spec, b, panel, L, color) {
   const shown = spec.x.filter((_, k) => k % (spec.x_every || 1) === 0);
   const need = spec.x_angle ? L.tick + 1 : Math.max(0, ...shown.map((t) => ctx.measureText(t).width)) + 4;
   const xStep = labelStep(spec.x_every, colW, need);
+  const labelled = (labels, step) => labels.filter((_, i) => i % step === 0).length;
+  L.labelled = { rows: [labelled(spec.y, yStep), spec.y.length], columns: [labelled(spec.x, xStep), spec.x.length] };
   spec.x.forEach((t, k) => {
     if (k % xStep) return;
     const x = b.x + (k + 0.5) * colW;

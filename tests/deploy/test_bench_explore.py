@@ -1,0 +1,141 @@
+"""The exploring class of benchmarks/bench_explore.py, short, against one real app process: every
+page open sends input of its own (distinct links over every page of the mix, and the page's URL
+then carries the drawn checkpoint and text), widget changes are BackMsgs the page takes, every
+run finishes and draws no exception; the cProfile shim in that process (a sitecustomize.py on its
+PYTHONPATH) files every run under its page, and the classifier splits a profile by module."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
+
+from attention_lab.testing.explore import (
+    EXPLORE_MIX,
+    Drawn,
+    ExploreTally,
+    Widget,
+    explore,
+    explore_link,
+    shipped_models,
+    widget_change,
+)
+from attention_lab.testing.profiling import (
+    PROFILE_ENV,
+    Profiles,
+    read_profiles,
+    split,
+    write_sitecustomize,
+)
+from attention_lab.testing.servers import running_app
+from tests.support.serve import in_own_loop
+
+STUDENTS, OPENS, CHANGES, TIMEOUT = (0, 1, 2), 5, 2, 90.0
+APP = Path(__file__).resolve().parents[2] / "app"
+
+
+@pytest.fixture(scope="module")
+def explored(tmp_path_factory: pytest.TempPathFactory) -> tuple[ExploreTally, Profiles]:
+    """Three students, five page opens each with two widget changes, on a profiled app process;
+    what they did, and the profiles the process wrote as it stopped."""
+    folder = tmp_path_factory.mktemp("explore")
+    shim = write_sitecustomize(folder / "shim")
+    models = shipped_models()
+    with running_app(folder, {PROFILE_ENV: str(folder / "profiles")}, python_path=str(shim)) as url:
+        stop_at = time.monotonic() + 600
+        tally = in_own_loop(explore(url, models, STUDENTS, stop_at, CHANGES, TIMEOUT, max_pages=OPENS))
+    return tally, read_profiles(folder / "profiles")
+
+
+def page_of(link: str) -> str:
+    return link.partition("?")[0]
+
+
+def test_every_open_sends_input_of_its_own_over_the_mix(explored: tuple[ExploreTally, Profiles]) -> None:
+    tally, _ = explored
+    assert not tally.errors, tally.errors
+    assert len(tally.links) == len(STUDENTS) * OPENS == len(tally.opens)
+    assert len(set(tally.links)) == len(tally.links), Counter(tally.links).most_common(3)
+    assert {page_of(link) for link in tally.links} == set(EXPLORE_MIX)
+    assert tally.explorer_opens and tally.echoed == tally.explorer_opens  # the page took the drawn input
+
+
+def test_every_widget_change_is_a_run_the_page_takes(explored: tuple[ExploreTally, Profiles]) -> None:
+    tally, _ = explored
+    assert len(tally.changes) == len(tally.links) * CHANGES
+    assert len(set(tally.changed)) > len(tally.changed) // 2, tally.changed
+    assert tally.checkable >= len(tally.changes) // 2
+    assert tally.applied == tally.checkable, tally.changed
+
+
+def test_no_run_draws_an_exception(explored: tuple[ExploreTally, Profiles]) -> None:
+    tally, _ = explored
+    assert not tally.exceptions, tally.exceptions
+
+
+def test_the_profile_files_every_run_under_its_page(explored: tuple[ExploreTally, Profiles]) -> None:
+    tally, profiles = explored
+    opens = Counter(page_of(link) for link in tally.links)
+    assert {p: e.runs for p, e in profiles.pages.items()} == {p: n * (1 + CHANGES) for p, n in opens.items()}
+    assert profiles.misfiled == 0
+    parts = split(profiles.pages["/gpt"].stats().stats)  # type: ignore[attr-defined]
+    assert min(parts["router"], parts["model"], parts["charts"], parts["page"]) > 0, parts
+    assert profiles.loop is not None and all(e.messages > 0 for e in profiles.pages.values())
+
+
+def test_a_widget_change_sends_every_widget_state_with_one_changed() -> None:
+    head = Widget("$$ID-1-gpt_head", "string_value", "0", ("0", "1", "2"))
+    switch = Widget("$$ID-2-gpt_nopos", "bool_value", False)
+    text = Widget("$$ID-3-gpt_text", "string_value", "a")
+    slider = Widget("$$ID-4-gpt_top_p", "double_array_value", [1.0], (), 0.05, 1.0, 0.05)
+    drawn = Drawn({w.id: w for w in (head, switch, text, slider)}, query="text=a&head=0", page_hash="h")
+    msg = BackMsg()
+    msg.ParseFromString(widget_change("/gpt", drawn, head, "2"))
+    run = msg.rerun_script
+    assert (run.page_name, run.query_string, run.page_script_hash) == ("gpt", "text=a&head=0", "h")
+    states = {s.id: s for s in run.widget_states.widgets}
+    assert states[head.id].string_value == "2" and states[text.id].string_value == "a"
+    assert states[switch.id].WhichOneof("value") == "bool_value" and not states[switch.id].bool_value
+    assert list(states[slider.id].double_array_value.data) == [1.0]
+
+
+def test_links_are_seeded_and_respect_each_model_and_page() -> None:
+    import random
+
+    models = shipped_models()
+    first = [explore_link(random.Random("s-0"), models) for _ in range(3)]
+    assert first == [explore_link(random.Random("s-0"), models) for _ in range(3)]
+    rng = random.Random(1)
+    for link in (explore_link(rng, models) for _ in range(300)):
+        page, _, query = link.partition("?")
+        params = dict(p.split("=", 1) for p in query.split("&"))
+        if page == "/reversal":
+            assert params["text"].isalpha() and params["text"].islower() and len(params["text"]) <= 10
+        if page in ("/gpt", "/reversal"):
+            model = next(m for m in models if m.name == params["checkpoint"])
+            assert int(params["layer"]) < model.layers and int(params["head"]) < model.heads
+
+
+def test_the_classifier_charges_library_time_to_the_part_that_called_it() -> None:
+    home, view = (str(APP / "Home.py"), 1, "<module>"), (str(APP / "views" / "gpt.py"), 1, "<module>")
+    element = ("/x/site-packages/streamlit/elements/text.py", 5, "markdown")
+    compute = (str(APP / "models" / "compute.py"), 9, "run_cached")
+    matmul = ("~", 0, "<built-in method torch.matmul>")
+    hashing = ("~", 0, "<method 'SerializeToString' of 'google._upb._message.Message' objects>")
+    stats = {
+        home: (1, 1, 0.1, 1.0, {}),
+        element: (3, 3, 0.3, 0.4, {home: (1, 1, 0.1, 0.1), view: (2, 2, 0.2, 0.3)}),
+        view: (1, 1, 0.1, 0.6, {home: (1, 1, 0.1, 0.6)}),
+        compute: (1, 1, 0.05, 0.2, {view: (1, 1, 0.05, 0.2)}),
+        matmul: (1, 1, 0.15, 0.15, {compute: (1, 1, 0.15, 0.15)}),
+        hashing: (1, 1, 0.1, 0.1, {element: (1, 1, 0.1, 0.1)}),
+    }
+    parts = split(stats)
+    assert parts["router"] == pytest.approx(0.2)  # Home.py, and the element it drew itself
+    assert parts["page"] == pytest.approx(0.3)  # the view and the elements it drew
+    assert parts["model"] == pytest.approx(0.2)  # the lab's compute and torch's C under it
+    assert parts["serialisation"] == pytest.approx(0.1)
+    assert sum(parts.values()) == pytest.approx(0.8)
