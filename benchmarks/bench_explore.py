@@ -288,7 +288,7 @@ def measure(
 
 def profile_pass(models: list[ModelShape], args: argparse.Namespace, folder: Path, per_page: dict) -> None:
     """A profiled server: warm up, reset the profiles, --profile-users students, write and report."""
-    out = folder / "profiles"
+    out = args.profile_dir or folder / "profiles"
     with started("serve", args.workers, folder, profile_dir=out) as server:
         asyncio.run(warm_up(server.base, server.workers, args.page_timeout, DEEP_LINKS + warm_links(models)))
         signal_apps(server, profiling.RESET)
@@ -326,6 +326,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="then a cProfile pass on a second server")
     parser.add_argument("--profile-users", type=int, default=5)
     parser.add_argument("--top", type=int, default=15, help="top items per page in the profile")
+    parser.add_argument("--profile-dir", type=Path, help="keep the profiles here (pstats files per process)")
     parser.add_argument("--baseline", type=Path, help="another checkout, measured paired with this one")
     parser.add_argument("--open-tabs", type=int, default=0, help="tabs on / left open during each step")
     args = parser.parse_args()

@@ -109,9 +109,11 @@ class ModelShape:
 
 
 def shipped_models(python: str = sys.executable, env: Mapping[str, str] | None = None) -> list[ModelShape]:
-    """The explorers' shipped checkpoints, from `python -m transformer_core checkpoints --json` in a
-    process of its own (`env`: its environment, e.g. another checkout's PYTHONPATH; run outside any
-    checkout, whose folder `-m` would put first on the path): a load client never imports torch."""
+    """The shipped checkpoints the explorers list (the Transformers: a `config.model` of "transformer"
+    or none, as attention_lab.models.resources draws them), from `python -m transformer_core
+    checkpoints --json` in a process of its own (`env`: its environment, e.g. another checkout's
+    PYTHONPATH; run outside any checkout, whose folder `-m` would put first on the path): a load
+    client never imports torch."""
     command = [python, "-m", "transformer_core", "checkpoints", "--json"]
     out = subprocess.run(
         command, capture_output=True, text=True, check=True, env=env, cwd=tempfile.gettempdir()
@@ -120,7 +122,7 @@ def shipped_models(python: str = sys.executable, env: Mapping[str, str] | None =
     return [
         ModelShape(c["name"], c["task"], c["config"]["n_layers"], c["config"]["n_heads"])
         for c in found
-        if c["task"] in ("lm", "reverse")
+        if c["task"] in ("lm", "reverse") and c["config"].get("model", "transformer") == "transformer"
     ]
 
 
