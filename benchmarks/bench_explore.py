@@ -13,7 +13,7 @@ Each simulated student is one browser speaking Streamlit's protocol (attention_l
 it opens a deep link as a new tab does (GET the HTML, keeping the route cookie; a new websocket,
 so a new session; a rerun BackMsg with the link's path and query) with its own input drawn,
 seeded, from fixed lists: 34 names and short prompts (their letters, at most 10, on /reversal),
-every shipped checkpoint of the page's kind, a layer and head within its shape, switches, and on
+every shipped checkpoint the page lists, a layer and head within its shape, switches, and on
 /gpt max_new, temperature, top_k, top_p and seed; 40% /gpt, 30% /reversal, 30% /basics,
 /positions and /variance (three of their inputs moved). With --changes N it then changes N of
 the page's widgets one at a time (a new text, another head or layer, a switch flipped, another
@@ -35,9 +35,9 @@ its page and every lesson (model loads are not in the figures); each step draws 
 --profile starts a second server with a `sitecustomize.py` on its PYTHONPATH that profiles every
 script run with cProfile (attention_lab.testing.profiling; nothing in the app knows of it), runs
 --profile-users for --duration seconds, and prints per page the CPU per run split into the
-router, model compute, chart specs, serialisation, sending, the page's own code and other, and
-its 15 top items by cumulative time. With --per-page, the split is also given in milliseconds of
-each page's server CPU per run measured without the profiler.
+router, model compute, chart specs, serialisation, sending, compiling, the page's own code and
+other, and its 15 top items by cumulative time. With --per-page, the split is also given in
+milliseconds of each page's server CPU per run measured without the profiler.
 
 --baseline DIR serves another checkout too (`git worktree add DIR COMMIT`, or `git archive COMMIT |
 tar -x -C DIR`), its packages first on its servers' PYTHONPATH, and runs every step on both, in

@@ -8,6 +8,8 @@ never pytest.
 - `chromium`: the headless Chromium the browser tests and benchmarks launch;
 - `apptest`: AppTest run as a server runs pages (one compile per script);
 - `fuzz`: the pages' URL properties and Hypothesis strategies (the `test` extra) to fuzz them;
+- `explore`: a class exploring on its own (each tab its own drawn input, then widget changes);
+- `profiling`: the benchmark's per-page cProfile shim and what each part of a page run costs;
 - `layout`: the code base's layout read with `ast`.
 
 Why a package of the lab: tests may not import benchmarks nor benchmarks tests, and both need

@@ -1,9 +1,9 @@
 """A class exploring on its own, over the protocol client (attention_lab.testing.protocol): every
 page open is a new tab (a new session) on a deep link with its own input drawn, seeded, from
-fixed lists (EXPLORE_TEXTS, every shipped checkpoint, a layer and head within its shape,
-switches, sampling settings; 40% /gpt, 30% /reversal, 30% the lessons), and the student may then
-change one widget at a time (a new text, another head, a switch), sending every widget's state
-as the browser does.
+fixed lists (EXPLORE_TEXTS, every shipped checkpoint the page lists, a layer and head within its
+shape, switches, sampling settings; 40% /gpt, 30% /reversal, 30% the lessons), and the student
+may then change one widget at a time (a new text, another head, a switch), sending every
+widget's state as the browser does.
 
 Why a mode of its own: prepared links are cache hits after the first tab; a class trying its own
 names is a page run on new input every time, which is what the box has to afford.

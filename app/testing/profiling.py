@@ -1,6 +1,6 @@
 """Where a page run's server CPU goes: cProfile inside the app processes, per page, and a
-classifier that splits it into the router, model compute, chart specs, serialisation, sending
-and the page's own code.
+classifier that splits it into the router, model compute, chart specs, serialisation, sending,
+compiling the scripts again, and the page's own code.
 
 In the app processes (only where a benchmark puts a `sitecustomize.py` on PYTHONPATH, see
 `write_sitecustomize`; nothing in the app knows of it): every script run is profiled in its own
@@ -38,7 +38,7 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
-PROFILE_ENV = "ATTENTION_LAB_PROFILE_DIR"
+PROFILE_ENV = "BENCH_PROFILE_DIR"  # the benchmark's shim only: not a setting of the lab
 RESET, DUMP = signal.SIGUSR1, signal.SIGUSR2
 SITECUSTOMIZE = "from attention_lab.testing.profiling import install\n\ninstall()\n"
 
@@ -217,7 +217,7 @@ def write_sitecustomize(folder: Path) -> Path:
 
 # ---------------------------------------------------------------- reading and classifying
 
-CATEGORIES = ("router", "model", "charts", "serialisation", "sending", "page", "other")
+CATEGORIES = ("router", "model", "charts", "serialisation", "sending", "compile", "page", "other")
 #: the modules each part is made of (first match wins); anything else is charged to its callers
 MODULES = (
     (
@@ -230,6 +230,9 @@ MODULES = (
     ("serialisation", ("streamlit.runtime.runtime_util",)),  # serialize_forward_msg
     ("sending", ("websockets", "starlette", "uvicorn", "h11", "wsproto", "streamlit.web.server")),
     ("sending", ("streamlit.runtime.forward_msg_queue",)),
+    # Home.py and the page compiled again (Streamlit clears its script cache whenever an app
+    # process has no session left): under the router otherwise, which runs the page
+    ("compile", ("streamlit.runtime.scriptrunner.script_cache", "streamlit.runtime.scriptrunner.magic")),
     ("page", ("attention_lab.views", "attention_lab.explorers", "attention_lab.lesson_pages")),
     ("page", ("attention_lab.lessons", "attention_lab.training")),
 )
@@ -237,6 +240,7 @@ MODULES = (
 BUILTINS = (
     ("serialisation", ("google._upb", "_json", "SerializeToString")),
     ("sending", ("_socket.socket",)),
+    ("compile", ("<built-in method builtins.compile>",)),
 )
 Func = tuple[str, int, str]
 
