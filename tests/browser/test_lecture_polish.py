@@ -214,6 +214,7 @@ def test_a_collapsed_sidebar_leaves_the_tab_order_on_a_phone(
     open_page(phone, f"{app_url}/reversal?checkpoint=reverse-sinusoidal&text=attention")
     sidebar = phone.locator('[data-testid="stSidebar"]')
     expect(sidebar).to_have_attribute("data-collapsed", "true")
+    expect(sidebar).to_be_hidden()  # once its slide out is over (0.3 s), out of the tab order
 
     def tab_through(presses: int, key: str = "Tab") -> list[dict[str, object]]:
         focused = []
