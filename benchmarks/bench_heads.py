@@ -19,7 +19,6 @@ from collections.abc import Callable
 import torch
 
 from transformer_core.interp.report import (
-    default_patch_pair,
     report_attribution,
     report_composition,
     report_detectors,
@@ -29,6 +28,7 @@ from transformer_core.interp.report import (
     report_patching,
 )
 from transformer_core.io.checkpoint import SHIPPED_NAMES, Checkpoint, load_checkpoint
+from transformer_core.train import checkpoint_recipe
 
 PARTS: dict[str, Callable[[Checkpoint], object]] = {
     "detect": lambda c: report_detectors(c, None),
@@ -37,7 +37,7 @@ PARTS: dict[str, Callable[[Checkpoint], object]] = {
     "flow": lambda c: report_flow(c, None),
     "compose": report_composition,
     "dla": lambda c: report_attribution(c, None),
-    "patch": lambda c: report_patching(c, *default_patch_pair(c)),
+    "patch": lambda c: report_patching(c, *checkpoint_recipe(c.config.arch, c.training_task).patch_pair),
 }
 
 

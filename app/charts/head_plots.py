@@ -1,5 +1,5 @@
 """The /heads page's charts (attention_lab.charts.specs specs), each cached by its inputs
-(attention_lab.models.compute.spec_cache): the page reruns on every click."""
+(attention_lab.models.compute.shared_cache): the page reruns on every click."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from attention_lab.charts import specs as charts
-from attention_lab.models.compute import spec_cache
+from attention_lab.models.compute import shared_cache
 from transformer_core.interp import Attribution, Composition, HeadScores, Importance, Patching
 from transformer_core.interp.lens import LogitLens
 
@@ -37,7 +37,7 @@ def _finite_max(values: list[np.ndarray]) -> float:
     return max(found, default=1.0) or 1.0
 
 
-@spec_cache
+@shared_cache
 def score_maps(
     scores: HeadScores, kinds: tuple[str, ...], shown: tuple[str, ...], n_layers: int, n_heads: int
 ) -> dict:
@@ -70,7 +70,7 @@ def score_maps(
     )
 
 
-@spec_cache
+@shared_cache
 def pattern_grid(w: np.ndarray, query_tokens: tuple[str, ...], key_tokens: tuple[str, ...]) -> dict:
     """Small multiples of each head's pattern, w (L, H, Tq, Tk), on one 0..1 scale."""
     return charts.grid_spec(
@@ -78,7 +78,7 @@ def pattern_grid(w: np.ndarray, query_tokens: tuple[str, ...], key_tokens: tuple
     )
 
 
-@spec_cache
+@shared_cache
 def importance_maps(importance: Importance, kinds: tuple[str, ...], n_layers: int, n_heads: int) -> dict:
     """The ablation sweep beside the gradient proxy, per kind, over layers x heads."""
     panels = [("Δ loss when ablated", importance.delta_loss, "RdBu_r", True)]
@@ -108,7 +108,7 @@ def importance_maps(importance: Importance, kinds: tuple[str, ...], n_layers: in
     )
 
 
-@spec_cache
+@shared_cache
 def rollout_map(rollout: np.ndarray, rollout_tokens: tuple[str, ...]) -> dict:
     """Rollout (T, T): how much of each position's final state traces back to each input token."""
     spec = charts.head_spec(
@@ -128,7 +128,7 @@ def head_labels(layers: range, n_heads: int) -> list[str]:
     return [f"L{layer}H{head}" for layer in layers for head in range(n_heads)]
 
 
-@spec_cache
+@shared_cache
 def composition_maps(composition: Composition) -> list[dict]:
     """Q-, K- and V-composition as three maps of reader heads (rows: layers 1..L-1) against
     writer heads (columns: layers 0..L-2), one colour scale; blank where the writer is not
@@ -168,7 +168,7 @@ def restored_share(patching: Patching) -> dict[str, np.ndarray]:
     return {k: (v - patching.corrupted) / gap for k, v in patching.heads.items()}
 
 
-@spec_cache
+@shared_cache
 def patching_maps(patching: Patching, n_layers: int, n_heads: int) -> dict:
     """The share restored by patching each head, one map per kind, one diverging scale."""
     shares = restored_share(patching)
@@ -194,7 +194,7 @@ def patching_maps(patching: Patching, n_layers: int, n_heads: int) -> dict:
     )
 
 
-@spec_cache
+@shared_cache
 def attribution_map(attribution: Attribution) -> dict:
     """Each head's direct contribution to the correct next character's logit, averaged over
     the probe's positions, on a diverging scale."""

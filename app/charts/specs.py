@@ -174,6 +174,11 @@ def _grid(**fields: Any) -> dict[str, Any]:
     }
 
 
+def grid_height(n_layers: int, cell_px: int, titled: bool) -> int:
+    """A grid's height in px: cell_px per layer row, and room for its title (if any)."""
+    return int(max(200, cell_px * n_layers + (60 if titled else 40)))
+
+
 def grid_spec(
     attention: np.ndarray,
     query_tokens: list[str],
@@ -204,7 +209,7 @@ def grid_spec(
     ]
     return _grid(
         title=title,
-        height=int(max(200, cell_px * L + (60 if title else 40))),
+        height=grid_height(L, cell_px, bool(title)),
         columns=H,
         panels=panels,
         x=list(key_tokens),

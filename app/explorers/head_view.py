@@ -82,16 +82,18 @@ def draw_maps(
     mark_future: bool = False,
     columns: tuple[Any, Any] | None = None,
     height: int | None = None,
+    cell_px: int | None = None,
 ) -> None:
     """The whole (L, H) grid of one kind, clickable, next to the selected head drawn large
     (in the given `grid_columns`, else in new ones); stem: (page, checkpoint) of the file names;
-    height: the large head's (else map_sizes'). A click on the grid brings the large head into
-    view where it is not (on a phone it lies under the grid: app/static/charts.js, `follow`)."""
+    height, cell_px: the large head's and the grid cells' (else map_sizes'). A click on the grid
+    brings the large head into view where it is not (on a phone it lies under the grid:
+    app/static/charts.js, `follow`)."""
     L, H = maps.trace.attention[maps.kind].shape[:2]
-    _, fitted = map_sizes(L, H, selectors_above=columns is not None)
+    fitted_cell, fitted = map_sizes(L, H, selectors_above=columns is not None)
     left, right = columns or grid_columns()
     head_key = f"{prefix}{chart}_head"
-    grid = {**maps.grid_with(layer, head, stem), "follow": head_key}
+    grid = {**maps.grid_with(layer, head, stem, cell_px or fitted_cell), "follow": head_key}
     charts.show(grid, key=f"{prefix}{chart}_grid", on_head=functools.partial(pick_head, prefix), where=left)
     large = maps.head(
         layer, head, title=head_title, height=height or fitted, stem=stem, mark_future=mark_future

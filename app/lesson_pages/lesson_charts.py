@@ -2,7 +2,7 @@
 
 Charts only: every number arrives computed (the `lessons` package). Colours are shared
 across pages (charts.SERIES_COLORS): scaled/first series blue, unscaled/second series orange. Every builder is
-cached by its inputs (`spec_cache`): a rerun that leaves a chart's inputs alone reuses the
+cached by its inputs (`shared_cache`): a rerun that leaves a chart's inputs alone reuses the
 built spec. Long series are thinned and samples binned here, before they are sent.
 """
 
@@ -17,7 +17,7 @@ from attention_lab.charts import specs as charts
 from attention_lab.charts import xy_charts
 from attention_lab.lessons.training import Schedules
 from attention_lab.lessons.variance import Saturation
-from attention_lab.models.compute import spec_cache
+from attention_lab.models.compute import shared_cache
 
 CYCLE = charts.SERIES_COLORS
 FIRST, SECOND = CYCLE[:2]  # scaled, sinusoidal, Gaussian; unscaled, learned, boxcar
@@ -38,7 +38,7 @@ def _bounds(z: np.ndarray, colorscale: str, zmin: float | None, zmax: float | No
     return (lo, hi) if hi > lo else (lo - 1.0, lo + 1.0)
 
 
-@spec_cache
+@shared_cache
 def value_heatmap(
     z: np.ndarray,
     x_labels: Sequence[str],
@@ -86,7 +86,7 @@ def value_heatmap(
     return spec
 
 
-@spec_cache
+@shared_cache
 def retrieval_charts(
     tokens: Sequence[str], values: np.ndarray, weights: np.ndarray, context: np.ndarray
 ) -> tuple[Spec, Spec]:
@@ -141,7 +141,7 @@ def retrieval_charts(
     return bars, cloud
 
 
-@spec_cache
+@shared_cache
 def kernel_charts(
     locations: Sequence[float],
     prices: Sequence[float],
@@ -195,7 +195,7 @@ def _density(samples: np.ndarray, x_max: float, bins: int) -> tuple[np.ndarray, 
     return edges[:-1] + width / 2, density, width
 
 
-@spec_cache
+@shared_cache
 def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_min_range: float = 50.0) -> Spec:
     """Histograms of q.k and of q.k / sqrt(d_k) (n,) on one shared x range: +-x_min_range
     (fixed while the samples fit, so growth shows), widened in steps of 10 to hold every sample.
@@ -223,7 +223,7 @@ def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_min_range:
     )
 
 
-@spec_cache
+@shared_cache
 def saturation_chart(sat: Saturation, d_k: int, n_keys: int) -> Spec:
     """Entropy, max weight and softmax gradient norm against d_k (log axis), both ways."""
     plots = (
@@ -254,7 +254,7 @@ def saturation_chart(sat: Saturation, d_k: int, n_keys: int) -> Spec:
     )
 
 
-@spec_cache
+@shared_cache
 def row_bars(raw_weights: np.ndarray, scaled_weights: np.ndarray, d_k: int) -> Spec:
     """One row of attention weights at d_k, unscaled next to scaled."""
     return charts.bars_spec(
@@ -277,7 +277,7 @@ def _thin(n: int, keep: Sequence[int], points: int = 800) -> np.ndarray:
     return np.unique(np.concatenate([grid, extra]))
 
 
-@spec_cache
+@shared_cache
 def lr_chart(schedules: Schedules, warmup: int) -> Spec:
     """Learning rate against step (n,) for the two schedules, warm-up end marked; drawn
     through at most ~800 steps, always including the peak at the end of warm-up."""
@@ -300,7 +300,7 @@ def lr_chart(schedules: Schedules, warmup: int) -> Spec:
     )
 
 
-@spec_cache
+@shared_cache
 def smoothing_chart(distribution: np.ndarray, target: int) -> Spec:
     """The one-hot target beside the smoothed one, per class."""
     one_hot = np.zeros(len(distribution))
@@ -340,4 +340,4 @@ def _lesson_grid(
     )
 
 
-attention_grid = spec_cache(_lesson_grid, max_entries=16)
+attention_grid = shared_cache(_lesson_grid, max_entries=16)

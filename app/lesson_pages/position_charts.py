@@ -11,14 +11,14 @@ import numpy as np
 from attention_lab.charts import specs as charts
 from attention_lab.charts import xy_charts
 from attention_lab.lesson_pages.lesson_charts import FIRST, Spec
-from attention_lab.models.compute import spec_cache
+from attention_lab.models.compute import shared_cache
 
 
 def _numbered(n: int) -> list[str]:
     return [str(i) for i in range(n)]
 
 
-@spec_cache
+@shared_cache
 def pe_heatmap(table: np.ndarray, title: str, *, seen: int | None = None, zabs: float = 1.0) -> Spec:
     """A position table (P, d) drawn with position across and dimension down (red above
     zero); `seen`: a dashed line after the last position training used."""
@@ -43,7 +43,7 @@ def pe_heatmap(table: np.ndarray, title: str, *, seen: int | None = None, zabs: 
     return spec
 
 
-@spec_cache
+@shared_cache
 def waves_chart(table: np.ndarray, dims: Sequence[int]) -> Spec:
     """Chosen dimensions of a position table as functions of position."""
     positions = np.arange(table.shape[0])
@@ -71,7 +71,7 @@ def waves_chart(table: np.ndarray, dims: Sequence[int]) -> Spec:
     )
 
 
-@spec_cache
+@shared_cache
 def similarity_heatmap(matrix: np.ndarray, title: str) -> Spec:
     """Cosine similarity (P, P) of every pair of positions, red = alike."""
     n = len(matrix)
@@ -93,7 +93,7 @@ def similarity_heatmap(matrix: np.ndarray, title: str) -> Spec:
     return spec
 
 
-@spec_cache
+@shared_cache
 def lines_chart(
     series: dict[str, np.ndarray],
     title: str,
@@ -127,7 +127,7 @@ def lines_chart(
     )
 
 
-@spec_cache
+@shared_cache
 def rope_path_chart(path: np.ndarray, positions: Sequence[int], radians_per_step: float) -> Spec:
     """Arrows from the origin to a 2-D pair rotated to each position, on its circle."""
     path = np.asarray(path, dtype=np.float64)
@@ -167,7 +167,7 @@ def rope_path_chart(path: np.ndarray, positions: Sequence[int], radians_per_step
     )
 
 
-@spec_cache
+@shared_cache
 def slopes_chart(slopes: np.ndarray) -> Spec:
     """ALiBi's slope per head, each written (turned) above its bar."""
     return charts.bars_spec(

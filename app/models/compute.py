@@ -12,8 +12,8 @@ cache keyed by
 - args, canonicalised: dataclasses such as InferenceOptions (every field, scale_scores
   and sliding_window included), sets in sorted order, tuples and lists element by element.
 
-`spec_cache(builder)` caches a chart builder (attention_lab.charts.specs specs) by its arguments: one
-spec serves every run and user, read-only.
+`shared_cache(fn)` caches a pure function by its arguments (a chart builder, a lesson's numbers):
+one result serves every run and user, read-only.
 
 Why: one home for caching, so no page keeps its own copy of the options or its own memo.
 fn must be a module-level pure function `fn(ckpt: Checkpoint, *args)` whose result
@@ -129,7 +129,7 @@ def view_cached(fn: Callable[[Checkpoint, Any], R], checkpoint_name: str, reques
     )
 
 
-def spec_cache(builder: Callable[..., R], max_entries: int = CACHE_ENTRIES) -> Callable[..., R]:
-    """`builder` of a chart spec (attention_lab.charts.specs), cached by its arguments: one spec, a plain
-    dict treated as read-only, serves every run and user."""
-    return st.cache_resource(max_entries=max_entries, show_spinner=False)(builder)
+def shared_cache(fn: Callable[..., R], max_entries: int = CACHE_ENTRIES) -> Callable[..., R]:
+    """`fn`, a pure function (a chart builder, a lesson's numbers), cached by its arguments: one
+    result, treated as read-only, serves every run and user (no copy per caller)."""
+    return st.cache_resource(max_entries=max_entries, show_spinner=False)(fn)

@@ -10,14 +10,10 @@ import datetime
 import io
 import json
 import zipfile
-from typing import Any
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from attention_lab.accounts.sign_in import person_id
-from attention_lab.charts import xy_charts
 from attention_lab.frame.markdown_safe import md_text
 from attention_lab.models.resources import MY_MODELS_KEY, remember_run, run_queue
 from attention_lab.serving import RunInfo, RunProgress, RunRequest
@@ -29,7 +25,6 @@ __all__ = ["REPORT_LENGTHS"]
 CURRENT_PREFIX = "train_"
 CURRENT_KEY, PROGRESS_KEY = CURRENT_PREFIX + "run", "train_progress"
 LENGTH_TABLE = CHECKPOINTS_DIR / "length_generalization.json"
-MAX_POINTS = 400  # points per chart line: the live panel stays cheap to redraw
 
 
 def submit(request: RunRequest, corpus: str | None = None) -> str:
@@ -82,76 +77,6 @@ def evicted_runs() -> list[RunInfo]:
     """This session's runs that were deleted to keep the runs folder within its budget."""
     infos = [run_queue().info(r) for r in st.session_state.get(MY_MODELS_KEY, {})]
     return [i for i in infos if i is not None and i.status == "evicted"]
-
-
-def thin(values: list[Any], limit: int = MAX_POINTS) -> list[Any]:
-    """Every k-th value so that at most about `limit` remain (the last one always kept)."""
-    stride = max(1, len(values) // limit)
-    return (
-        values[::stride] if not values or (len(values) - 1) % stride == 0 else values[::stride] + values[-1:]
-    )
-
-
-def curves(p: RunProgress) -> pd.DataFrame:
-    """Loss and learning rate by step, thinned to MAX_POINTS rows."""
-    return pd.DataFrame(
-        {"step": thin(p.steps), "loss": thin(p.losses), "learning rate": thin(p.lrs)}
-    ).set_index("step")
-
-
-HEAD_SCORES = {  # per-head detector scores an induction run reports at each evaluation
-    "previous_token": "Previous-token score",
-    "induction": "Induction score",
-}
-IN_CONTEXT = {"loss_first_copy": "first copy", "loss_repeat": "repeat"}
-
-
-def in_context_curves(p: RunProgress) -> pd.DataFrame:
-    """An induction run's evaluation losses (nats) by step: on the segment's first copy
-    (unpredictable) and on its repeat (predictable only in context)."""
-    rows = [{"step": e["step"], **{name: e[k] for k, name in IN_CONTEXT.items()}} for e in p.evals if
-            all(k in e for k in IN_CONTEXT)]  # fmt: skip
-    return pd.DataFrame(rows, columns=["step", *IN_CONTEXT.values()]).set_index("step")
-
-
-def head_score_curves(p: RunProgress, score: str) -> pd.DataFrame:
-    """One detector score (a HEAD_SCORES key) of every head by step: one column per head,
-    named "L<layer> H<head>" as on the other pages. Empty before the first evaluation."""
-    steps, values = [], []
-    for e in p.evals:
-        if isinstance(e.get(score), list):
-            steps.append(int(e["step"]))
-            values.append(np.asarray(e[score], dtype=np.float64))
-    if not values:
-        return pd.DataFrame()
-    layers, heads = values[0].shape
-    names = [f"L{layer} H{head}" for layer in range(layers) for head in range(heads)]
-    return pd.DataFrame(np.stack([v.reshape(-1) for v in values]), index=pd.Index(steps, name="step"),
-                        columns=names)  # fmt: skip
-
-
-def head_score_chart(p: RunProgress, score: str, height: int = 300) -> dict[str, Any]:
-    """One line per head of `score` over training (a attention_lab.charts.specs spec); a layer's heads share
-    a dash style."""
-    frame = head_score_curves(p, score)
-    dashes = {name: (None, "dot", "dash", "dashdot")[int(name.split()[0][1:]) % 4] for name in frame.columns}
-    return xy_charts.frame_lines(
-        frame, y_title=HEAD_SCORES[score].lower(), y_range=(0.0, 1.02), dashes=dashes, height=height,
-        file=f"train_{score}",
-    )  # fmt: skip
-
-
-def head_scores_csv(p: RunProgress) -> str:
-    """Every head's detector scores at every evaluation, one row per (step, head)."""
-    frames = []
-    for score in HEAD_SCORES:
-        frame = head_score_curves(p, score)
-        if not frame.empty:
-            long = frame.reset_index().melt(id_vars="step", var_name="head", value_name="value")
-            frames.append(long.assign(score=score))
-    if not frames:
-        return "step,head,value,score\n"
-    return pd.concat(frames)[["step", "score", "head", "value"]].to_csv(index=False)
 
 
 def checkpoint_zip(run_id: str) -> bytes:

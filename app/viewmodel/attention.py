@@ -1,8 +1,9 @@
 """Attention maps as a page draws them: every head of one kind as a grid, and one head large.
 
-The grid is built once per input without a selection; a page outlines the selected head on a
-shallow copy (`selected`), so a click on another head reuses it. A large head is cheap and is
-built per run from the same trace (`AttentionMaps.head`).
+The grid is built once per input without a selection or a size; a page outlines the selected head
+and sizes the cells on a shallow copy (`selected`), so a click on another head, or the projector
+mode, reuses it. A large head is cheap and is built per run from the same trace
+(`AttentionMaps.head`).
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ def marker(boundary: int | None) -> dict[str, Any] | None:
     return {"at": float(boundary), "text": "sampled →"} if boundary else None
 
 
-def selected(grid: dict[str, Any], layer: int, head: int, file: str) -> dict[str, Any]:
-    """The grid with (layer, head) outlined, saved as `file`: a shallow copy, the shared spec
-    stays as it is."""
-    return {**grid, "selected": [int(layer), int(head)], "file": file}
+def selected(grid: dict[str, Any], layer: int, head: int, file: str, cell_px: int) -> dict[str, Any]:
+    """The grid with (layer, head) outlined, cells of cell_px, saved as `file`: a shallow copy,
+    the shared spec stays as it is."""
+    n_layers = 1 + max(p["layer"] for p in grid["panels"])
+    height = charts.grid_height(n_layers, cell_px, bool(grid["title"]))
+    return {**grid, "selected": [int(layer), int(head)], "file": file, "height": height}
 
 
 def head_figure(
@@ -83,9 +86,10 @@ class AttentionMaps:
     grid: dict[str, Any]
     boundary: int | None = None
 
-    def grid_with(self, layer: int, head: int, stem: tuple[str, ...]) -> dict[str, Any]:
-        """The grid, (layer, head) outlined; stem: (page, checkpoint, ...) of its file name."""
-        return selected(self.grid, layer, head, file_stem(*stem, self.kind, "all_heads"))
+    def grid_with(self, layer: int, head: int, stem: tuple[str, ...], cell_px: int) -> dict[str, Any]:
+        """The grid, (layer, head) outlined, cells of cell_px; stem: (page, checkpoint, ...) of its
+        file name."""
+        return selected(self.grid, layer, head, file_stem(*stem, self.kind, "all_heads"), cell_px)
 
     def head(
         self,
@@ -118,11 +122,10 @@ def attention_maps(
     options: InferenceOptions,
     *,
     cell_titles: list[list[str]],
-    cell_px: int,
     boundary: int | None = None,
 ) -> AttentionMaps:
-    """The maps of `kind` for a trace: the grid of every head (cells of cell_px, clickable, no
-    head selected and no file name yet: both are set where it is drawn, `grid_with`) built now,
+    """The maps of `kind` for a trace: the grid of every head (clickable; its size, selected head
+    and file name are set where it is drawn, `grid_with`) built now,
     the large head on demand; boundary: the first sampled key, marked by a line in every map."""
     queries, keys = trace.axes(kind)
     grid = charts.grid_spec(
@@ -131,7 +134,6 @@ def attention_maps(
         keys,
         title=f"Every head: {kind_label(kind, options)}, a layer per row",
         cell_titles=cell_titles,
-        cell_px=cell_px,
         description=grid_sentence(trace.attention[kind], queries, keys, kind),
     )
     return AttentionMaps(trace, kind, options, {**grid, "x_marker": marker(boundary)}, boundary)
@@ -142,3 +144,12 @@ def titled(grid: dict[str, Any], cell_titles: list[list[str]]) -> dict[str, Any]
     shallow copies, the shared spec stays as it is."""
     panels = [{**p, "title": cell_titles[p["layer"]][p["head"]]} for p in grid["panels"]]
     return {**grid, "panels": panels}
+
+
+def maps_of(
+    trace: Trace, kinds: tuple[str, ...], options: InferenceOptions, titles: dict[str, list[list[str]]]
+) -> dict[str, AttentionMaps]:
+    """The maps of each kind, its small maps titled by `titles[kind]` (else "L<layer> H<head>")."""
+    n_layers, n_heads = trace.attention[kinds[0]].shape[:2]
+    plain = [[f"L{l} H{h}" for h in range(n_heads)] for l in range(n_layers)]
+    return {k: attention_maps(trace, k, options, cell_titles=titles.get(k, plain)) for k in kinds}

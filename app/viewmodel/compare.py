@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_lab.models.explorer_compute import gpt_view, reversal_view
-from attention_lab.viewmodel.attention import AttentionMaps, Trace, attention_maps
+from attention_lab.viewmodel.attention import AttentionMaps, Trace, maps_of
 from transformer_core import InferenceOptions
 from transformer_core.interp import Seq2SeqTrace, anti_diagonal_scores
 from transformer_core.interp.heads import previous_token_template, template_score
@@ -23,7 +23,6 @@ class CompareRequest:
 
     text: str
     options: InferenceOptions
-    cell_px: int
 
 
 @dataclass(frozen=True)
@@ -68,16 +67,5 @@ def compare_side(ckpt: Checkpoint, request: CompareRequest) -> CompareSide:
     """The side's trace of the input, every head's lesson score, and the maps of each kind."""
     trace = explorer_trace(ckpt, request.text, request.options)
     scores = lesson_scores(trace, request.text)
-    cfg = ckpt.config
-    plain = [[f"L{l} H{h}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
-    maps = {
-        kind: attention_maps(
-            trace,
-            kind,
-            request.options,
-            cell_titles=plain,
-            cell_px=request.cell_px,
-        )
-        for kind in KINDS[cfg.arch]
-    }
+    maps = maps_of(trace, KINDS[ckpt.config.arch], request.options, {})
     return CompareSide(trace, maps, scores, best_head(scores))

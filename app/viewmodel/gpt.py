@@ -55,7 +55,6 @@ class GPTRequest:
     sampling: SamplingSettings
     over_sample: bool  # the maps trace prompt + sample, not the prompt alone
     ablated: tuple[str, ...]  # "layer.head" of the heads switched off, named in the grid
-    cell_px: int
 
 
 @dataclass(frozen=True)
@@ -104,7 +103,6 @@ def gpt_page(ckpt: Checkpoint, request: GPTRequest) -> GPTPage:
         "self",
         request.options,
         cell_titles=titles,
-        cell_px=request.cell_px,
         boundary=window.generated_from if window else None,
     )
     return GPTPage(prompt, samples, window, ids, view, maps)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_lab.models.explorer_compute import reversal_view
-from attention_lab.viewmodel.attention import AttentionMaps, attention_maps
+from attention_lab.viewmodel.attention import AttentionMaps, maps_of
 from transformer_core import InferenceOptions
 from transformer_core.interp import Seq2SeqTrace, anti_diagonal_scores
 from transformer_core.io import Checkpoint
@@ -22,7 +22,6 @@ class ReversalRequest:
 
     text: str
     options: InferenceOptions
-    cell_px: int  # the grids' cell size (smaller in projector mode)
 
 
 @dataclass(frozen=True)
@@ -46,15 +45,5 @@ def reversal_page(ckpt: Checkpoint, request: ReversalRequest) -> ReversalPage:
     scores = anti_diagonal_scores(trace.attention["cross"], len(request.text))
     best = tuple(int(i) for i in np.unravel_index(int(scores.argmax()), scores.shape))
     scored = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
-    plain = [[f"L{l} H{h}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
-    maps = {
-        kind: attention_maps(
-            trace,
-            kind,
-            request.options,
-            cell_titles=scored if kind == "cross" else plain,
-            cell_px=request.cell_px,
-        )
-        for kind in KINDS
-    }
+    maps = maps_of(trace, KINDS, request.options, {"cross": scored})
     return ReversalPage(trace, scores, best, maps)

@@ -17,6 +17,7 @@ from attention_lab.charts.specs import WEIGHT_DIGITS, weight_text
 from attention_lab.frame import tables
 from attention_lab.frame.state import init_state, write_state
 from attention_lab.lesson_pages import lesson_charts as lc
+from attention_lab.lesson_pages import lesson_views
 from attention_lab.lesson_pages.lesson_page import chart_writer, in_range, matrix_frame
 from attention_lab.lessons import basics as lesson
 
@@ -79,23 +80,6 @@ Attention(<i>Q</i>,&thinsp;<i>K</i>,&thinsp;<i>V</i>)&ensp;=&ensp;softmax<span c
 class="frac"><span><i>QK</i><sup>⊤</sup></span><span>√<span
 class="root"><i>d</i><sub><i>k</i></sub></span></span></span><span
 class="paren">)</span>&thinsp;<i>V</i></div>"""
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def kernels(house: float, sigma: float, width: float) -> dict:
-    grid = np.linspace(0.0, 11.0, 221)
-    widths = {"gaussian": sigma, "boxcar": width}
-    return {
-        "fits": {
-            k: lesson.kernel_regression(house, lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, k, w)
-            for k, w in widths.items()
-        },
-        "grid": grid,
-        "curves": {
-            k: lesson.kernel_regression_curve(grid, lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES, k, w)
-            for k, w in widths.items()
-        },
-    }
 
 
 st.title("Attention basics", anchor=False)
@@ -223,7 +207,7 @@ c1.slider("query location", 0.0, 12.0, step=0.5, key=P + "house", persist_state=
 c2.slider("Gaussian width σ", 0.1, 5.0, step=0.05, key=P + "sigma", persist_state="session")
 c3.slider("boxcar half-width (|q − k| < w)", 0.25, 5.0, step=0.25, key=P + "width", persist_state="session")
 house = float(st.session_state[P + "house"])
-kr = kernels(house, float(st.session_state[P + "sigma"]), float(st.session_state[P + "width"]))
+kr = lesson_views.kernels(house, float(st.session_state[P + "sigma"]), float(st.session_state[P + "width"]))
 fits = kr["fits"]
 m1, m2 = st.columns(2)
 m1.metric("Gaussian prediction", f"{fits['gaussian'].prediction:.3f}")

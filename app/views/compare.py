@@ -160,8 +160,7 @@ text = checked["a"].text
 cell_px = int(min(110, max(55, 280 / n_heads)))
 try:
     views = {
-        side: view_cached(compare_side, names[side], CompareRequest(text, options[side], cell_px))
-        for side in SIDES
+        side: view_cached(compare_side, names[side], CompareRequest(text, options[side])) for side in SIDES
     }
 except (InputError, ConfigError) as e:
     st.error(str(e), icon=":material/error:")
@@ -231,7 +230,9 @@ for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
     ]
     col.markdown(answer(side))
     charts.show(
-        titled(views[side].maps[kind].grid_with(layer, head, ("compare", names[side], side)), titles),
+        titled(
+            views[side].maps[kind].grid_with(layer, head, ("compare", names[side], side), cell_px), titles
+        ),
         key=f"{P}{side}_grid",
         on_head=functools.partial(pick_head, P),
         where=col,

@@ -10,7 +10,6 @@ from attention_lab.explorers.head_view import (
     draw_maps,
     grid_columns,
     head_selectors,
-    map_sizes,
     names_no_head,
     open_on_lesson,
 )
@@ -161,8 +160,7 @@ heads_area = st.container()  # filled below, once the sample (section 2) is know
 # ---------------------------------------------------------------- 2 sampling
 st.subheader("2 · What the model writes next")
 settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer), unit)
-cell_px, _ = map_sizes(cfg.n_layers, cfg.n_heads, selectors_above=True)
-request = GPTRequest(text, opts, settings, over_sample, tuple(sorted(switched.ablate or ())), cell_px)
+request = GPTRequest(text, opts, settings, over_sample, tuple(sorted(switched.ablate or ())))
 try:
     page = view_cached(gpt_page, name, request)  # one traced pass that sampling goes on from
 except (InputError, ConfigError) as e:

@@ -7,35 +7,22 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from attention_lab.charts import head_plots as hp
 from attention_lab.charts import specs as charts
 from attention_lab.explorers.model_input import checkpoint_note, token_unit
 from attention_lab.frame import state, tables
-from attention_lab.models.compute import run_cached
+from attention_lab.models.compute import view_cached
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
+from attention_lab.viewmodel.heads import BEST, HeadsRequest, PatchRequest, heads_page, patch_view
 from transformer_core import CheckpointError, ConfigError, InputError
-from transformer_core.interp import (
-    DESCRIPTIONS,
-    SCORES,
-    TEMPLATE_SCORES,
-    heads_json,
-    report_attribution,
-    report_composition,
-    report_detectors,
-    report_flow,
-    report_importance,
-    report_induction_probe,
-    report_patching,
-)
-from transformer_core.interp.report import default_patch_pair, patch_family, probe_set_of
+from transformer_core.interp import DESCRIPTIONS, SCORES, heads_json
+from transformer_core.interp.report import probe_set_of
+from transformer_core.train import checkpoint_recipe
 
 P = "heads_"  # session_state prefix; the URL uses the bare names
 URL_KEYS = ["checkpoint", "probe", "score", "open", "sort"]
-BEST = "best score"
 
 st.title("Heads you can read", anchor=False)
 st.caption(
@@ -94,27 +81,16 @@ if not texts and ckpt.training_task == "induction":
         "(its induction heads need a repeat to show). Type your own above."
     )
 
-# ---------------------------------------------------------------- compute (cached per weights)
-progress = st.progress(0.0, text="Scoring every head against the detector templates ...")
+# ---------------------------------------------------------------- compute (shared by every user)
 try:
-    scores = run_cached(report_detectors, name, texts)
-    progress.progress(0.4, text="Ablating each head alone and taking gradients ...")
-    importance = run_cached(report_importance, name, texts)
-    induction_probe = run_cached(report_induction_probe, name, texts)
-    composition = run_cached(report_composition, name)  # from the weights alone (None: reversal)
-    progress.progress(0.8, text="Rollout and logit lens ...")
-    rollout, rollout_tokens, lens = run_cached(report_flow, name, texts)
+    with st.spinner("Scoring every head, ablating each one alone, rollout and logit lens ..."):
+        view = view_cached(heads_page, name, HeadsRequest(texts))
 except (InputError, ConfigError) as e:
-    progress.empty()
     state.write_state(URL_KEYS, prefix=P, keep=("probe",))  # a probe it cannot read stays out of the URL
     st.error(str(e))
     state.stop()
-progress.empty()
-kinds = list(scores.scores)
-
-
-def head_id(kind: str, layer: int, head: int) -> str:
-    return f"{kind}:{layer}.{head}"
+kinds = list(view.kinds)
+scores, importance, induction_probe = view.scores, view.importance, view.induction_probe
 
 
 # ---------------------------------------------------------------- 1 the table
@@ -129,28 +105,7 @@ st.markdown(
 with st.expander("What each score means"):
     st.markdown("\n".join(f"- **{hp.LABELS[s]}**: {DESCRIPTIONS[s]}" for s in SCORES))
 
-rows = []
-for kind in kinds:
-    for layer in range(cfg.n_layers):
-        for head in range(cfg.n_heads):
-            vals = {hp.LABELS[s]: float(scores.scores[kind][s][layer, head]) for s in SCORES}
-            templ = {s: vals[hp.LABELS[s]] for s in TEMPLATE_SCORES if np.isfinite(vals[hp.LABELS[s]])}
-            best = max(templ, key=lambda s: templ[s]) if templ else None
-            row = {
-                "head": head_id(kind, layer, head),
-                "kind": hp.KIND_NAMES[kind],
-                "layer": layer,
-                "h": head,
-                "looks like": hp.LABELS[best] if best and templ[best] >= 0.5 else "—",
-                "best score": templ[best] if best else np.nan,
-                **vals,
-                "Δ loss (ablated)": float(importance.delta_loss[kind][layer, head]),
-            }
-            if importance.delta_exact_match is not None:
-                row["Δ exact match"] = float(importance.delta_exact_match[kind][layer, head])
-            row["|∂loss/∂gate|"] = float(importance.gradient[kind][layer, head])
-            rows.append(row)
-numeric = [c for c in pd.DataFrame(rows).columns if isinstance(rows[0][c], float)]
+numeric = list(view.numeric)
 state.clamp_state(P + "sort", numeric, BEST)
 sort_by = st.selectbox(
     "Sort by",
@@ -159,10 +114,7 @@ sort_by = st.selectbox(
     persist_state="session",
     help="Largest first; a dash (does not apply) last.",
 )
-table = pd.DataFrame(rows).sort_values(sort_by, ascending=False, kind="stable").reset_index(drop=True)
-table.insert(5, sort_by, table.pop(sort_by))  # the sorted column beside the head's name, on screen
-if table["kind"].nunique() == 1:
-    table = table.drop(columns="kind")  # one kind of attention (a GPT): its name is in every head id
+table = view.table(sort_by)  # the sorted column beside the head's name; no kind column for a GPT
 tables.show(
     table,
     key=P + "table",
@@ -176,7 +128,7 @@ st.caption(
 )
 st.download_button(
     "Download every score (JSON, as `python -m transformer_core heads --json`)",
-    json.dumps(heads_json(name, scores, importance, composition, induction_probe), indent=1),
+    json.dumps(heads_json(name, scores, importance, view.composition, induction_probe), indent=1),
     file_name=f"heads-{name}.json",
     mime="application/json",
 )
@@ -211,8 +163,7 @@ st.markdown(
     "simple positional heads (previous token, current token); heads that need another head's "
     "output, like induction heads, can only appear later."
 )
-shown = [s for s in SCORES if any(np.isfinite(scores.scores[k][s]).any() for k in kinds)]
-charts.show(hp.score_maps(scores, tuple(kinds), tuple(shown), cfg.n_layers, cfg.n_heads), key=P + "maps")
+charts.show(view.charts["scores"], key=P + "maps")
 st.caption(
     "Blue maps are shares of attention (0 to 1, one scale: the bar at the right); grey maps are entropy "
     "(nats) and mean distance (positions), each on its own range. Hover a cell for its value."
@@ -233,9 +184,8 @@ kind_pat = (
     if len(kinds) > 1
     else kinds[0]
 )
-w = scores.patterns[kind_pat]
 qt, kt = scores.pattern_tokens[kind_pat]
-charts.show(hp.pattern_grid(w, tuple(qt), tuple(kt)), key=P + "grid")
+charts.show(view.charts["patterns"][kind_pat], key=P + "grid")
 st.caption(
     f"Each head's pattern on the first probe text ({''.join(qt) if kind_pat != 'cross' else ''.join(kt)}): "
     "rows are queries, columns keys. A previous-token head is a line just below the diagonal; "
@@ -258,7 +208,7 @@ st.markdown(
     )
 )
 st.caption(f"Measured on {importance.data}.")
-charts.show(hp.importance_maps(importance, tuple(kinds), cfg.n_layers, cfg.n_heads), key=P + "importance")
+charts.show(view.charts["importance"], key=P + "importance")
 if induction_probe is not None:
     st.markdown(
         "**The same sweep on an induction probe**, apart: random segments repeated are not this model's "
@@ -266,10 +216,7 @@ if induction_probe is not None:
         "copying needs, not which heads the model needs for its text."
     )
     st.caption(f"Measured on {induction_probe.data}.")
-    charts.show(
-        hp.importance_maps(induction_probe, tuple(kinds), cfg.n_layers, cfg.n_heads),
-        key=P + "importance_probe",
-    )
+    charts.show(view.charts["importance_probe"], key=P + "importance_probe")
 
 # ---------------------------------------------------------------- 5 rollout
 st.subheader("5 · Attention rollout")
@@ -279,10 +226,10 @@ st.markdown(
     "renormalised) and multiply the layers together. Row i says how much of position i's final "
     f"state traces back to each input token ({'the GPT' if is_gpt else 'the encoder'}, first probe text)."
 )
-charts.show(hp.rollout_map(rollout, tuple(rollout_tokens)), key=P + "rollout", where=st.columns([1, 1])[0])
+charts.show(view.charts["rollout"], key=P + "rollout", where=st.columns([1, 1])[0])
 
 # ---------------------------------------------------------------- 6 composition
-if composition is not None:
+if view.composition is not None:
     st.subheader("6 · How heads compose")
     st.markdown(
         "A later head can read what an earlier head wrote into the residual stream through its "
@@ -291,7 +238,7 @@ if composition is not None:
         "later head's W_QK or W_OV picks up: ‖W_later · W_OV‖ / (‖W_later‖ · ‖W_OV‖), from the weights "
         "alone, no input. An induction head finds its key by K-composition with a previous-token head."
     )
-    for spec, column in zip(hp.composition_maps(composition), st.columns(3), strict=True):
+    for spec, column in zip(view.charts["composition"], st.columns(3), strict=True):
         charts.show(spec, key=spec["file"], where=column)  # heads_composition_q, _k, _v
     st.caption(
         "Rows: the later head that reads; columns: the earlier head that wrote. Blank where the writer is "
@@ -299,7 +246,7 @@ if composition is not None:
     )
 
 # ---------------------------------------------------------------- 7 logit lens and attribution
-if lens is not None:
+if view.lens is not None:
     st.subheader("7 · Logit lens")
     st.markdown(
         "The residual stream after each layer, read as if it were the last: through the final norm "
@@ -308,18 +255,17 @@ if lens is not None:
         "the same); the last row is the model's real prediction. Watch where in depth the right answer "
         "appears."
     )
-    tables.show(hp.lens_table(lens), key=P + "lens")
+    tables.show(view.charts["lens"], key=P + "lens")
     st.caption(
         "Columns are the input positions (index: character); each cell predicts the character after it."
     )
-    attribution = run_cached(report_attribution, name, texts)
     st.markdown(
         "**Direct logit attribution**: what each head writes straight into the correct next character's "
         "logit (its output through W_O, divided by the final norm's scale, read along that character's "
         "unembedding, averaged over the positions above). Other heads' and MLPs' indirect effects are "
         "not counted: a head can matter (section 4) without writing the answer itself."
     )
-    charts.show(hp.attribution_map(attribution), key=P + "dla", where=st.columns([1, 2])[0])
+    charts.show(view.charts["attribution"], key=P + "dla", where=st.columns([1, 2])[0])
 
 # ---------------------------------------------------------------- 8 activation patching
 st.subheader("8 · Activation patching")
@@ -329,15 +275,15 @@ st.markdown(
     "the clean behaviour comes back: 1 = all of it, 0 = none. A head that restores much carries the "
     "information that separates the two texts."
 )
-family = patch_family(ckpt)  # each kind of model keeps its own pair of texts
-clean_default, corrupt_default = default_patch_pair(ckpt)
+recipe = checkpoint_recipe(cfg.arch, ckpt.training_task)  # each kind of model keeps its own pair
+clean_default, corrupt_default = recipe.patch_pair
 p1, p2 = st.columns(2)
-clean = p1.text_input("Clean text", clean_default, key=P + f"clean_{family}", max_chars=120)
+clean = p1.text_input("Clean text", clean_default, key=P + f"clean_{recipe.name}", max_chars=120)
 unit = token_unit(ckpt.tokenizer)  # a BPE model compares tokens: lengths and answers are in tokens
 corrupted = p2.text_input(
     "Corrupted text (same length)" if unit == "character" else "Corrupted text (same number of tokens)",
     corrupt_default,
-    key=P + f"corrupt_{family}",
+    key=P + f"corrupt_{recipe.name}",
     max_chars=120,
 )
 with st.expander("Measure a logit difference instead of the clean text's loss"):
@@ -350,13 +296,13 @@ with st.expander("Measure a logit difference instead of the clean text's loss"):
         "both or neither."
     )
 try:
-    patching = run_cached(report_patching, name, clean, corrupted, answer, wrong)
+    patched = view_cached(patch_view, name, PatchRequest(clean, corrupted, answer, wrong))
 except InputError as e:
     st.error(str(e))
 else:
-    metric = "logit difference" if patching.metric == "logit_diff" else "clean answer's loss (nats)"
-    st.caption(f"{metric}: clean {patching.clean:.3f}, corrupted {patching.corrupted:.3f}.")
-    charts.show(hp.patching_maps(patching, cfg.n_layers, cfg.n_heads), key=P + "patching")
+    p = patched.patching
+    st.caption(f"{patched.metric}: clean {p.clean:.3f}, corrupted {p.corrupted:.3f}.")
+    charts.show(patched.maps, key=P + "patching")
     st.caption(
         "Same as TransformerLens's `get_act_patch_attn_head_out_all_pos` on the exported model. "
         f"`python -m transformer_core patch {name} --clean TEXT --corrupt TEXT --json` prints the raw metric."

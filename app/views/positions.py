@@ -6,17 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
 from attention_lab.frame import tables
 from attention_lab.frame.state import clamp_list_state, clamp_state, init_state, write_state
 from attention_lab.lesson_pages import lesson_charts as lc
+from attention_lab.lesson_pages import lesson_views
 from attention_lab.lesson_pages import position_charts as pc
 from attention_lab.lesson_pages.lesson_page import chart_writer, in_range
 from attention_lab.lessons import positions as lesson
-from attention_lab.lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD, ROPE_STARTS
+from attention_lab.lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD
 from attention_lab.models.resources import load_model, model_choices, shipped_checkpoints
-from transformer_core import CheckpointError, sinusoidal_positional_encoding
+from transformer_core import CheckpointError
 
 P = "positions_"  # session_state prefix; the URL keeps the short names
 DEFAULTS = {
@@ -50,37 +50,6 @@ VALID = {
 }
 init_state(DEFAULTS, VALID, prefix=P)
 chart = chart_writer(P)
-
-
-def sinusoids(length: int, d_model: int) -> dict[str, np.ndarray]:
-    table = sinusoidal_positional_encoding(length, d_model, dtype=torch.float64).numpy()
-    return {
-        "table": table,
-        "cos": lesson.cosine_similarity_matrix(table),
-        "adjacent": lesson.adjacent_similarity(table),
-    }
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def shift(length: int, d_model: int, offset: int) -> tuple[lesson.ShiftCheck, int, np.ndarray]:
-    """The check over `length` positions, and one example p with PE(p), PE(p + offset) (2, d)."""
-    p = max(min(10, length - 1), -offset)
-    table = sinusoidal_positional_encoding(p + max(offset, 0) + 1, d_model, dtype=torch.float64).numpy()
-    return lesson.shift_check(length, d_model, offset), p, table[[p, p + offset]]
-
-
-def rope_table(offset: int) -> pd.DataFrame:
-    q, k = lesson.ROPE_Q, lesson.ROPE_K
-    pairs = [(n + offset, n) for n in ROPE_STARTS if n + offset >= 0]
-    return pd.DataFrame(
-        {
-            "query position m": [m for m, _ in pairs],
-            "key position n": [n for _, n in pairs],
-            "offset m − n": [m - n for m, n in pairs],
-            "RoPE score": lesson.rope_scores(q, k, pairs),
-            "added sinusoid score": lesson.absolute_scores(q, k, pairs),
-        }
-    )
 
 
 def learned_choices() -> list[str]:
@@ -118,7 +87,7 @@ c1, c2 = st.columns(2)
 c1.slider("number of positions", 2, 256, key=P + "length", persist_state="session")
 c2.slider("d_model", 2, 256, step=2, key=P + "d_model", persist_state="session")
 length, d_model = int(st.session_state[P + "length"]), int(st.session_state[P + "d_model"])
-sin = sinusoids(length, d_model)
+sin = lesson_views.sinusoids(length, d_model)
 chart(pc.pe_heatmap(sin["table"], f"sinusoidal table: {length} positions × {d_model} dimensions"), "pe_heat")
 
 dim_options = [str(i) for i in range(d_model)]
@@ -171,7 +140,7 @@ st.markdown(
 )
 st.slider("offset Δ", -25, 25, key=P + "offset", persist_state="session")
 offset = int(st.session_state[P + "offset"])
-check, p, pair = shift(length, d_model, offset)
+check, p, pair = lesson_views.shift(length, d_model, offset)
 c1, c2 = st.columns([1, 2])
 with c1:
     st.metric(
@@ -242,7 +211,7 @@ st.markdown(
     "**same offset**. The RoPE score stays put; with sinusoids *added* to q and k instead, it drifts."
 )
 st.slider("offset m − n", -20, 20, key=P + "rope_offset", persist_state="session")
-table = rope_table(int(st.session_state[P + "rope_offset"]))
+table = lesson_views.rope_table(int(st.session_state[P + "rope_offset"]))
 c1, c2 = st.columns([3, 1])
 tables.show(
     table.round(6),
@@ -387,7 +356,7 @@ else:
         chart(
             pc.lines_chart(
                 {
-                    "sinusoidal": sinusoids(max_len, table.shape[1])["adjacent"],
+                    "sinusoidal": lesson_views.sinusoids(max_len, table.shape[1])["adjacent"],
                     "learned": lesson.adjacent_similarity(table),
                 },
                 "adjacent-position similarity",

@@ -118,7 +118,7 @@ opts = switched.options()
 cell_px, _ = map_sizes(cfg.n_layers, cfg.n_heads, selectors_above=True)
 if projected:  # the answer stands above the grid: a three-line verdict still leaves it on the screen
     cell_px = min(cell_px, 90)
-request = ReversalRequest(text, opts, cell_px)
+request = ReversalRequest(text, opts)
 try:
     view = view_cached(reversal_page, name, request)
 except (InputError, ConfigError) as e:
@@ -145,6 +145,7 @@ layer, head = head_selectors(P, cfg.n_layers, cfg.n_heads, selectors)
 large = present.HEAD_PX if projected else None
 draw_maps(
     view.maps["cross"],
+    cell_px=cell_px,
     stem=("reversal", name),
     prefix=P,
     chart="cross",
@@ -176,6 +177,7 @@ else:
     )
 draw_maps(
     view.maps["decoder_self"],
+    cell_px=cell_px,
     stem=("reversal", name),
     prefix=P,
     chart="dec",
@@ -195,6 +197,7 @@ st.caption(
 )
 draw_maps(
     view.maps["encoder_self"],
+    cell_px=cell_px,
     stem=("reversal", name),
     prefix=P,
     chart="enc",

@@ -13,24 +13,24 @@ import pandas as pd
 import streamlit as st
 
 from attention_lab.charts import specs as charts
-from attention_lab.charts import xy_charts
 from attention_lab.frame import tables
 from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import shown, visible, write_state
 from attention_lab.models.resources import current_device
 from attention_lab.serving import LIMITS, RunError, RunInfo, RunProgress, RunRequest, page_config
+from attention_lab.training.run_view import (
+    HEAD_SCORES,
+    RunCharts,
+    head_score_curves,
+    head_scores_csv,
+    run_charts,
+)
 from attention_lab.training.runs import (
     CURRENT_PREFIX,
-    HEAD_SCORES,
     REPORT_LENGTHS,
     checkpoint_zip,
     current_run_id,
-    curves,
     evicted_runs,
-    head_score_chart,
-    head_score_curves,
-    head_scores_csv,
-    in_context_curves,
     length_column,
     length_table,
     my_run_label,
@@ -241,50 +241,32 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
         st.info(f"The run was {info.error}.")
     if not p.steps:
         return
-    frame = curves(p)
+    view = run_charts(info.task, p)
     left, right = st.columns(2)
     left.markdown("**Training loss**")
-    charts.show(
-        xy_charts.frame_lines(frame[["loss"]], y_title="loss", file="train_loss"),
-        key="train_loss_fig",
-        where=left,
-    )
+    charts.show(view.loss, key="train_loss_fig", where=left)
     right.markdown("**Learning rate**")
-    lr = xy_charts.frame_lines(frame[["learning rate"]], y_title="learning rate", file="train_lr")
-    charts.show(lr, key="train_lr_fig", where=right)
+    charts.show(view.lr, key="train_lr_fig", where=right)
     if info.task == "induction":
-        show_induction(p)
-    elif p.evals:
-        evals = pd.DataFrame(p.evals).set_index("step")
-        metric = [c for c in evals.columns if c.startswith("exact_match@") or c == "val_loss"]
-        what = (
-            "greedy exact match per length"
-            if info.task == "reverse"
-            else "validation loss, nats per character"
-        )
-        st.markdown(f"**Evaluation** ({what})")
-        named = evals[metric].rename(columns=lambda c: c.replace("exact_match@", "length ").replace("_", " "))
-        charts.show(xy_charts.frame_lines(named, y_title=what, file="train_eval"), key="train_eval_fig")
+        show_induction(view)
+    elif view.evaluation is not None:
+        st.markdown(f"**Evaluation** ({view.eval_title})")
+        charts.show(view.evaluation, key="train_eval_fig")
     show_snapshots(info, p)
 
 
-def show_induction(p: RunProgress) -> None:
+def show_induction(view: RunCharts) -> None:
     """The in-context loss (first copy vs repeat) beside every head's previous-token and
     induction score over training: the induction bump of Olsson et al. (2022)."""
-    losses = in_context_curves(p)
-    if losses.empty:
+    if view.in_context is None or view.head_scores is None:
         st.caption("The loss on each copy and every head's scores appear at the first evaluation.")
         return
     left, *score_cols = st.columns(3)
     left.markdown("**Loss on the first copy vs the repeat** (nats)")
-    charts.show(
-        xy_charts.frame_lines(losses, y_title="nats", height=300, file="train_in_context"),
-        key="train_ic_fig",
-        where=left,
-    )
+    charts.show(view.in_context, key="train_ic_fig", where=left)
     for col, (score, title) in zip(score_cols, HEAD_SCORES.items(), strict=True):
         col.markdown(f"**{title} of every head**")
-        charts.show(head_score_chart(p, score), key=f"train_{score}_fig", where=col)
+        charts.show(view.head_scores[score], key=f"train_{score}_fig", where=col)
     st.caption(
         "The repeat becomes predictable only when a layer-0 head attends to the previous token and "
         "a layer-1 head uses it to find the earlier copy: watch the repeat loss drop as those two "

@@ -11,10 +11,11 @@ from attention_lab.explorers.model_input import char_name
 from attention_lab.frame import tables
 from attention_lab.frame.state import clamp_state, init_state, write_state
 from attention_lab.lesson_pages import lesson_charts as lc
+from attention_lab.lesson_pages import lesson_views
 from attention_lab.lesson_pages.lesson_page import chart_writer, in_range
 from attention_lab.lessons import training
 from attention_lab.lessons import variance as lesson
-from attention_lab.lessons.variance import SATURATION_DIMS, TABLE_DIMS
+from attention_lab.lessons.variance import TABLE_DIMS
 from attention_lab.models.compute import run_cached
 from attention_lab.models.resources import load_model, model_choices
 from transformer_core import CheckpointError, InputError
@@ -63,26 +64,6 @@ init_state(DEFAULTS, VALID, prefix=P)
 chart = chart_writer(P)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def samples(d_k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    return lesson.score_samples(d_k, n)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def variance_table(dims: tuple[int, ...], n: int) -> lesson.VarianceTable:
-    return lesson.score_variance_table(dims, n)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def saturation(n_keys: int) -> lesson.Saturation:
-    return lesson.softmax_saturation(SATURATION_DIMS, n_keys, n_rows=128)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def schedules(d_model: int, warmup: int, total: int) -> training.Schedules:
-    return training.lr_schedules(d_model, warmup, total)
-
-
 st.title("Why divide by √d_k", anchor=False)
 st.markdown(
     "Scaled dot-product attention divides every score by √d_k before the softmax. This page "
@@ -101,10 +82,10 @@ c1, c2 = st.columns(2)
 c1.slider("d_k", 1, 512, key=P + "d_k", persist_state="session")
 c2.slider("random (q, k) pairs", 500, 10000, step=500, key=P + "samples", persist_state="session")
 d_k, n = int(st.session_state[P + "d_k"]), int(st.session_state[P + "samples"])
-raw, scaled = samples(d_k, n)
+raw, scaled = lesson_views.score_samples(d_k, n)
 chart(lc.score_histograms(raw, scaled, d_k), "var_hist")
 dims = tuple(sorted(set(TABLE_DIMS) | {d_k}))
-vt = variance_table(dims, n)
+vt = lesson_views.score_variance_table(dims, n)
 st.markdown(f"**Measured variance** ({n} pairs per row, computed now)")
 c1, _ = st.columns([1, 1])
 tables.show(
@@ -132,7 +113,7 @@ st.markdown(
 )
 st.slider("keys per query", 2, 64, key=P + "keys", persist_state="session")
 n_keys = int(st.session_state[P + "keys"])
-chart(lc.saturation_chart(saturation(n_keys), d_k, n_keys), "sat_fig")
+chart(lc.saturation_chart(lesson_views.saturation(n_keys), d_k, n_keys), "sat_fig")
 r = lesson.softmax_row(d_k, n_keys, seed=1)
 c1, c2 = st.columns([3, 2])
 with c1:
@@ -271,7 +252,7 @@ c2.slider("warm-up steps", 100, 8000, step=100, key=P + "warmup", persist_state=
 c3.slider("total steps", 2000, 50000, step=1000, key=P + "total", persist_state="session")
 warmup = int(st.session_state[P + "warmup"])
 total = max(int(st.session_state[P + "total"]), warmup + 1)
-sch = schedules(int(st.session_state[P + "lr_d_model"]), warmup, total)
+sch = lesson_views.lr_schedules(int(st.session_state[P + "lr_d_model"]), warmup, total)
 chart(lc.lr_chart(sch, warmup), "lr_fig")
 st.caption(
     f"Peak learning rate {sch.vaswani.max():.2e} at step {int(sch.steps[np.argmax(sch.vaswani)])}; "

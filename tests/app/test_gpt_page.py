@@ -17,6 +17,7 @@ from attention_lab.models.compute import canonical, run_cached
 from attention_lab.models.explorer_compute import lesson_head
 from attention_lab.viewmodel import gpt as gpt_viewmodel
 from tests.app.figures import charts, download_files, heatmaps, saved_runs, tables, texts
+from tests.support.calls import count_calls
 from transformer_core.config import InferenceOptions
 from transformer_core.interp import distribution_shift, query_steps, record_arrays, softmax_allowed
 from transformer_core.interp.generated import generated_window
@@ -313,14 +314,7 @@ def test_a_users_own_model_is_cached_by_its_weights_not_its_name(
     reuses them, and so does a second run id holding the same weights."""
     mine, copy = "run-" + "a1" * 8, "run-" + "b2" * 8
     saved_runs(monkeypatch, tmp_path, "gpt-sinusoidal", mine, copy)
-    calls = []
-    plain = gpt_viewmodel.gpt_page
-
-    def counting(*args: object) -> object:
-        calls.append(args[1:])
-        return plain(*args)
-
-    monkeypatch.setattr(gpt_viewmodel, "gpt_page", counting)  # a cache key of its own
+    calls = count_calls(monkeypatch, gpt_viewmodel, "gpt_page")
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
     at.session_state["my_models"] = {run: {"label": "my gpt", "task": "lm"} for run in (mine, copy)}
     at.run()

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.figures import charts, heatmaps, tables
+from tests.support.calls import count_calls
 from transformer_core.interp.lens import rollout_of
 from transformer_core.interp.report import report_composition, report_detectors, report_importance
 from transformer_core.io.checkpoint import load_checkpoint
@@ -192,3 +193,20 @@ def test_patching_attribution_and_the_lens_on_gpt_induction():
     assert not at.exception
     assert any("length" in e.value for e in at.error)
     assert "heads_patching" not in charts(at) and "heads_dla" in charts(at)
+
+
+def test_the_view_is_computed_once_and_shared_by_every_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    from attention_lab.viewmodel import heads as heads_viewmodel
+
+    calls = count_calls(monkeypatch, heads_viewmodel, "heads_page")
+    first = open_heads({"checkpoint": "reverse-sinusoidal", "probe": "views"})
+    assert len(calls) == 1
+    first.selectbox(key="heads_sort").set_value("entropy (nats)").run()  # a rerun: the view is reused
+    assert not first.exception and len(calls) == 1
+    open_heads({"checkpoint": "reverse-sinusoidal"})  # the built-in probe: a view of its own
+    assert len(calls) == 2
+    second = open_heads({"checkpoint": "reverse-sinusoidal", "probe": "views"})  # another user
+    third = open_heads({"checkpoint": "reverse-sinusoidal", "probe": "views"})
+    assert len(calls) == 2
+    assert displayed(second).equals(displayed(third))
+    assert calls[0][0].texts == ("views",) and calls[1][0].texts is None

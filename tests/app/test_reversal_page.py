@@ -16,6 +16,7 @@ from attention_lab.explorers.model_input import char_name, check_input
 from attention_lab.frame.state import visible
 from attention_lab.viewmodel import reversal as reversal_viewmodel
 from tests.app.figures import charts, download_files, heatmaps, saved_runs, texts
+from tests.support.calls import count_calls
 from transformer_core.config import InferenceOptions
 from transformer_core.interp import anti_diagonal_scores
 from transformer_core.interp.trace import trace_seq2seq
@@ -258,14 +259,7 @@ def test_a_users_own_model_is_cached_by_its_weights_not_its_name(
 ) -> None:
     mine, copy = "run-" + "c3" * 8, "run-" + "d4" * 8
     saved_runs(monkeypatch, tmp_path, "reverse-rope", mine, copy)
-    calls = []
-    plain = reversal_viewmodel.reversal_page
-
-    def counting(*args: object) -> object:
-        calls.append(args[1:])
-        return plain(*args)
-
-    monkeypatch.setattr(reversal_viewmodel, "reversal_page", counting)  # a cache key of its own
+    calls = count_calls(monkeypatch, reversal_viewmodel, "reversal_page")
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
     at.session_state["my_models"] = {run: {"label": "my reversal", "task": "reverse"} for run in (mine, copy)}
     at.run()
@@ -369,3 +363,19 @@ def test_key_vector_rows_stay_readable_and_the_figure_bounded() -> None:
     assert short["height"] == 520 and short["y_every"] == 1 and short["tick_px"] == 12
     long = lab_charts.matrix_spec(np.ones((200, 32)), ["x"] * 200)
     assert long["height"] == 520 and (520 - 110) / 200 * long["y_every"] >= 12 + 2
+
+
+def test_the_projector_mode_resizes_the_grids_without_tracing_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cell size is the drawing's, not the view's: projected, the grid is shorter, the view
+    is the one computed before."""
+    calls = count_calls(monkeypatch, reversal_viewmodel, "reversal_page")
+    at = open_reversal({"text": "projector"})
+    before = charts(at)["rev_cross_grid"]
+    at.session_state["present"] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    after = charts(at)["rev_cross_grid"]
+    assert len(calls) == 1
+    assert after["height"] < before["height"]
+    assert after["panels"] == before["panels"]
+    assert after["selected"] == before["selected"]

@@ -140,28 +140,6 @@ def analyze_heads(ckpt: Checkpoint, texts: Sequence[str] | None = None) -> HeadR
     )
 
 
-#: a clean and a corrupted text of equal length per training task: what patching contrasts
-PATCH_PAIRS = {
-    "induction": ("qwhzkfjtmbrxqwhzkfjtmbrx", "qwhzkfjtmbrxpnsgadeucvlo"),  # the repeat, or not
-    "lm": ("The cat sat on the mat. The cat sat", "The dog ran to the bus. The cat sat"),
-    "reverse": ("attention", "retention"),
-}
-
-
-def patch_family(ckpt: Checkpoint) -> str:
-    """The PATCH_PAIRS entry of a model: "reverse", "induction" or "lm"."""
-    if ckpt.config.arch != "gpt":
-        return "reverse"
-    return "induction" if ckpt.training_task == "induction" else "lm"
-
-
-def default_patch_pair(ckpt: Checkpoint) -> tuple[str, str]:
-    """The (clean, corrupted) pair /heads and the benchmark patch by default: an induction
-    model's repeat against no repeat, a language model's context swapped, a reversal model's
-    source changed in its first letters."""
-    return PATCH_PAIRS[patch_family(ckpt)]
-
-
 def report_patching(
     ckpt: Checkpoint, clean: str, corrupted: str, answer: str | None = None, wrong: str | None = None
 ) -> Patching:

@@ -23,6 +23,7 @@ from transformer_core.train.registry import (
     TRAIN_LENGTHS,
     OptimDefaults,
     TaskRecipe,
+    checkpoint_recipe,
     task_recipe,
 )
 from transformer_core.train.schedules import (
@@ -72,6 +73,7 @@ __all__ = [
     "model_shape",
     "perplexity",
     "prepare_run",
+    "checkpoint_recipe",
     "task_recipe",
     "train_config",
     "vaswani_lr",

@@ -55,7 +55,8 @@ class TaskRecipe:
     watched_evals: evaluations in a run someone watches (/train); watched_optim: its steps,
     batch size and learning rate where they differ from `optim` (the command line's);
     watched_size: its model size; kind_sizes: the sizes of model kinds other than the
-    Transformer (config.model, e.g. the recurrent baselines of reversal) by kind.
+    Transformer (config.model, e.g. the recurrent baselines of reversal) by kind; patch_pair:
+    a clean and a corrupted text of equal length, what activation patching contrasts by default.
     """
 
     name: str
@@ -66,6 +67,7 @@ class TaskRecipe:
     sizes: dict[str, dict[str, int]]
     optim: OptimDefaults
     build: Callable[[TaskSettings, str | None], Task]
+    patch_pair: tuple[str, str]
     positions: str | None = None
     watched_evals: int = 5
     watched_optim: OptimDefaults | None = None  # a run someone watches on /train, if not `optim`
@@ -137,6 +139,7 @@ TASKS: dict[str, TaskRecipe] = {
         watched_optim=OptimDefaults(steps=1000, batch_size=64, lr=1e-2),
         watched_size="tiny",
         build=build_reversal,
+        patch_pair=("attention", "retention"),  # the source changed in its first letters
         config_defaults=dict(min_len=TRAIN_LENGTHS[0], max_len=TRAIN_LENGTHS[1]),
         kind_sizes={"gru": RECURRENT_SIZES, "bahdanau": RECURRENT_SIZES},  # chapter 004's baselines
     ),
@@ -153,6 +156,7 @@ TASKS: dict[str, TaskRecipe] = {
         },
         optim=OptimDefaults(steps=1000, batch_size=32, lr=3e-3),
         build=build_language_model,
+        patch_pair=("The cat sat on the mat. The cat sat", "The dog ran to the bus. The cat sat"),
     ),
     # attention-only (Olsson et al. 2022): a previous-token head feeds an induction head
     "induction": TaskRecipe(
@@ -167,6 +171,7 @@ TASKS: dict[str, TaskRecipe] = {
         },
         optim=OptimDefaults(steps=1500, batch_size=32, lr=3e-3),
         build=build_induction,
+        patch_pair=("qwhzkfjtmbrxqwhzkfjtmbrx", "qwhzkfjtmbrxpnsgadeucvlo"),  # the repeat, or not
         positions="learned",  # the shipped recipe: induction heads form by ~1000 steps (rope: not in 1500)
         watched_evals=20,  # each carries every head's detector scores: the curves show the induction bump
     ),
@@ -178,3 +183,11 @@ def task_recipe(name: str) -> TaskRecipe:
     if name not in TASKS:
         raise ConfigError(f"task: {name!r} is not one of {tuple(TASKS)}")
     return TASKS[name]
+
+
+def checkpoint_recipe(arch: str, training_task: str | None) -> TaskRecipe:
+    """The recipe a checkpoint was trained by: its run's task where it names one (an induction
+    GPT), else its architecture's ("reverse" for an encoder-decoder, "lm" for a GPT)."""
+    if training_task in TASKS and TASKS[training_task].arch == arch:
+        return TASKS[training_task]
+    return TASKS["reverse" if arch == "seq2seq" else "lm"]

@@ -1,0 +1,77 @@
+"""The lesson pages' numbers that take more than a blink, shared by every run and user: each is a
+pure function of the `lessons` package (or a small gathering of them) cached by its arguments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attention_lab.lessons import basics, positions, training, variance
+from attention_lab.models.compute import shared_cache
+from transformer_core import sinusoidal_positional_encoding
+
+
+@shared_cache
+def kernels(house: float, sigma: float, width: float) -> dict[str, dict[str, np.ndarray] | np.ndarray]:
+    """/basics section 4: the Gaussian (sigma) and boxcar (width) kernel regressions at one house
+    ("fits") and as curves over `grid` ("curves")."""
+    grid = np.linspace(0.0, 11.0, 221)
+    widths = {"gaussian": sigma, "boxcar": width}
+    locations, prices = basics.HOUSE_LOCATIONS, basics.HOUSE_PRICES
+    return {
+        "fits": {k: basics.kernel_regression(house, locations, prices, k, w) for k, w in widths.items()},
+        "grid": grid,
+        "curves": {
+            k: basics.kernel_regression_curve(grid, locations, prices, k, w) for k, w in widths.items()
+        },
+    }
+
+
+@shared_cache
+def sinusoids(length: int, d_model: int) -> dict[str, np.ndarray]:
+    """/positions section 1: the sinusoidal table (length, d_model), the cosine similarity of every
+    pair of positions and of neighbours."""
+    table = sinusoidal_positional_encoding(length, d_model, dtype=torch.float64).numpy()
+    return {
+        "table": table,
+        "cos": positions.cosine_similarity_matrix(table),
+        "adjacent": positions.adjacent_similarity(table),
+    }
+
+
+@shared_cache
+def shift(length: int, d_model: int, offset: int) -> tuple[positions.ShiftCheck, int, np.ndarray]:
+    """/positions section 2: the check over `length` positions, and one example p with PE(p),
+    PE(p + offset) (2, d_model)."""
+    p = max(min(10, length - 1), -offset)
+    table = sinusoidal_positional_encoding(p + max(offset, 0) + 1, d_model, dtype=torch.float64).numpy()
+    return positions.shift_check(length, d_model, offset), p, table[[p, p + offset]]
+
+
+@shared_cache
+def rope_table(offset: int) -> pd.DataFrame:
+    """/positions section 3: RoPE's score of one q, k pair at several positions `offset` apart
+    (equal: it depends on the offset alone) beside the added sinusoids' (it does not)."""
+    q, k = positions.ROPE_Q, positions.ROPE_K
+    pairs = [(n + offset, n) for n in positions.ROPE_STARTS if n + offset >= 0]
+    return pd.DataFrame(
+        {
+            "query position m": [m for m, _ in pairs],
+            "key position n": [n for _, n in pairs],
+            "offset m − n": [m - n for m, n in pairs],
+            "RoPE score": positions.rope_scores(q, k, pairs),
+            "added sinusoid score": positions.absolute_scores(q, k, pairs),
+        }
+    )
+
+
+score_samples = shared_cache(variance.score_samples, max_entries=32)
+score_variance_table = shared_cache(variance.score_variance_table, max_entries=32)
+lr_schedules = shared_cache(training.lr_schedules, max_entries=32)
+
+
+@shared_cache
+def saturation(n_keys: int) -> variance.Saturation:
+    """/variance section 2: how one-hot the softmax turns at each of its d_k (SATURATION_DIMS)."""
+    return variance.softmax_saturation(variance.SATURATION_DIMS, n_keys, n_rows=128)
