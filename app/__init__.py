@@ -12,7 +12,10 @@ out by role; arrows run one way, checked by tests/structure:
     lesson_pages  the lessons' charts and page helpers; `lessons` holds their maths
     training   /train's runs and snapshot scrubber
     serving    run stores, run processes, workers and settings (no Streamlit)
+    viewmodel  what each page draws, computed without Streamlit, shared by every user
+    deploy     the `attention-lab` command's serve and check, and one app process
     views      the pages themselves (scripts run by Streamlit's router in Home.py)
 """
 
 __version__ = "0.2.0"
+APP_PROCESS = "attention_lab.deploy.app_process"  # `python -m` it: `streamlit run`, announcing its backend

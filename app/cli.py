@@ -30,9 +30,9 @@ def app_dir() -> Path:
 
 
 def run_app(flags: list[str]) -> int:
-    """Replace this process with `streamlit run <package>/Home.py FLAGS`: signals (Ctrl+C,
-    a service manager's SIGTERM) then reach Streamlit itself."""
-    argv = [sys.executable, "-m", "streamlit", "run", str(app_dir() / "Home.py"), *flags]
+    """Replace this process with `streamlit run <package>/Home.py FLAGS` (through APP_PROCESS):
+    signals (Ctrl+C, a service manager's SIGTERM) then reach Streamlit itself."""
+    argv = [sys.executable, "-m", attention_lab.APP_PROCESS, "run", str(app_dir() / "Home.py"), *flags]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, argv)

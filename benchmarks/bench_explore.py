@@ -101,10 +101,25 @@ class Step:
 # ---------------------------------------------------------------- the server
 
 
-def baseline_path(checkout: Path, folder: Path) -> Path:
-    """A folder that, first on PYTHONPATH, imports attention_lab and transformer_core from `checkout`
-    (its app/, and its transformer_core/ with its checkpoints/ inside, as pyproject maps them)."""
-    out, checkout = folder / "baseline-packages", checkout.resolve()
+@dataclass(frozen=True)
+class Baseline:
+    """Another checkout to measure: `path` goes first on its servers' PYTHONPATH; a checkout from
+    before the package (no app/cli.py: `lab`, `serving` at the top) is started as it was then,
+    `bash deploy/serve.sh` or `streamlit run app/Home.py` from its root."""
+
+    checkout: Path
+    path: Path
+    packaged: bool
+
+
+def baseline_path(checkout: Path, folder: Path) -> Baseline:
+    """The Baseline of `checkout`: packaged, a folder that imports attention_lab and transformer_core
+    from it (its app/, and its transformer_core/ with its checkpoints/ inside, as pyproject maps
+    them); from before the package, its root."""
+    checkout = checkout.resolve()
+    if not (checkout / "app" / "cli.py").exists():
+        return Baseline(checkout, checkout, packaged=False)
+    out = folder / "baseline-packages"
     core = out / "transformer_core"
     core.mkdir(parents=True, exist_ok=True)
     (out / "attention_lab").symlink_to(checkout / "app")
@@ -112,7 +127,31 @@ def baseline_path(checkout: Path, folder: Path) -> Path:
         (core / entry.name).symlink_to(entry)
     if not (core / "checkpoints").exists():
         (core / "checkpoints").symlink_to(checkout / "checkpoints")
-    return out
+    return Baseline(checkout, out, packaged=True)
+
+
+def server_command(
+    target: str, workers: int, port: int, baseline: Baseline | None
+) -> tuple[list[str], Path | None]:
+    """The command line of a server, and the folder it must start in (None: anywhere but a checkout)."""
+    flags = ["--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"]
+    flags += ["--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
+    if baseline is not None and not baseline.packaged:
+        root = baseline.checkout
+        if target == "single":
+            return [sys.executable, "-m", "streamlit", "run", str(root / "app" / "Home.py"), *flags], root
+        return [
+            "bash",
+            str(root / "deploy" / "serve.sh"),
+            "--workers",
+            str(workers),
+            "--port",
+            str(port),
+        ], root
+    app = [sys.executable, "-m", "attention_lab"]
+    if target == "single":
+        return app + flags, None
+    return app + ["serve", "--workers", str(workers), "--port", str(port)], None
 
 
 def with_path(env: dict[str, str], first: Path | None) -> dict[str, str]:
@@ -124,29 +163,25 @@ def with_path(env: dict[str, str], first: Path | None) -> dict[str, str]:
 
 @contextmanager
 def started(
-    target: str, workers: int, folder: Path, profile_dir: Path | None = None, baseline: Path | None = None
+    target: str, workers: int, folder: Path, profile_dir: Path | None = None, baseline: Baseline | None = None
 ) -> Iterator[Server]:
     """`attention-lab serve --workers N` ("serve") or one `attention-lab` process ("single") on a
     free port, its runs under `folder`; with `profile_dir`, its app processes profiled; with
     `baseline` (a baseline_path), the other checkout's lab."""
     port = free_port()
-    app = [sys.executable, "-m", "attention_lab"]
-    if target == "single":
-        cmd = app + ["--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"]
-        cmd += ["--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
-        name, count = "attention-lab (1 process)", 1
-    else:
-        cmd, count = app + ["serve", "--workers", str(workers), "--port", str(port)], workers
-        name = f"attention-lab serve --workers {workers}"
-    env = with_path({**os.environ, "ATTENTION_LAB_RUNS_DIR": str(folder / f"runs-{target}")}, baseline)
+    cmd, cwd = server_command(target, workers, port, baseline)
+    count = 1 if target == "single" else workers
+    name = "attention-lab (1 process)" if target == "single" else f"attention-lab serve --workers {workers}"
+    env = {**os.environ, "ATTENTION_LAB_RUNS_DIR": str(folder / f"runs-{target}"), "PYTHON": sys.executable}
+    env = with_path(env, baseline.path if baseline else None)
     if profile_dir is not None:
         env = with_path(env, profiling.write_sitecustomize(folder / "shim"))
         env[profiling.PROFILE_ENV] = str(profile_dir)
         name += " + cProfile"
-    name += " (baseline)" if baseline else ""
+    name += f" (baseline{'' if baseline.packaged else ', before the package'})" if baseline else ""
     server = Server(name, f"http://127.0.0.1:{port}", count)
     log = folder / f"{target}{'-profiled' if profile_dir else ''}{'-baseline' if baseline else ''}.log"
-    with launched(cmd, log, env, cwd=folder) as proc:  # not the checkout, which `-m` puts first on the path
+    with launched(cmd, log, env, cwd=cwd or folder) as proc:  # not this checkout: `-m` puts it first
         server.proc = proc
         wait_healthy(server.base, proc, log)
         yield server
@@ -344,7 +379,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-explore-") as tmp:
         baseline = baseline_path(args.baseline, Path(tmp)) if args.baseline else None
         if baseline is not None:  # the students draw what both checkouts ship
-            theirs = set(shipped_models(env=with_path(dict(os.environ), baseline)))
+            theirs = set(shipped_models(env=with_path(dict(os.environ), baseline.path)))
             models = [m for m in models if m in theirs]
         print(
             f"{os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
@@ -356,7 +391,7 @@ def main() -> None:
         run(args, models, Path(tmp), baseline)
 
 
-def run(args: argparse.Namespace, models: list[ModelShape], tmp: Path, baseline: Path | None) -> None:
+def run(args: argparse.Namespace, models: list[ModelShape], tmp: Path, baseline: Baseline | None) -> None:
     """The table for each target (paired with the baseline where given), then the profile."""
     if args.url:
         server = Server(args.url, args.url.rstrip("/"), args.workers)

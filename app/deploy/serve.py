@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from attention_lab import APP_PROCESS
 from attention_lab.deploy import serve_support as support
 
 MAX_RESTARTS = 5
@@ -269,7 +270,7 @@ class Server:
             "ATTENTION_LAB_TORCH_THREADS": os.environ.get("ATTENTION_LAB_TORCH_THREADS") or "1",
             "STREAMLIT_SERVER_COOKIE_SECRET": self.cookie_secret,
         }
-        argv = [sys.executable, "-m", "streamlit", "run", str(self.app / "Home.py")]
+        argv = [sys.executable, "-m", APP_PROCESS, "run", str(self.app / "Home.py")]
         argv += ["--server.port", str(self.ports[i]), "--server.address", "127.0.0.1"]
         argv += ["--server.headless", "true", "--server.fileWatcherType", "none"]
         argv += ["--server.runOnSave", "false", "--browser.gatherUsageStats", "false"]

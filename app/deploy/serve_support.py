@@ -136,13 +136,11 @@ def hand_to_nobody(run_dir: Path) -> None:
 
 
 def streamlit_config(app: Path) -> ModuleType:
-    """Streamlit's config as `streamlit run <app>/Home.py` reads it: the script-level
-    <app>/.streamlit/config.toml over the project's and the user's (set as web/cli.py does)."""
-    from streamlit import config
+    """Streamlit's config as `streamlit run <app>/Home.py` reads it (its script-level config
+    included); ImportError where Streamlit cannot be imported."""
+    from attention_lab.frame.streamlit_private import script_config
 
-    config._main_script_path = str(app / "Home.py")
-    config.get_config_options(force_reparse=True)
-    return config
+    return script_config(app / "Home.py")
 
 
 def preflight(app: Path) -> int:

@@ -16,60 +16,12 @@ from attention_lab.explorers.explorer_html import sampled_text_html, walk_formul
 from attention_lab.explorers.query_walk import WalkStep, softmax_walk, walk_table
 from attention_lab.frame import tables
 from attention_lab.frame.markdown_safe import md_code
-from attention_lab.frame.state import clamp_state, shown, take_ignored
+from attention_lab.frame.state import shown, take_ignored
 from attention_lab.models.explorer_compute import Sample, sampled_distribution, top_tokens
-from attention_lab.viewmodel.gpt import SamplingSettings
+from attention_lab.viewmodel.gpt import BeamSettings, SamplingSettings
 from transformer_core.interp import QuerySteps, distribution_shift
 from transformer_core.interp.generated import GeneratedWindow
 from transformer_core.io import Tokenizer
-
-#: the sample's default length by what a position is. A BPE model may be GPT-2 small, where each
-#: step reads all 475 MiB of weights: ~35 ms a token on 2 CPU cores, so 8 tokens (a clause, ~30
-#: characters) keep a new prompt's page run under 1 s (benchmarks/bench_import.py); 80 take ~3 s
-DEFAULT_NEW = {"character": 80, "token": 8}
-
-
-def sampling_settings(prefix: str, vocab_size: int, unit: str = "character") -> SamplingSettings:
-    """Five controls in a row: how many characters (tokens), temperature, top-k, top-p and the
-    seed. The length follows the model's kind when the model changes kind and the length is
-    still the previous kind's default."""
-    key, was = prefix + "max_new", st.session_state.get(prefix + "max_new_unit", "character")
-    if was != unit and st.session_state.get(key) == DEFAULT_NEW[was]:  # another kind of model, untouched
-        st.session_state[key] = DEFAULT_NEW[unit]
-    st.session_state[prefix + "max_new_unit"] = unit
-    g1, g2, g3, g4, g5 = st.columns(5)
-    max_new = g1.slider(f"New {unit}s", 1, 200, key=key, persist_state="session")
-    temperature = g2.slider(
-        "Temperature",
-        0.0,
-        2.0,
-        step=0.05,
-        key=prefix + "temperature",
-        persist_state="session",
-        help="Divides the logits: low = safe and repetitive, high = adventurous. 0 = greedy.",
-    )
-    clamp_state(prefix + "top_k", list(range(vocab_size + 1)), 0)
-    top_k = g3.number_input(
-        "Top-k (0 = off)",
-        0,
-        vocab_size,
-        key=prefix + "top_k",
-        persist_state="session",
-        help="Sample only among the k most likely characters.",
-    )
-    top_p = g4.slider(
-        "Top-p (1 = off)",
-        0.05,
-        1.0,
-        step=0.05,
-        key=prefix + "top_p",
-        persist_state="session",
-        help="Sample only among the most likely characters that together reach this probability.",
-    )
-    seed = g5.number_input(
-        "Seed", 0, 2**31 - 1, key=prefix + "seed", persist_state="session", help="Same seed, same sample."
-    )
-    return SamplingSettings(int(max_new), float(temperature), int(top_k), float(top_p), int(seed))
 
 
 def sampled_text(
@@ -145,8 +97,20 @@ def next_character(
     settings: SamplingSettings,
     title: str = "Next character after the prompt",
     unit: str = "character",
+    beam: BeamSettings | None = None,
 ) -> None:
-    """The temperature moment: what the model says next, and the distribution the dice are thrown on."""
+    """The temperature moment: what the model says next, and the distribution the dice are thrown
+    on; for beam search, the model's distribution alone (nothing is drawn)."""
+    if beam is not None:
+        ids = _union_of_top(tokenizer, 10, probs)[:14]
+        labels, series = tokenizer.token_labels(ids), {"model (softmax of the logits)": probs[ids]}
+        spec = charts.bars_spec(labels, series, title, height=250, file=export.file_stem("gpt", name, "next"))
+        charts.show(spec, key=prefix + "next")
+        st.caption(
+            f"Beam search draws nothing: at every step it extends each of the {beam.width} kept outputs "
+            f"by every {unit}, and keeps the {beam.width} with the highest total log-probability."
+        )
+        return
     sampled = sampled_distribution(probs, settings.temperature, settings.top_k, settings.top_p)
     ids = _union_of_top(tokenizer, 10, probs, sampled)[:14]
     spec = charts.bars_spec(

@@ -20,10 +20,12 @@ import dataclasses
 import dis
 import importlib
 import logging
+import os
 import threading
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import streamlit
@@ -41,6 +43,8 @@ _STATE = "streamlit.runtime.state.session_state"
 _SESSIONS = "streamlit.runtime.session_manager"
 _QUEUE = "streamlit.runtime.forward_msg_queue"
 _XSRF = "streamlit.web.server.starlette"
+_STATIC = "streamlit.web.server.starlette.starlette_static_routes"
+_SCRIPTS = "streamlit.runtime.scriptrunner.script_cache:ScriptCache"
 
 
 # ---------------------------------------------------------------- the check
@@ -128,6 +132,9 @@ PARTS: dict[str, Callable[[], bool]] = {
     "ClientState.is_auto_rerun": lambda: "is_auto_rerun" in ClientState.DESCRIPTOR.fields_by_name,
     "XSRF_COOKIE_NAME": lambda: _find(f"{_XSRF}.starlette_server_config:XSRF_COOKIE_NAME") == XSRF_COOKIE,
     "XSRF cookie format 2": _xsrf_format,
+    "config._main_script_path": lambda: hasattr(_find("streamlit.config"), "_main_script_path"),
+    "create_streamlit_static_handler": lambda: callable(_find(f"{_STATIC}:create_streamlit_static_handler")),
+    "ScriptCache.clear": lambda: _method(_SCRIPTS, "clear"),
 }
 
 
@@ -180,6 +187,88 @@ def check() -> Check:
                     ", ".join(_FOUND.missing),
                 )
         return _FOUND
+
+
+# ---------------------------------------------------------------- the config
+
+
+def script_config(script: Path) -> types.ModuleType:
+    """Streamlit's config as `streamlit run <script>` reads it: the script-level
+    <script's folder>/.streamlit/config.toml over the project's and the user's (Streamlit's
+    command sets this private path before it reads the files; there is no public call)."""
+    from streamlit import config
+
+    config._main_script_path = str(script)
+    config.get_config_options(force_reparse=True)
+    return config
+
+
+def backend_script(base_url: str | None) -> str:
+    """The <script> that tells Streamlit's frontend where its server is: this origin and the
+    server's base path (its `server.baseUrlPath`)."""
+    path = "".join(f"{part}/" for part in (base_url or "").split("/") if part)
+    return f'<script>window.__streamlit={{BACKEND_BASE_URL:location.origin+"/{path}"}}</script>'
+
+
+def announce_backend() -> bool:
+    """Before the server starts: every page's index.html tells the frontend where the server is.
+    Without it a page's own address (/train) is taken as the server's first: /train/_stcore/health
+    and /host-config answer 404 and the frontend waits before trying /. False where the part is
+    missing: the frontend then probes as before."""
+    if "create_streamlit_static_handler" in check().missing:
+        return False
+    from starlette.responses import HTMLResponse
+
+    routes = importlib.import_module(_STATIC)
+    make = routes.create_streamlit_static_handler
+    if getattr(make, "announces_backend", False):
+        return True
+
+    def handler(directory: str, base_url: str | None) -> Any:
+        files = make(directory=directory, base_url=base_url)
+        index = os.path.join(directory, "index.html")
+        with open(index, encoding="utf-8") as f:
+            page = f.read().replace("<head>", "<head>" + backend_script(base_url), 1)
+        plain = files.get_response
+
+        async def get_response(path: str, scope: Any) -> Any:
+            response = await plain(path, scope)
+            if getattr(response, "path", None) != index or response.status_code != 200:
+                return response  # a script, a style, an image, a 304
+            cache = response.headers.get("Cache-Control", "no-cache")
+            return HTMLResponse(page, headers={"Cache-Control": cache})
+
+        files.get_response = get_response  # the instance's: Streamlit's class stays as it is
+        return files
+
+    handler.announces_backend = True  # type: ignore[attr-defined]
+    routes.create_streamlit_static_handler = handler
+    return True
+
+
+def keep_compiled_pages() -> bool:
+    """Before the server starts: with no file watcher (`server.fileWatcherType = "none"`, the
+    lab's), the compiled pages are kept when a process's last session closes. Streamlit forgets
+    them then, so that an edited file is read again; with nothing watching, nothing is reloaded
+    anyway, and students opening links one at a time paid a compile of the router and the page
+    on every run. False where the part is missing: Streamlit's own way."""
+    from streamlit import config
+
+    if "ScriptCache.clear" in check().missing:
+        return False
+    cache = _find(_SCRIPTS)
+    if getattr(cache.clear, "kept", False):
+        return True
+    plain = cache.clear
+
+    def clear(self: Any) -> None:
+        """Forget the compiled pages only where a file watcher may see them change."""
+        if config.get_option("server.fileWatcherType") != "none":
+            plain(self)
+
+    clear.kept = True  # type: ignore[attr-defined]
+    cache.clear = clear
+    return True
 
 
 # ---------------------------------------------------------------- the runtime and its sessions

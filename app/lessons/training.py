@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_lab.lessons.variance import entropy
-from transformer_core.train import label_smoothing_target, vaswani_lr, warmup_cosine_lr
+from transformer_core.train import label_smoothing_target, lr_curves
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,7 @@ class Schedules:
 def lr_schedules(d_model: int, warmup: int, total: int, min_ratio: float = 0.1) -> Schedules:
     """Both schedules over steps 1..total (n = total); the cosine one reaches the Vaswani
     peak, so the two curves differ only in how they decay."""
-    steps = np.arange(1, total + 1)
-    vas = np.array([vaswani_lr(int(s), d_model, warmup) for s in steps])
-    peak = vaswani_lr(warmup, d_model, warmup)
-    cos = np.array([warmup_cosine_lr(int(s) - 1, peak, warmup, total, min_ratio) for s in steps])
-    return Schedules(steps, vas, cos)
+    return Schedules(*lr_curves(d_model, warmup, total, min_ratio))
 
 
 @dataclass(frozen=True)

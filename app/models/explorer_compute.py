@@ -195,9 +195,15 @@ def _sample(
     ]
 
 
-def reversal_view(ckpt: Checkpoint, text: str, options: InferenceOptions) -> Seq2SeqTrace:
-    """Greedy output and every head's attention (the capture dropped: the page needs none)."""
-    tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, text, options, max_new_tokens=len(text) + 2)
+def reversal_view(
+    ckpt: Checkpoint, text: str, options: InferenceOptions, output_ids: tuple[int, ...] | None = None
+) -> Seq2SeqTrace:
+    """The greedy output (or output_ids: a beam search's or a sample's, EOS left out) and every
+    head's attention over it (the capture dropped: the page needs none)."""
+    written = None if output_ids is None else list(output_ids)
+    tr = trace_seq2seq(
+        ckpt.model, ckpt.tokenizer, text, options, max_new_tokens=len(text) + 2, output_ids=written
+    )
     return replace(tr, capture=AttentionCapture())
 
 

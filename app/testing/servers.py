@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attention_lab import APP_PROCESS
+
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: app/ is the attention_lab package
 
 
@@ -30,9 +32,10 @@ def free_port() -> int:
 
 
 def streamlit_command(script: str | Path, port: int, args: Sequence[str] = ()) -> list[str]:
-    """`streamlit run script` headless on 127.0.0.1:port, no file watcher or usage statistics."""
+    """`streamlit run script` headless on 127.0.0.1:port, no file watcher or usage statistics, as the
+    `attention-lab` command runs it (APP_PROCESS)."""
     return [
-        sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+        sys.executable, "-m", APP_PROCESS, "run", str(script), "--server.headless", "true",
         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
         "--server.fileWatcherType", "none", *args,
     ]  # fmt: skip

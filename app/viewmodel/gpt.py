@@ -8,9 +8,12 @@ from typing import Any
 
 from attention_lab.models.explorer_compute import GPTView, Sample, gpt_view, view_and_sample
 from attention_lab.viewmodel.attention import AttentionMaps, attention_maps
-from transformer_core import InferenceOptions
+from attention_lab.viewmodel.beam import beam_samples
+from transformer_core import InferenceOptions, InputError
+from transformer_core.beam import BeamResult, beam_search
 from transformer_core.interp.generated import GeneratedWindow, token_window
 from transformer_core.io import Checkpoint, Tokenizer
+from transformer_core.stepping import SpecialTokens
 
 
 @dataclass(frozen=True)
@@ -47,14 +50,26 @@ class SamplingSettings:
 
 
 @dataclass(frozen=True)
+class BeamSettings:
+    """Beam search instead of sampling: its width (1-8) and GNMT length-penalty strength."""
+
+    width: int
+    alpha: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {"decoding": "beam", "width": self.width, "alpha": self.alpha}
+
+
+@dataclass(frozen=True)
 class GPTRequest:
     """An accepted prompt, the sampler's settings and how to draw the maps (the view's cache key)."""
 
     text: str
     options: InferenceOptions
-    sampling: SamplingSettings
+    sampling: SamplingSettings  # its max_new is the beam search's too
     over_sample: bool  # the maps trace prompt + sample, not the prompt alone
     ablated: tuple[str, ...]  # "layer.head" of the heads switched off, named in the grid
+    beam: BeamSettings | None = None  # beam search instead of sampling
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,7 @@ class GPTPage:
     window_ids: tuple[int, ...] | None  # its tokens, where the text would not encode back to them
     view: GPTView  # what the maps and the walk show: the window's trace, else the prompt's
     maps: AttentionMaps
+    beam: BeamResult | None = None  # the whole search, when the request asked for one
 
     @property
     def continuation(self) -> str:
@@ -90,8 +106,13 @@ def traced_window(
 def gpt_page(ckpt: Checkpoint, request: GPTRequest) -> GPTPage:
     """One traced pass of the prompt that sampling goes on from, the window's trace when the
     maps follow the sample, and the grid of every head."""
-    cfg = ckpt.config
-    prompt, samples = view_and_sample(ckpt, request.text, *request.sampling.as_tuple(), request.options)
+    cfg, beam = ckpt.config, None
+    if request.beam is None:
+        prompt, samples = view_and_sample(ckpt, request.text, *request.sampling.as_tuple(), request.options)
+    else:
+        prompt = gpt_view(ckpt, request.text, request.options)
+        beam = beam_of(ckpt, request.text, request.sampling.max_new, request.beam, request.options)
+        samples = beam_samples(ckpt.tokenizer, beam)
     window, ids = traced_window(ckpt.tokenizer, request.text, samples, cfg.max_len, request.over_sample)
     view = gpt_view(ckpt, window.text, request.options, ids) if window else prompt
     titles = [
@@ -105,4 +126,29 @@ def gpt_page(ckpt: Checkpoint, request: GPTRequest) -> GPTPage:
         cell_titles=titles,
         boundary=window.generated_from if window else None,
     )
-    return GPTPage(prompt, samples, window, ids, view, maps)
+    return GPTPage(prompt, samples, window, ids, view, maps, beam)
+
+
+def beam_room(ckpt: Checkpoint, prompt_length: int) -> int:
+    """How many tokens beam search may write after a prompt of prompt_length tokens."""
+    return ckpt.config.max_len - prompt_length
+
+
+def beam_of(
+    ckpt: Checkpoint, text: str, max_new: int, beam: BeamSettings, options: InferenceOptions
+) -> BeamResult:
+    """Beam search of up to max_new tokens after the prompt, as many as the model's block leaves
+    room for (the beams' caches do not slide); the tokenizer says what ends an output and what is
+    never written (an imported GPT's specials). InputError where the prompt fills the block."""
+    tok = ckpt.tokenizer
+    ids = tok.encode_checked(text, max_chars=ckpt.config.max_len).ids
+    max_new = min(max_new, beam_room(ckpt, len(ids)))
+    if max_new < 1:
+        raise InputError(
+            f"The prompt fills the model's block of {ckpt.config.max_len} positions: beam search "
+            "has no room to write. Shorten the prompt, or sample instead (sampling slides its window)."
+        )
+    special = SpecialTokens(tok.stop_id, tuple(tok.never_sampled))
+    return beam_search(
+        ckpt.model, ids, beam.width, max_new, alpha=beam.alpha, special=special, options=options
+    )

@@ -10,10 +10,28 @@ import numpy as np
 from attention_lab.models.explorer_compute import reversal_view
 from attention_lab.viewmodel.attention import AttentionMaps, maps_of
 from transformer_core import InferenceOptions
+from transformer_core.beam import BeamResult, beam_search
+from transformer_core.generation import sample_seq2seq
 from transformer_core.interp import Seq2SeqTrace, anti_diagonal_scores
-from transformer_core.io import Checkpoint
+from transformer_core.io import Checkpoint, encode_source
+from transformer_core.vocab import EOS_ID
 
 KINDS = ("cross", "decoder_self", "encoder_self")  # the page's sections 1-3, in order
+
+
+#: how the output is written: the page's "Decoding" choice (URL parameter `decoding`)
+DECODINGS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sample"}
+
+
+@dataclass(frozen=True)
+class ReversalDecoding:
+    """Greedy (the model's likeliest letter each step), beam search of `width`, or sampling at
+    `temperature` with `seed`."""
+
+    mode: str = "greedy"
+    width: int = 4
+    temperature: float = 1.0
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -22,6 +40,7 @@ class ReversalRequest:
 
     text: str
     options: InferenceOptions
+    decoding: ReversalDecoding = ReversalDecoding()  # noqa: RUF009 (frozen)
 
 
 @dataclass(frozen=True)
@@ -32,6 +51,7 @@ class ReversalPage:
     scores: np.ndarray  # (L, H) mean weight on the mirrored letter, per cross-attention head
     best: tuple[int, int]  # the most anti-diagonal head: the page opens on it
     maps: dict[str, AttentionMaps]  # kind -> its grid and large head
+    beam: BeamResult | None = None  # the whole search, when the request asked for one
 
     @property
     def truth(self) -> str:
@@ -39,11 +59,29 @@ class ReversalPage:
 
 
 def reversal_page(ckpt: Checkpoint, request: ReversalRequest) -> ReversalPage:
-    """One forward pass (greedy decode, then the teacher-forced capture) and every map of it."""
-    trace = reversal_view(ckpt, request.text, request.options)
+    """The output (greedy, beam search or a sample), the teacher-forced capture over it and every
+    map of it."""
+    written, beam = decode(ckpt, request)
+    trace = reversal_view(ckpt, request.text, request.options, written)
     cfg = ckpt.config
     scores = anti_diagonal_scores(trace.attention["cross"], len(request.text))
     best = tuple(int(i) for i in np.unravel_index(int(scores.argmax()), scores.shape))
     scored = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
     maps = maps_of(trace, KINDS, request.options, {"cross": scored})
-    return ReversalPage(trace, scores, best, maps)
+    return ReversalPage(trace, scores, best, maps, beam)
+
+
+def decode(ckpt: Checkpoint, request: ReversalRequest) -> tuple[tuple[int, ...] | None, BeamResult | None]:
+    """The output ids the request's decoding writes, EOS left out (None: greedy, which the trace
+    decodes itself), and the beam search when it ran; room for the input's length and 2."""
+    how, budget = request.decoding, len(request.text) + 2
+    if how.mode == "greedy":
+        return None, None
+    source = encode_source(ckpt.tokenizer, [request.text])[0].tolist()
+    if how.mode == "beam":
+        result = beam_search(ckpt.model, source, how.width, budget, options=request.options)
+        return tuple(result.tokens), result
+    steps = sample_seq2seq(
+        ckpt.model, source, budget, temperature=how.temperature, seed=how.seed, options=request.options
+    )
+    return tuple(s.token for s in steps if s.token != EOS_ID), None

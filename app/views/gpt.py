@@ -5,7 +5,7 @@ import re
 import streamlit as st
 
 from attention_lab.charts import export
-from attention_lab.explorers import gpt_panels
+from attention_lab.explorers import decoding, gpt_panels
 from attention_lab.explorers.head_view import (
     draw_maps,
     grid_columns,
@@ -34,6 +34,7 @@ from attention_lab.models.inference_switches import (
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.gpt import GPTRequest, gpt_page
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
+from transformer_core.beam import DEFAULT_ALPHA, MAX_BEAM_WIDTH
 from transformer_core.interp import query_steps
 
 P = "gpt_"  # session_state prefix; the URL uses the bare names
@@ -52,6 +53,9 @@ URL_KEYS = [
     "top_p",
     "seed",
     "sampled",
+    "decoding",
+    "beam",
+    "alpha",
 ]
 DEFAULT_PROMPT = "The with statement is used to"
 SWITCHES = (
@@ -91,12 +95,15 @@ state.init_state(
         "nopos": False,
         "nocausal": False,
         "ablate": [],
-        "max_new": gpt_panels.DEFAULT_NEW["character"],
+        "max_new": decoding.DEFAULT_NEW["character"],
         "temperature": 0.8,
         "top_k": 0,
         "top_p": 1.0,
         "seed": 0,
         "sampled": False,
+        "decoding": "sample",
+        "beam": 4,
+        "alpha": DEFAULT_ALPHA,
     },
     valid={
         "checkpoint": lambda v: v in choices,
@@ -109,6 +116,9 @@ state.init_state(
         "top_k": lambda v: v >= 0,
         "top_p": lambda v: 0.05 <= v <= 1.0,
         "seed": lambda v: 0 <= v < 2**31,
+        "decoding": lambda v: v in decoding.DECODINGS,
+        "beam": lambda v: 1 <= v <= MAX_BEAM_WIDTH,
+        "alpha": lambda v: 0.0 <= v <= 2.0,
     },
     prefix=P,
 )
@@ -159,8 +169,8 @@ heads_area = st.container()  # filled below, once the sample (section 2) is know
 
 # ---------------------------------------------------------------- 2 sampling
 st.subheader("2 · What the model writes next")
-settings = gpt_panels.sampling_settings(P, len(ckpt.tokenizer), unit)
-request = GPTRequest(text, opts, settings, over_sample, tuple(sorted(switched.ablate or ())))
+settings, beam = decoding.decoding_settings(P, len(ckpt.tokenizer), unit)
+request = GPTRequest(text, opts, settings, over_sample, tuple(sorted(switched.ablate or ())), beam)
 try:
     page = view_cached(gpt_page, name, request)  # one traced pass that sampling goes on from
 except (InputError, ConfigError) as e:
@@ -214,10 +224,13 @@ with next_col:  # the next character (after the prompt, or the picked one), and 
     elif window:
         probs = run_cached(step_probs, name, window.text, opts, page.window_ids)[picked - 1]
         title = f"Next {unit} after position {picked - 1}: it drew '{view.tokens[picked]}'"
-        gpt_panels.next_character(P, name, ckpt.tokenizer, probs, settings, title, unit)
+        gpt_panels.next_character(P, name, ckpt.tokenizer, probs, settings, title, unit, beam)
     else:
         title = f"Next {unit} after the prompt"
-        gpt_panels.next_character(P, name, ckpt.tokenizer, view.next_probs, settings, title, unit)
+        gpt_panels.next_character(P, name, ckpt.tokenizer, view.next_probs, settings, title, unit, beam)
+
+if page.beam is not None:  # ---------------------------- the search that wrote the continuation
+    decoding.beam_search_panel(page.beam, ckpt.tokenizer, settings.max_new, unit)
 
 # ---------------------------------------------------------------- 3 one query
 st.subheader("3 · One query, step by step")
@@ -249,7 +262,11 @@ export.download_buttons(
     view.trace,
     unknown_characters=checked.unknown,
     options=switched.as_json(),
-    sample={"text": text + continuation, "continuation": continuation, "settings": settings.as_json()},
+    sample={
+        "text": text + continuation,
+        "continuation": continuation,
+        "settings": beam.as_json() if beam else settings.as_json(),
+    },
     selected_head={"layer": layer, "head": head},
     **(window.json_fields() if window else {}),
 )

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from attention_lab.charts import export
+from attention_lab.explorers import decoding
 from attention_lab.explorers.head_view import (
     draw_maps,
     grid_columns,
@@ -26,12 +27,26 @@ from attention_lab.models.compute import run_cached, view_cached
 from attention_lab.models.explorer_compute import padding_view
 from attention_lab.models.inference_switches import NO_POSITIONS, Switch, Switched, switch_toggles
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
-from attention_lab.viewmodel.reversal import ReversalRequest, reversal_page
+from attention_lab.viewmodel.reversal import DECODINGS, ReversalRequest, reversal_page
 from transformer_core import CheckpointError, ConfigError, InputError
+from transformer_core.beam import MAX_BEAM_WIDTH
 
 P = "rev_"  # session_state prefix; the URL uses the bare names
 MAX_CHARS = 30
-URL_KEYS = ["checkpoint", "text", "layer", "head", "nopos", "nocausal", "nopad", "second"]
+URL_KEYS = [
+    "checkpoint",
+    "text",
+    "layer",
+    "head",
+    "nopos",
+    "nocausal",
+    "nopad",
+    "second",
+    "decoding",
+    "beam",
+    "temperature",
+    "seed",
+]
 SWITCHES = (
     NO_POSITIONS,
     Switch(
@@ -68,8 +83,20 @@ state.init_state(
         "nocausal": False,
         "nopad": False,
         "second": "abc",
+        "decoding": "greedy",
+        "beam": 4,
+        "temperature": 1.0,
+        "seed": 0,
     },
-    valid={"checkpoint": lambda v: v in choices, "layer": lambda v: v >= 0, "head": lambda v: v >= 0},
+    valid={
+        "checkpoint": lambda v: v in choices,
+        "layer": lambda v: v >= 0,
+        "head": lambda v: v >= 0,
+        "decoding": lambda v: v in DECODINGS,
+        "beam": lambda v: 1 <= v <= MAX_BEAM_WIDTH,
+        "temperature": lambda v: 0.1 <= v <= 2.0,
+        "seed": lambda v: 0 <= v < 2**31,
+    },
     prefix=P,
 )
 state.clamp_state(P + "checkpoint", choices, default_ckpt)
@@ -100,6 +127,7 @@ raw = top_mid.text_input(
     help=trained_help(ckpt),
 )
 switched = Switched(switch_toggles(top_right, P, SWITCHES))
+how = decoding.reversal_decoding(P, st.container() if not projected else st.expander("Decoding"))
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 
 if ckpt is None:
@@ -118,7 +146,7 @@ opts = switched.options()
 cell_px, _ = map_sizes(cfg.n_layers, cfg.n_heads, selectors_above=True)
 if projected:  # the answer stands above the grid: a three-line verdict still leaves it on the screen
     cell_px = min(cell_px, 90)
-request = ReversalRequest(text, opts)
+request = ReversalRequest(text, opts, how)
 try:
     view = view_cached(reversal_page, name, request)
 except (InputError, ConfigError) as e:
@@ -131,6 +159,8 @@ best, scores = view.best, view.scores
 said = {"had_unknown": bool(checked.unknown), "length_note": outside_training(ckpt, n)}
 if not projected:
     answer(view.trace.output, view.truth, **said)
+    if view.beam is not None:
+        decoding.beam_search_panel(view.beam, ckpt.tokenizer, n + 2, "letter")
 
 # ------------------------------------------------------------ 1 cross
 if not projected:  # projected: the lecturer names the section; the large head takes its height

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,6 +202,17 @@ def _dict_items(
     return items
 
 
+@functools.cache
+def panel_labels() -> dict[str, str]:
+    """The labels of widgets that pages draw through the explorers' panels (gpt_panels,
+    decoding, ...): a page's own label of the same name wins."""
+    labels: dict[str, str] = {}
+    for path in sorted((APP / "explorers").glob("*.py")):
+        for name, label in _labels(ast.parse(path.read_text())).items():
+            labels.setdefault(name, label)
+    return labels
+
+
 def _init_state_calls(tree: ast.Module) -> list[ast.Call]:
     return [
         node
@@ -261,7 +273,7 @@ def direct_reads(tree: ast.Module, constants: dict[str, Any] | None = None) -> l
 
 def _page_params(file: str, tree: ast.Module) -> list[Param]:
     namespace = _namespace(tree)
-    labels = _labels(tree)
+    labels = panel_labels() | _labels(tree)
     params: dict[str, Param] = {}
     for call in _init_state_calls(tree):
         defaults = call.args[0] if call.args else None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ from transformer_core.interp import distribution_shift, query_steps, record_arra
 from transformer_core.interp.generated import generated_window
 from transformer_core.interp.trace import trace_gpt
 from transformer_core.io.checkpoint import load_checkpoint
+from transformer_core.stepping import SpecialTokens
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60
@@ -559,3 +562,59 @@ def test_a_sample_past_the_block_traces_its_last_128_characters_and_says_so() ->
     assert any("more than this model's block of 128" in i.value for i in at.info)
     window = generated_window("abc", "defgh", 4)
     assert (window.text, window.generated_from, window.first_sample, window.dropped) == ("efgh", 0, 1, 4)
+
+
+# ---------------------------------------------------------------- decoding: greedy and beam search
+
+
+def continuation(at: AppTest) -> str:
+    """The shaded continuation as the page shows it (the sampled text block's chips)."""
+    block = next(h for h in html_blocks(at).split("</div>") if "most likely" in h)
+    return "".join(html.unescape(t) for t in re.findall(r'border-radius:3px">(.*?)</span>', block))
+
+
+def test_beam_search_writes_the_librarys_winner_and_shows_every_step() -> None:
+    from transformer_core.beam import beam_search
+
+    at = open_gpt({"decoding": "beam", "beam": "3", "alpha": "0.6", "sampled": "true"})
+    ckpt = load_checkpoint("gpt-sinusoidal")
+    ids = ckpt.tokenizer.encode(PROMPT)
+    special = SpecialTokens(ckpt.tokenizer.stop_id, tuple(ckpt.tokenizer.never_sampled))
+    result = beam_search(ckpt.model, ids, 3, 20, alpha=0.6, special=special)
+    written = ckpt.tokenizer.decode(result.tokens)
+    assert continuation(at) == written and len(written) == 20
+    tree = next(h for h in at.get("html") if "lab-beam" in str(h.proto.body))
+    body = str(tree.proto.body)
+    assert body.count("<p>") == len(result.steps) == 20
+    assert body.count('class="win"') == 20  # one outlined chip per step: the winner's path
+    assert body.count("<i") == sum(len(s.kept) + len(s.finished) + len(s.pruned) for s in result.steps)
+    assert f"log P {result.best.log_prob:.2f}" in " ".join(c.value for c in at.caption)
+    head = charts(at)["gpt_self_head"]  # the maps trace prompt + the winner, as for a sample
+    assert head["x"] == list(PROMPT.replace(" ", "␣")) + ckpt.tokenizer.token_labels(result.tokens)
+    assert at.query_params["decoding"] == "beam" and at.query_params["beam"] == "3"
+
+
+def test_width_one_is_greedy_and_greedy_ignores_the_sampling_settings() -> None:
+    greedy = open_gpt({"decoding": "greedy", "temperature": "1.5", "seed": "9"})
+    assert not greedy.get("slider") or all(s.key != "gpt_temperature" for s in greedy.slider)
+    one = open_gpt({"decoding": "beam", "beam": "1"})
+    plain = open_gpt({"temperature": "0"})
+    assert continuation(greedy) == continuation(one) == continuation(plain) != ""
+
+
+def test_a_bad_width_in_a_link_is_named_and_the_default_used() -> None:
+    at = open_gpt({"decoding": "beam", "beam": "9"})
+    assert at.slider(key="gpt_beam").value == 4
+    assert any("beam" in w.value for w in at.warning), [w.value for w in at.warning]
+    at = open_gpt({"decoding": "nonsense"})
+    assert at.radio(key="gpt_decoding").value == "sample"
+
+
+def test_a_prompt_that_fills_the_block_leaves_beam_search_no_room() -> None:
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("views/gpt.py")
+    at.query_params = {"text": "a" * 128, "decoding": "beam"}
+    at.run()
+    assert not at.exception
+    assert any("no room" in e.value for e in at.error), [e.value for e in at.error]

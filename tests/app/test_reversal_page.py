@@ -379,3 +379,42 @@ def test_the_projector_mode_resizes_the_grids_without_tracing_again(monkeypatch:
     assert after["height"] < before["height"]
     assert after["panels"] == before["panels"]
     assert after["selected"] == before["selected"]
+
+
+# ---------------------------------------------------------------- decoding: beam search and sampling
+
+
+def test_beam_search_traces_the_librarys_winner_and_shows_its_steps() -> None:
+    from transformer_core.interp.generated import trace_seq2seq_beam
+
+    at = open_reversal({"text": "attention", "decoding": "beam", "beam": "3"})
+    traced, fields, _ = trace_seq2seq_beam(load_checkpoint("reverse-sinusoidal"), "attention", 3)
+    assert any(traced.output in s and "Correct" in s for s in texts(at, "success"))
+    tree = str(next(h for h in at.get("html") if "lab-beam" in str(h.proto.body)).proto.body)
+    steps = fields["beam"]["steps"]
+    assert tree.count("<p>") == len(steps)
+    assert tree.count("<i") == sum(len(s["kept"]) + len(s["finished"]) + len(s["pruned"]) for s in steps)
+    assert "⏹" in tree  # the winner ends with EOS
+    cross = heatmaps(charts(at)["rev_cross_grid"])[0]
+    assert cross.shape == np.asarray(traced.attention["cross"][0, 0]).shape
+
+
+def test_a_hot_sample_keeps_its_wrong_letters_visible() -> None:
+    from transformer_core.generation import sample_seq2seq
+    from transformer_core.io import encode_source
+
+    ckpt = load_checkpoint("reverse-sinusoidal")
+    source = encode_source(ckpt.tokenizer, ["attention"])[0].tolist()
+    steps = sample_seq2seq(ckpt.model, source, 11, temperature=2.0, seed=3)
+    written = ckpt.tokenizer.decode([s.token for s in steps])
+    assert written != "noitnetta"  # this seed writes a wrong letter at this temperature
+    at = open_reversal({"text": "attention", "decoding": "sample", "temperature": "2.0", "seed": "3"})
+    assert any(f"the model wrote `{written}`" in s for s in texts(at, "warning"))
+    at.number_input(key="rev_seed").set_value(3).run()  # the same seed: the same letters
+    assert any(f"the model wrote `{written}`" in s for s in texts(at, "warning"))
+
+
+def test_a_bad_decoding_in_a_link_falls_back_to_greedy() -> None:
+    at = open_reversal({"text": "attention", "decoding": "best", "beam": "0"})
+    assert at.radio(key="rev_decoding").value == "greedy"
+    assert any("Correct" in s for s in texts(at, "success"))

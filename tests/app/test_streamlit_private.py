@@ -37,9 +37,8 @@ GUARDED = {
     for name in [*(part.split(".")[-1] for part in streamlit_private.PARTS), streamlit_private.XSRF_COOKIE]
     if name.startswith("_")
 }
-# Private Streamlit names other modules use (none guarded here, none the lecture's): the deploy
-# preflight reads Streamlit's config as `streamlit run` does; to move into the adapter as well.
-ELSEWHERE = {("app/deploy/serve_support.py", "config._main_script_path")}
+# Private Streamlit names other modules use: none
+ELSEWHERE: set[tuple[str, str]] = set()
 
 
 @pytest.fixture
@@ -258,3 +257,56 @@ def test_the_check_finds_a_private_use_outside_the_adapter(
         ("'_browser_queue'", True),
         ("runtime.get_instance()._x", False),
     }
+
+
+def test_every_page_tells_the_frontend_where_its_server_is(tmp_path: Path) -> None:
+    """An app process (APP_PROCESS) hands /train and / the page with BACKEND_BASE_URL set before
+    Streamlit's own scripts; a script file is sent as it is."""
+    import urllib.request
+
+    from attention_lab.testing.servers import running_app
+
+    with running_app(tmp_path) as url:
+        pages = {
+            path: urllib.request.urlopen(url + path, timeout=30).read().decode() for path in ("/train", "/")
+        }
+        script = next(line for line in pages["/"].split('"') if line.startswith("./static/js/index."))
+        js = urllib.request.urlopen(f"{url}/{script[2:]}", timeout=30).read()
+    announce = streamlit_private.backend_script(None)
+    for page in pages.values():
+        assert page.count(announce) == 1
+        assert page.index(announce) < page.index('<script type="module"')
+    assert announce.encode() not in js and len(js) > 100_000
+
+
+def test_without_the_static_handler_the_pages_are_sent_as_they_are(
+    fresh_check: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit.web.server.starlette import starlette_static_routes
+
+    plain = starlette_static_routes.create_streamlit_static_handler
+    monkeypatch.setitem(streamlit_private.PARTS, "create_streamlit_static_handler", lambda: False)
+    assert streamlit_private.announce_backend() is False
+    assert starlette_static_routes.create_streamlit_static_handler is plain
+
+
+def test_compiled_pages_are_kept_where_nothing_watches(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from streamlit import config
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+
+    monkeypatch.setattr(ScriptCache, "clear", ScriptCache.clear)  # Streamlit's own, back after the test
+    watcher = config.get_option("server.fileWatcherType")
+    assert streamlit_private.keep_compiled_pages() and streamlit_private.keep_compiled_pages()
+    page = tmp_path / "page.py"
+    page.write_text("x = 1\n")
+    cache = ScriptCache()
+    try:
+        for option, kept in (("none", True), ("poll", False), ("none", True)):
+            config.set_option("server.fileWatcherType", option)
+            before = cache.get_bytecode(str(page))
+            cache.clear()  # what the session manager does when the last session closes
+            assert (cache.get_bytecode(str(page)) is before) == kept, option
+    finally:
+        config.set_option("server.fileWatcherType", watcher)

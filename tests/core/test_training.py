@@ -6,13 +6,14 @@ import dataclasses
 import math
 import threading
 
+import numpy as np
 import pytest
 import torch
 
 from transformer_core.errors import ConfigError
 from transformer_core.train import DEFAULT_SIZE, TASKS, train_config
 from transformer_core.train.presets import prepare_run
-from transformer_core.train.schedules import label_smoothing_target, vaswani_lr, warmup_cosine_lr
+from transformer_core.train.schedules import label_smoothing_target, lr_curves, vaswani_lr, warmup_cosine_lr
 from transformer_core.train.tasks import Batch, cross_entropy_loss
 from transformer_core.train.trainer import (
     DoneEvent,
@@ -130,6 +131,16 @@ def test_warmup_cosine_schedule() -> None:
     assert warmup_cosine_lr(100, 1.0, 10, 100) == pytest.approx(0.1)
     mid = warmup_cosine_lr(55, 1.0, 10, 100)
     assert mid == pytest.approx(0.1 + 0.9 * 0.5)
+
+
+@pytest.mark.parametrize(("d_model", "warmup", "total"), [(512, 4000, 50000), (16, 100, 2000), (64, 3, 5)])
+def test_the_curves_are_the_step_by_step_schedules(d_model: int, warmup: int, total: int) -> None:
+    steps, vaswani, cosine = lr_curves(d_model, warmup, total)
+    assert steps.tolist() == list(range(1, total + 1))
+    np.testing.assert_allclose(vaswani, [vaswani_lr(int(s), d_model, warmup) for s in steps], rtol=1e-12)
+    peak = vaswani_lr(warmup, d_model, warmup)
+    stepped = [warmup_cosine_lr(int(s) - 1, peak, warmup, total) for s in steps]
+    np.testing.assert_allclose(cosine, stepped, rtol=1e-12)
 
 
 def test_train_config_lr_schedule_peak_equals_lr() -> None:

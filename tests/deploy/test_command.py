@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from attention_lab import APP_PROCESS
 from tests.support.serve import (
     HOME,
     ROUTE,
@@ -162,8 +163,9 @@ def test_the_bare_command_starts_the_app_with_its_config_from_any_folder(tmp_pat
         )
     try:
         _wait_healthy(proc, f"http://127.0.0.1:{port}/_stcore/health")
-        # The command became Streamlit itself (exec): signals reach it, on the package's Home.py.
-        assert f"-m streamlit run {HOME} --server.port {port} " in command_line(proc.pid)
+        # The command became Streamlit's (exec, through the app process that announces its backend):
+        # signals reach it, on the package's Home.py.
+        assert f"-m {APP_PROCESS} run {HOME} --server.port {port} " in command_line(proc.pid)
         # Static serving is on only in app/.streamlit/config.toml: the script's config is in force.
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/app/static/charts.js", timeout=30) as response:
             assert response.status == 200
@@ -189,7 +191,7 @@ def test_serve_runs_two_app_processes_behind_nginx(tmp_path: Path) -> None:
         status, headers, _ = get(served.url + "/app/static/charts.js")
         assert status == 200 and "X-Upstream" not in headers  # nginx sends it from its copy
         tree = process_tree(served.proc.pid) - {served.proc.pid}
-        apps = [pid for pid in tree if f"-m streamlit run {HOME} " in command_line(pid)]
+        apps = [pid for pid in tree if f"-m {APP_PROCESS} run {HOME} " in command_line(pid)]
         assert len(apps) == 2, {pid: command_line(pid) for pid in tree}
     assert served.proc.returncode == 0, "".join(served.output)
     left = {pid: command_line(pid) for pid in tree if command_line(pid)}

@@ -21,6 +21,7 @@ import pytest
 import streamlit
 from playwright.sync_api import Browser
 
+from attention_lab import APP_PROCESS
 from tests.support.browser import assert_no_exception, wait_for_app
 from tests.support.serve import (
     BASH,
@@ -197,7 +198,7 @@ def test_sigterm_stops_every_process(served: Served) -> None:
     """Last in this file: it stops the module's serve.sh."""
     tree = process_tree(served.proc.pid) - {served.proc.pid}
     names = {pid: command_line(pid) for pid in tree}
-    assert sum(f"-m streamlit run {HOME} " in c for c in names.values()) == 2, names
+    assert sum(f"-m {APP_PROCESS} run {HOME} " in c for c in names.values()) == 2, names
     assert any("nginx: master" in c for c in names.values()), names
     served.proc.send_signal(signal.SIGTERM)
     rest = served.proc.communicate(timeout=60)[0]

@@ -47,7 +47,7 @@ ARROWS = {
     "transformer_core": set(),
     "attention_lab.serving": {"transformer_core"},
     "attention_lab.lessons": {"transformer_core"},
-    "attention_lab.deploy": {"attention_lab.serving", "transformer_core"},
+    "attention_lab.deploy": {"attention_lab.frame", "attention_lab.serving", "transformer_core"},
     "attention_lab.frame": set(),
     "attention_lab.models": {"attention_lab.frame", "attention_lab.serving", "transformer_core"},
     "attention_lab.charts": {"attention_lab.models", "transformer_core"},

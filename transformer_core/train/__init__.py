@@ -28,6 +28,7 @@ from transformer_core.train.registry import (
 )
 from transformer_core.train.schedules import (
     label_smoothing_target,
+    lr_curves,
     vaswani_lr,
     warmup_cosine_lr,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "evaluate_lm",
     "evaluate_reversal",
     "label_smoothing_target",
+    "lr_curves",
     "model_config",
     "model_shape",
     "perplexity",
