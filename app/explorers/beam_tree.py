@@ -32,7 +32,9 @@ STYLE = """<style>
 
 def _chip(tokenizer: Tokenizer, hyp: Hypothesis, kind: str) -> str:
     """One hypothesis: the end of its text, ⏹ where it ended, its cumulative log P."""
-    text = tokenizer.decode(list(hyp.tokens), skip_special=True)
+    text = tokenizer.decode(list(hyp.tokens), skip_special=True).replace("\n", "⏎").replace("\t", "⇥")
+    if text.endswith(" "):  # the newest character: a space is shown as one
+        text = text[:-1] + "␣"
     tail = ("…" if len(text) > TAIL else "") + text[-TAIL:]
     end = " ⏹" if hyp.finished else ""
     css = f' class="{kind}"' if kind else ""

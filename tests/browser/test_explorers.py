@@ -239,3 +239,50 @@ def test_a_chart_whose_script_cannot_load_says_so(page: Page, app_url: str, tmp_
     expect(note).to_be_visible(timeout=30_000)
     assert "Reload the page" in note.inner_text()
     assert page.locator(".lab-chart[data-drawn]").count() == 0
+
+
+BEAM_LINK = "/gpt?text=The+for+statement&decoding=beam&beam=3&max_new=20&sampled=true"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize(
+    "size", [{"width": 1280, "height": 720}, {"width": 390, "height": 844}], ids=["1280", "390"]
+)
+def test_the_beam_tree_shows_every_step_and_follows_the_width_set_by_keyboard(
+    browser: Browser, app_url: str, tmp_path: Path, scheme: str, size: dict
+) -> None:
+    context = browser.new_context(viewport=size, color_scheme=scheme)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        open_page(page, app_url + BEAM_LINK, tmp_path / f"beam-{scheme}.png")
+        tree = page.get_by_role("region", name="Every step of the beam search, width 3")
+        tree.scroll_into_view_if_needed()
+        expect(tree.locator("p")).to_have_count(20)
+        expect(tree.locator("i.win")).to_have_count(20)  # the winner's path: one chip a step
+        chart_title(page, "gpt_self_head", "prompt + sample")  # the maps trace the winner
+        tree.screenshot(path=str(tmp_path / f"beam-tree-{scheme}.png"))
+        tree.focus()  # the tree scrolls with the keyboard
+        page.keyboard.press("End")
+        page.wait_for_function(
+            "() => { const r = document.querySelector('.lab-beam'); return r && r.scrollTop > 0; }"
+        )
+        width = page.get_by_role("slider", name="Beam width")
+        width.focus()
+        page.keyboard.press("ArrowRight")
+        settle(page, {"beam": "4"}, tmp_path / f"beam-4-{scheme}.png")
+        expect(page.get_by_role("region", name="Every step of the beam search, width 4")).to_be_attached()
+        assert_no_exception(page)
+    finally:
+        context.close()
+
+
+def test_the_reversal_beam_search_and_a_hot_sample(page: Page, app_url: str, tmp_path: Path) -> None:
+    open_page(page, app_url + "/reversal?text=attention&decoding=beam&beam=2", tmp_path / "rev-beam.png")
+    tree = page.get_by_role("region", name="Every step of the beam search, width 2")
+    expect(tree).to_be_visible()
+    assert "⏹" in tree.inner_text()
+    page.get_by_text("Sample", exact=True).click()
+    settle(page, {"decoding": "sample"}, tmp_path / "rev-sample.png")
+    expect(page.get_by_role("slider", name="Temperature")).to_be_visible()
+    assert_no_exception(page)
