@@ -1,5 +1,6 @@
 """The /reversal page's panels around the grids: the answer checked against the true
-reverse, and a padded batch of two inputs (what the padding mask keeps out)."""
+reverse, a padded batch of two inputs (what the padding mask keeps out), and the recurrent
+baselines' own views."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from attention_lab.explorers.explorer_html import labelled_output_html
 from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import visible
 from attention_lab.models.explorer_compute import PaddingView
+from attention_lab.viewmodel.reversal import ReversalPage
+from transformer_core.io import Checkpoint
 
 
 def answer(
@@ -69,3 +72,47 @@ def padded_batch(prefix: str, name: str, pv: PaddingView, layer: int, head: int)
         )
         charts.show(spec, key=f"{prefix}pad{b}", where=col)
         col.caption(_row_caption(pv, b, pad_share))
+
+
+def recurrent_panel(view: ReversalPage, ckpt: Checkpoint, name: str) -> None:
+    """A recurrent baseline of chapter 004: Bahdanau's additive attention as one alignment map (no
+    layers, no heads), or, for the plain GRU, the one context vector every output step reads."""
+    kind = ckpt.config.model
+    if kind == "bahdanau":
+        st.subheader("Additive attention: where each output step reads the input")
+        score = float(view.scores[0, 0])
+        spec = view.maps["cross"].head(
+            0, 0, title=f"Bahdanau alignment · anti-diagonal {score:.2f}", height=420, stem=("reversal", name)
+        )
+        charts.show(spec, key="rev_bahdanau", where=st.columns([1, 1])[0])
+        st.caption(
+            "Bahdanau et al. (2015): before writing each letter, the decoder's GRU state s is compared "
+            "with every encoder state h_j through a small network, score_j = vᵀ tanh(W s + U h_j), and a "
+            "softmax over the input turns the scores into one alignment row. There are no layers or heads "
+            "and no positional encoding: the GRUs read order by reading in order. The anti-diagonal score is "
+            "the share of weight on the mirrored letter, as for the Transformer's cross-attention heads."
+        )
+        return
+    st.subheader("Nothing to attend: one context vector")
+    context = view.trace.context
+    assert context is not None
+    st.info(
+        "This GRU encoder-decoder has no attention. The encoder reads the whole input and hands over its "
+        f"last state, {context.size} numbers, and every output step starts from that one vector: there "
+        "is no map to draw, because no step can look back at a letter. Longer inputs must squeeze more "
+        "into the same numbers, which is why this baseline fails first as inputs grow (the length table "
+        "on the Train page).",
+        icon=":material/info:",
+    )
+    labels = [str(i) for i in range(context.size)]
+    spec = charts.bars_spec(
+        labels,
+        {"context vector": context.astype(float)},
+        "The context vector (the encoder's last state)",
+        height=240,
+        x_title="dimension",
+        y_title="value",
+        y_range=None,
+        file=export.file_stem("reversal", name, "context"),
+    )
+    charts.show(spec, key="rev_context")

@@ -208,19 +208,23 @@ def _installed_models(folder: str) -> dict[str, dict]:  # keyed by the folder th
     return out
 
 
-def _drawn(meta: dict) -> bool:
-    """Whether the explorers draw this kind of model: the Transformer's; the recurrent
-    baselines (`gru`, `bahdanau`) are the library's and the command line's until their views land."""
+def is_transformer(meta: dict) -> bool:
+    """Whether a checkpoint's model is a Transformer (layers of heads), not one of the recurrent
+    baselines (`gru`, `bahdanau`) that only /reversal draws."""
     return meta.get("config", {}).get("model", "transformer") == "transformer"
 
 
-def model_choices(task: str) -> list[str]:
-    """Shipped checkpoint names for 'reverse' or 'lm', the imported models of that kind,
-    then this session's saved runs of that kind (run ids; a run id in the page's URL is
-    adopted, see `_adopt_url_runs`). 'lm' (a GPT) includes gpt-induction and runs of the
-    induction task."""
+def model_choices(task: str, baselines: bool = False) -> list[str]:
+    """Shipped checkpoint names for 'reverse' or 'lm' (with `baselines`, the recurrent ones too),
+    the imported models of that kind, then this session's saved runs of that kind (run ids; a
+    run id in the page's URL is adopted, see `_adopt_url_runs`). 'lm' (a GPT) includes
+    gpt-induction and runs of the induction task."""
     _adopt_url_runs(task)
-    shipped = [n for n, m in shipped_checkpoints().items() if m.get("task") == task and _drawn(m)]
+    shipped = [
+        n
+        for n, m in shipped_checkpoints().items()
+        if m.get("task") == task and (baselines or is_transformer(m))
+    ]
     shipped += [n for n, m in installed_models().items() if m.get("task") == task and n not in shipped]
     mine = [
         run_id

@@ -64,10 +64,13 @@ def reversal_page(ckpt: Checkpoint, request: ReversalRequest) -> ReversalPage:
     written, beam = decode(ckpt, request)
     trace = reversal_view(ckpt, request.text, request.options, written)
     cfg = ckpt.config
+    kinds = tuple(k for k in KINDS if k in trace.attention)  # a GRU without attention has none
+    if "cross" not in trace.attention:
+        return ReversalPage(trace, np.zeros((0, 0)), (0, 0), {}, beam)
     scores = anti_diagonal_scores(trace.attention["cross"], len(request.text))
     best = tuple(int(i) for i in np.unravel_index(int(scores.argmax()), scores.shape))
     scored = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
-    maps = maps_of(trace, KINDS, request.options, {"cross": scored})
+    maps = maps_of(trace, kinds, request.options, {"cross": scored})
     return ReversalPage(trace, scores, best, maps, beam)
 
 

@@ -21,14 +21,14 @@ from attention_lab.explorers.model_input import (
     stop_on_problem,
     trained_help,
 )
-from attention_lab.explorers.reversal_panels import answer, padded_batch
+from attention_lab.explorers.reversal_panels import answer, padded_batch, recurrent_panel
 from attention_lab.frame import present, state
 from attention_lab.models.compute import run_cached, view_cached
 from attention_lab.models.explorer_compute import padding_view
 from attention_lab.models.inference_switches import NO_POSITIONS, Switch, Switched, switch_toggles
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.reversal import DECODINGS, ReversalRequest, reversal_page
-from transformer_core import CheckpointError, ConfigError, InputError
+from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
 from transformer_core.beam import MAX_BEAM_WIDTH
 
 P = "rev_"  # session_state prefix; the URL uses the bare names
@@ -63,7 +63,7 @@ st.caption(
     "decoder writes one at a time, and cross-attention is how each written letter looks back."
 )
 
-choices = model_choices("reverse")
+choices = model_choices("reverse", baselines=True)
 if not choices:
     st.warning(
         "No reversal checkpoints found in checkpoints/. Train them with "
@@ -142,7 +142,8 @@ stop_on_problem(checked)
 state.write_state(URL_KEYS, prefix=P)  # the input was accepted: now the link may carry it
 show_input_notes(checked)
 text = checked.text
-opts = switched.options()
+recurrent = cfg.model != "transformer"  # chapter 004's baselines: no heads for the switches to act on
+opts = InferenceOptions() if recurrent else switched.options()
 cell_px, _ = map_sizes(cfg.n_layers, cfg.n_heads, selectors_above=True)
 if projected:  # the answer stands above the grid: a three-line verdict still leaves it on the screen
     cell_px = min(cell_px, 90)
@@ -157,10 +158,14 @@ except (InputError, ConfigError) as e:
 n = len(text)
 best, scores = view.best, view.scores
 said = {"had_unknown": bool(checked.unknown), "length_note": outside_training(ckpt, n)}
-if not projected:
+if not projected or recurrent:
     answer(view.trace.output, view.truth, **said)
     if view.beam is not None:
         decoding.beam_search_panel(view.beam, ckpt.tokenizer, n + 2, "letter")
+if recurrent:
+    st.caption("The switches act on attention heads and positional encodings: this model has neither.")
+    recurrent_panel(view, ckpt, name)
+    state.stop()
 
 # ------------------------------------------------------------ 1 cross
 if not projected:  # projected: the lecturer names the section; the large head takes its height

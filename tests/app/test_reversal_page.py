@@ -418,3 +418,40 @@ def test_a_bad_decoding_in_a_link_falls_back_to_greedy() -> None:
     at = open_reversal({"text": "attention", "decoding": "best", "beam": "0"})
     assert at.radio(key="rev_decoding").value == "greedy"
     assert any("Correct" in s for s in texts(at, "success"))
+
+
+# ---------------------------------------------------------------- chapter 004's recurrent baselines
+
+
+def test_the_bahdanau_baseline_shows_its_one_alignment_map() -> None:
+    at = open_reversal({"checkpoint": "reverse-bahdanau", "text": "attention"})
+    ckpt = load_checkpoint("reverse-bahdanau")
+    traced = trace_seq2seq(ckpt.model, ckpt.tokenizer, "attention", max_new_tokens=11)
+    figs = charts(at)
+    assert "rev_cross_grid" not in figs  # no layers, no heads: one map
+    shown = heatmaps(figs["rev_bahdanau"])[0]
+    np.testing.assert_allclose(shown, traced.attention["cross"][0, 0], atol=1e-6)
+    np.testing.assert_allclose(shown.sum(axis=1), 1.0, atol=1e-5)  # one alignment row per output step
+    score = anti_diagonal_scores(traced.attention["cross"], 9)[0, 0]
+    assert f"anti-diagonal {score:.2f}" in figs["rev_bahdanau"]["title"]
+    assert any("noitnetta" in s for s in texts(at, "success"))
+
+
+def test_the_gru_baseline_says_there_is_nothing_to_attend_and_shows_its_context() -> None:
+    at = open_reversal({"checkpoint": "reverse-gru", "text": "attention"})
+    ckpt = load_checkpoint("reverse-gru")
+    traced = trace_seq2seq(ckpt.model, ckpt.tokenizer, "attention", max_new_tokens=11)
+    assert any("has no attention" in s for s in texts(at, "info"))
+    bars = charts(at)["rev_context"]
+    assert len(bars["x"]) == traced.context.size == ckpt.config.d_model
+    assert not any(k.endswith("_grid") for k in charts(at))
+
+
+def test_only_reversal_lists_the_baselines() -> None:
+    at = open_reversal()
+    assert {"reverse-gru", "reverse-bahdanau"} <= set(at.selectbox(key="rev_checkpoint").options)
+    heads = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT)
+    heads.run()
+    heads.switch_page("views/heads.py")
+    heads.run()
+    assert not {"reverse-gru", "reverse-bahdanau"} & set(heads.selectbox(key="heads_checkpoint").options)
