@@ -5,7 +5,7 @@ import streamlit as st
 
 from attention_lab.frame import state, tables
 from attention_lab.models.resources import current_device, shipped_checkpoints
-from transformer_core import describe_device
+from transformer_core import describe_device, perplexity
 
 st.title("Attention Lab", anchor=False)
 st.markdown(
@@ -66,8 +66,10 @@ for name, meta in shipped_checkpoints().items():
         "parameters": meta.get("parameters"),
     }
     if meta.get("task") == "lm":
-        row["val loss"] = m.get("val_loss")
-        row["repeat loss"] = m.get("loss_repeat")
+        for column, key in (("val", "val_loss"), ("repeat", "loss_repeat")):
+            loss = m.get(key)
+            row[f"{column} loss"] = loss
+            row[f"{column} perplexity"] = None if loss is None else perplexity(loss)
         gpt_rows.append(row)
     else:
         row.update({f"len {k}": v for k, v in m.get("exact_match", {}).items()})
@@ -85,7 +87,8 @@ if reversal_rows:
     )
 if gpt_rows:
     st.markdown(
-        "**Character GPT**: validation loss, and the loss on a repeated segment (induction model), nats"
+        "**Character GPT**: validation loss, and the loss on a repeated segment (induction model), in "
+        "nats, each with its perplexity (e^loss: a choice among that many equally likely characters)"
     )
     tables.show(
         pd.DataFrame(gpt_rows),

@@ -43,7 +43,7 @@ from attention_lab.training.runs import (
     trained_span,
 )
 from attention_lab.training.scrubber import show_snapshots
-from transformer_core import POSITION_SCHEMES, ConfigError, InputError
+from transformer_core import POSITION_SCHEMES, ConfigError, InputError, perplexity
 from transformer_core.io import corpus_from_bytes
 from transformer_core.train import DEFAULT_SIZE, TASKS, TRAIN_LENGTHS
 
@@ -220,10 +220,10 @@ def progress_text(info: RunInfo, p: RunProgress) -> str:
     )
     # a run pauses between steps while the box's CPUs are full (serving comes first)
     paused = f" · paused {p.paused:,.0f} s while the server was busy" if p.paused >= 1 else ""
+    loss = f" · loss {p.losses[-1]:.3f} nats (perplexity {perplexity(p.losses[-1]):,.2f})" if p.losses else ""
     return (
-        f"**{info.label}** · {info.status} · step {p.step:,} / {total:,} · {p.tokens_per_s:,.0f} tokens/s"
-        + timing
-        + paused
+        f"**{info.label}** · {info.status} · step {p.step:,} / {total:,}{loss}"
+        f" · {p.tokens_per_s:,.0f} tokens/s" + timing + paused
     )
 
 
@@ -304,8 +304,9 @@ def show_induction_results(p: RunProgress) -> None:
     """Final in-context losses, the strongest head of each kind, and the scores as CSV."""
     m = p.metrics
     cols = st.columns(4)
-    cols[0].metric("Loss on the first copy (nats)", f"{m['loss_first_copy']:.3f}")
-    cols[1].metric("Loss on the repeat (nats)", f"{m['loss_repeat']:.3f}")
+    losses = (("loss_first_copy", "first copy"), ("loss_repeat", "repeat"))
+    for col, (key, what) in zip(cols[:2], losses, strict=True):
+        col.metric(f"Loss on the {what} (nats · perplexity)", f"{m[key]:.3f} · {perplexity(m[key]):,.2f}")
     for col, (score, title) in zip(cols[2:], HEAD_SCORES.items(), strict=True):
         last = head_score_curves(p, score).iloc[-1]
         col.metric(f"Top {title.lower()}", f"{last.max():.2f} · {last.idxmax()}")
@@ -339,7 +340,13 @@ def show_results(info: RunInfo, p: RunProgress) -> None:
     elif info.task == "induction" and p.metrics:
         show_induction_results(p)
     elif p.metrics:
-        st.metric("Validation loss (nats per character)", f"{p.metrics['val_loss']:.3f}")
+        loss_col, ppl_col, _ = st.columns([1, 1, 2])
+        loss_col.metric("Validation loss (nats per character)", f"{p.metrics['val_loss']:.3f}")
+        ppl_col.metric(
+            "Validation perplexity",
+            f"{perplexity(p.metrics['val_loss']):,.2f}",
+            help="e^loss: as unsure as a choice among this many equally likely characters.",
+        )
     if p.sample:
         st.markdown("**Sample** (temperature 0.8)")
         st.code(p.sample, language=None, wrap_lines=True)

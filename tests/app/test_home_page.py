@@ -6,6 +6,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -48,6 +49,9 @@ def test_home_says_one_thread_and_its_tables_fit_a_projector(one_thread, monkeyp
     assert rev.set_index("checkpoint").loc["reverse-rope", "len 3"] == pytest.approx(1.0)
     gpt = shown["home_gpt"].set_index("checkpoint")
     assert gpt.loc["gpt-rope", "val loss"] > 0 and gpt.loc["gpt-induction", "repeat loss"] > 0
+    for column in ("val", "repeat"):  # perplexity beside each loss: e^loss (to the table's 3 decimals)
+        pair = gpt[[f"{column} loss", f"{column} perplexity"]].dropna()
+        assert len(pair) and np.allclose(pair.iloc[:, 1], np.exp(pair.iloc[:, 0]), rtol=5e-3)
     assert gpt.loc["gpt-rope", "parameters"].endswith(("k", "M"))  # 823k, not 823456
     for df in shown.values():  # no free-text column wider than a name: every cell short
         cells = [str(v) for v in df.astype(str).to_numpy().ravel()]

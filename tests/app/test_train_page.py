@@ -3,6 +3,7 @@ the box-wide queue, links by run id (after a restart too) and the unknown-id not
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -150,7 +151,10 @@ def test_a_tiny_induction_run_plots_every_heads_detector_scores_beside_the_loss(
     assert at.selectbox(key="snap_kind").options == ["self"]
     first, repeat = heatmaps(specs["train_ic_fig"])  # the loss on the first copy and on the repeat
     assert len(first[0]) == len(repeat[0]) == 20
-    assert [m.label for m in at.metric][:2] == ["Loss on the first copy (nats)", "Loss on the repeat (nats)"]
+    labels = [m.label for m in at.metric][:2]
+    assert labels == ["Loss on the first copy (nats · perplexity)", "Loss on the repeat (nats · perplexity)"]
+    loss, ppl = (float(x.replace(",", "")) for x in at.metric[1].value.split(" · "))
+    assert ppl == pytest.approx(math.exp(loss), rel=1e-2)  # perplexity = e^loss, as printed
     assert any(f"/heads?checkpoint={run_id}" in c.value for c in at.code)
 
     for page, prefix in (("heads", "heads_"), ("gpt", "gpt_")):  # the run opens where a GPT is expected
