@@ -1,5 +1,5 @@
 """Charts of the positional-encoding lesson (/positions) as attention_lab.charts.specs specs: encoding
-tables, waves, similarities, the RoPE pair's path and ALiBi's slopes. Numbers arrive
+tables, waves, similarities, the RoPE pair's path, ALiBi's slopes and T5's biases. Numbers arrive
 computed (lessons.positions); colours are the lesson pages' (attention_lab.lesson_pages.lesson_charts)."""
 
 from __future__ import annotations
@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from attention_lab.charts import specs as charts
 from attention_lab.charts import xy_charts
 from attention_lab.lesson_pages.lesson_charts import FIRST, Spec
+from attention_lab.lessons.positions import T5Biases
 from attention_lab.models.compute import shared_cache
 
 
@@ -183,4 +185,18 @@ def slopes_chart(slopes: np.ndarray) -> Spec:
         digits=5,
         width_px=200,
         file="alibi_slopes",
+    )
+
+
+@shared_cache
+def t5_bias_chart(biases: T5Biases, where: str) -> Spec:
+    """Each head's learned T5 bias over the distance j - i, one curve per head."""
+    heads = [f"head {h}" for h in range(len(biases.bias))]
+    frame = pd.DataFrame(biases.bias.T, index=biases.distances, columns=heads)
+    return xy_charts.frame_lines(
+        frame,
+        x_title="distance j − i (key − query)",
+        y_title=f"{where}: bias added to the score",
+        height=300,
+        file=f"t5_bias_{where}",
     )

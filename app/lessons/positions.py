@@ -28,7 +28,9 @@ from transformer_core import (
     rope_angles,
     shift_rotation,
     sinusoidal_positional_encoding,
+    t5_relative_position_bucket,
 )
+from transformer_core.positional import T5Positions, t5_max_distance
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -194,3 +196,42 @@ def positions_seen_in_training(meta: dict[str, Any]) -> int | None:
     except (KeyError, TypeError, ValueError):
         return None
     return None
+
+
+def t5_bucket_map(length: int, bidirectional: bool, max_len: int) -> np.ndarray:
+    """(length, length) T5 bucket of every query i and key j (of j - i), for a model of max_len:
+    one bucket per small distance, log-spaced buckets for larger ones, shared beyond the last."""
+    pos = torch.arange(length)
+    relative = pos[None, :] - pos[:, None]  # (Tq, Tk), j - i
+    return t5_relative_position_bucket(relative, bidirectional, max_distance=t5_max_distance(max_len)).numpy()
+
+
+@dataclass(frozen=True)
+class T5Biases:
+    """One T5 scheme's learned biases read along the distance j - i (key minus query)."""
+
+    distances: np.ndarray  # (D,) from -(span - 1) to span - 1, or to 0 where causal
+    buckets: np.ndarray  # (D,) the bucket of each distance
+    bias: np.ndarray  # (H, D) what each head adds to a score at that distance
+
+
+def t5_schemes(model: GPT | Seq2Seq) -> dict[str, T5Positions]:
+    """The model's T5 schemes by where they act: an encoder's (both directions) and a decoder's
+    (causal), or a GPT's."""
+    where = {"src_positions": "encoder", "tgt_positions": "decoder", "positions": "GPT"}
+    return {
+        where.get(name, name): module
+        for name, module in model.named_modules()
+        if isinstance(module, T5Positions)
+    }
+
+
+def t5_head_biases(scheme: T5Positions, span: int) -> T5Biases:
+    """Each head's learned bias at every distance a query `span` positions long can see."""
+    last = 0 if scheme.causal else span - 1
+    distances = torch.arange(-(span - 1), last + 1)
+    buckets = t5_relative_position_bucket(
+        distances, not scheme.causal, scheme.num_buckets, scheme.max_distance
+    )
+    bias = scheme.relative_attention_bias.weight.detach().float().cpu()[buckets].T  # (D, H) -> (H, D)
+    return T5Biases(distances.numpy(), buckets.numpy(), bias.numpy())

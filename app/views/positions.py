@@ -34,6 +34,9 @@ DEFAULTS = {
     "alibi_head": 0,
     "alibi_content": True,
     "learned_model": "",
+    "t5_len": 24,
+    "t5_dir": "encoder",
+    "t5_model": "",
 }
 VALID = {
     "length": in_range(2, 256),
@@ -47,23 +50,26 @@ VALID = {
     "alibi_heads": in_range(1, 16),
     "alibi_len": in_range(2, 24),
     "alibi_head": in_range(0, 15),
+    "t5_len": in_range(2, 64),
+    "t5_dir": lambda v: v in T5_DIRECTIONS,
 }
+T5_DIRECTIONS = {"encoder": "encoder: both directions", "decoder": "decoder: causal"}
 init_state(DEFAULTS, VALID, prefix=P)
 chart = chart_writer(P)
 
 
-def learned_choices() -> list[str]:
-    """Shipped and own models whose positions are a learned table."""
+def scheme_choices(scheme: str) -> list[str]:
+    """Shipped and own models whose positions are `scheme` ("learned": a table; "t5": a bias)."""
     shipped = shipped_checkpoints()
     out = []
     for task in ("reverse", "lm"):
         for name in model_choices(task):
             meta = shipped.get(name)
             try:
-                scheme = meta["config"]["positions"] if meta else load_model(name).config.positions
+                positions = meta["config"]["positions"] if meta else load_model(name).config.positions
             except (KeyError, TypeError, CheckpointError):
                 continue
-            if scheme == "learned":
+            if positions == scheme:
                 out.append(name)
     return out
 
@@ -103,7 +109,7 @@ with c1:
 with c2:
     adjacent = {f"sinusoidal, d_model = {d_model}": sin["adjacent"]}
     learned_tables: dict[str, tuple[np.ndarray, dict]] = {}
-    for name in learned_choices():
+    for name in scheme_choices("learned"):
         try:
             ckpt = load_model(name)
         except CheckpointError as e:
@@ -372,5 +378,65 @@ else:
             f"Positions {seen}..{max_len - 1} were never used in training: their rows are "
             "still noise, and a model that meets them has nothing sensible to read."
         )
+
+# ---------------------------------------------------------------------------------------
+st.header("6 · T5: a learned bias for each distance bucket")
+st.markdown(
+    "T5 (Raffel et al., 2020) adds to the score of query i and key j a learned number that depends "
+    "only on the distance j − i, one per head. Distances are put in **buckets**: each small distance "
+    "gets its own, larger ones share log-spaced buckets, and everything beyond the last shares it, so "
+    "any distance has a bias. In an encoder keys before and after the query get separate buckets; in a "
+    "decoder only the past counts. The table is shared by every layer."
+)
+c1, c2 = st.columns(2)
+c1.slider("sequence length", 2, 64, key=P + "t5_len", persist_state="session")
+c2.radio(
+    "attention",
+    list(T5_DIRECTIONS),
+    format_func=T5_DIRECTIONS.__getitem__,
+    key=P + "t5_dir",
+    persist_state="session",
+    horizontal=True,
+)
+t5_len, both_ways = int(st.session_state[P + "t5_len"]), st.session_state[P + "t5_dir"] == "encoder"
+buckets = lesson.t5_bucket_map(t5_len, both_ways, max_len=128)
+labels = [str(i) for i in range(t5_len)]
+chart(
+    lc.value_heatmap(
+        buckets.astype(float),
+        labels,
+        labels,
+        f"bucket of every (query, key), {T5_DIRECTIONS[st.session_state[P + 't5_dir']]}",
+        value_name="bucket",
+        colorscale="Purples",
+        zmin=0.0,
+        zmax=31.0,
+        digits=0,
+        show_values=t5_len <= 12,
+        height=420,
+    ),
+    "t5_buckets",
+)
+st.caption(
+    "32 buckets and, for a model of 128 positions, log-spaced buckets up to distance 128. "
+    "In the encoder, buckets 0-15 are keys at or before the query, 16-31 keys after it; the decoder "
+    "uses all 32 for the past (its future is masked)."
+)
+t5_names = scheme_choices("t5")
+if t5_names:
+    clamp_state(P + "t5_model", t5_names, t5_names[0])  # a link's unknown model is named
+    st.selectbox("trained model", t5_names, key=P + "t5_model", persist_state="session")
+    try:
+        t5_model = load_model(st.session_state[P + "t5_model"]).model
+    except CheckpointError as e:
+        st.error(f"{st.session_state[P + 't5_model']}: {e}")
+    else:
+        for where, scheme in lesson.t5_schemes(t5_model).items():
+            biases = lesson.t5_head_biases(scheme, t5_len)
+            chart(pc.t5_bias_chart(biases, where), f"t5_bias_{where}")
+            st.caption(
+                f"{where}: what each head adds to a score, by distance. A head whose bias peaks near 0 "
+                "keeps to the query's neighbours; one that stays high far away reads far back."
+            )
 
 write_state([k for k in DEFAULTS if st.session_state.get(P + k) not in (None, "")], prefix=P)

@@ -298,3 +298,28 @@ def test_positions_negative_offset_checks_real_positions() -> None:
     shift = table(at, "PE(25)", "M·PE(25)", "PE(0)")
     assert (shift["M·PE(25)"] - shift["PE(0)"]).abs().max() < 1e-3
     assert shift["PE(0)"].tolist() == [0.0, 1.0] * 3  # sin 0, cos 0
+
+
+def test_positions_t5_buckets_and_the_trained_biases() -> None:
+    from attention_lab.lessons import positions as lesson
+    from tests.app.figures import heatmaps
+    from transformer_core.io.checkpoint import load_checkpoint
+
+    at = open_view("positions", t5_len=10, t5_dir="decoder", t5_model="reverse-t5")
+    specs = figure_specs(at)
+    shown = heatmaps(specs["positions_t5_buckets"])[0]
+    np.testing.assert_array_equal(shown, lesson.t5_bucket_map(10, False, 128))
+    assert {"positions_t5_bias_encoder", "positions_t5_bias_decoder"} <= set(specs)
+    scheme = lesson.t5_schemes(load_checkpoint("reverse-t5").model)["decoder"]
+    biases = lesson.t5_head_biases(scheme, 10)
+    bias_chart = specs["positions_t5_bias_decoder"]
+    assert [s["name"] for s in bias_chart["panels"][0]["series"]] == [f"head {h}" for h in range(4)]
+    lines = heatmaps(bias_chart)  # each (2, n): x and y as the browser decodes them
+    np.testing.assert_allclose(lines[2][1], biases.bias[2], atol=1e-6)
+    np.testing.assert_array_equal(lines[0][0], biases.distances)
+    assert lines[0][0].max() == 0  # causal: the past only
+    at = open_view("positions", t5_len=999, t5_dir="sideways", t5_model="nope")  # a bad link: defaults
+    assert (
+        at.slider(key="positions_t5_len").value == 24 and at.radio(key="positions_t5_dir").value == "encoder"
+    )
+    assert at.selectbox(key="positions_t5_model").value in ("reverse-t5", "gpt-t5")

@@ -91,3 +91,26 @@ def test_learned_table_and_positions_seen(make_gpt, make_seq2seq) -> None:
     assert lesson.positions_seen_in_training({"task": "reverse", "train_args": {"max_len": 10}}) == 11
     assert lesson.positions_seen_in_training({"task": "lm", "train_args": {"block_size": 128}}) == 128
     assert lesson.positions_seen_in_training({"task": "lm"}) is None
+
+
+def test_t5_buckets_and_biases_are_the_models_own() -> None:
+    """The bucket map and each head's bias by distance read the trained scheme exactly as its
+    forward pass adds them (T5Positions.buckets and .bias over the same positions)."""
+    from transformer_core.io.checkpoint import load_checkpoint
+
+    model = load_checkpoint("reverse-t5").model
+    schemes = lesson.t5_schemes(model)
+    assert set(schemes) == {"encoder", "decoder"}
+    pos = torch.arange(20)
+    for where, scheme in schemes.items():
+        both_ways = where == "encoder"
+        expected = scheme.buckets(pos, pos).numpy()
+        np.testing.assert_array_equal(lesson.t5_bucket_map(20, both_ways, model.config.max_len), expected)
+        biases = lesson.t5_head_biases(scheme, 20)
+        added = scheme.bias(pos, pos).detach().numpy()  # (H, Tq, Tk)
+        for d, column in zip(biases.distances, biases.bias.T, strict=True):
+            i, j = (0, d) if d >= 0 else (-d, 0)  # query i, key j = i + d
+            np.testing.assert_allclose(column, added[:, i, j], atol=1e-7)
+        assert biases.distances.max() == (19 if both_ways else 0)
+    bucket = lesson.t5_bucket_map(8, True, 32)
+    assert (np.diag(bucket) == 0).all() and bucket[0, 1] == 17 and bucket[1, 0] == 1  # after: 16 + 1
