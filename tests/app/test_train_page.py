@@ -391,11 +391,15 @@ def test_the_length_table_says_where_the_seed_rows_are_and_keeps_its_metric() ->
     """Issue 23: the caption named three seed rows the default metric hides, and the metric
     went back to greedy exact match after a visit to another page."""
     at = open_train()
-    assert any("choose it to see its three rows" in c.value for c in at.caption)
-    assert not any("(seed)" in m for m in tables(at)["length_table"].index)
+    assert any("choose it to see its three printed rows" in c.value for c in at.caption)
+    assert not any("chapter 004 reports" in m for m in tables(at)["length_table"].index)
     at.radio(key="length_metric").set_value("token accuracy (teacher-forced)").run()
-    assert sum("(seed)" in m for m in tables(at)["length_table"].index) == 3
-    assert any("The first three rows are the seed chapter's" in c.value for c in at.caption)
+    index = list(tables(at)["length_table"].index)
+    assert sum("(chapter 004 reports)" in m for m in index) == 3 and index[0].endswith(
+        "(chapter 004 reports)"
+    )
+    assert {"GRU seq2seq, no attention", "GRU + Bahdanau attention", "Transformer, t5"} <= set(index)
+    assert any("The first three rows are what chapter 004 prints" in c.value for c in at.caption)
     at.switch_page("views/gpt.py").run()
     at.switch_page("views/train.py").run()
     assert at.radio(key="length_metric").value == "token accuracy (teacher-forced)"
