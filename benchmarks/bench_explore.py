@@ -135,7 +135,7 @@ def server_command(
 ) -> tuple[list[str], Path | None]:
     """The command line of a server, and the folder it must start in (None: anywhere but a checkout)."""
     flags = ["--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"]
-    flags += ["--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
+    flags += ["--browser.gatherUsageStats", "false"]  # the rest as installed: each lab's own config
     if baseline is not None and not baseline.packaged:
         root = baseline.checkout
         if target == "single":
