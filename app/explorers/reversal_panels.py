@@ -116,3 +116,39 @@ def recurrent_panel(view: ReversalPage, ckpt: Checkpoint, name: str) -> None:
         file=export.file_stem("reversal", name, "context"),
     )
     charts.show(spec, key="rev_context")
+
+
+def baselines_beside(
+    prefix: str, names: dict[str, str], ckpts: dict[str, Checkpoint], views: dict[str, ReversalPage]
+) -> None:
+    """/compare with a recurrent baseline on a side: each side's answer and how it reads the input,
+    Bahdanau's one alignment map, a Transformer's most anti-diagonal cross-attention head, or the
+    GRU's nothing to attend; no head-by-head difference (the shapes have nothing in common)."""
+    st.subheader("1 · What each side answers, and how it reads the input")
+    for side, col in zip(names, st.columns(2, gap="medium"), strict=True):
+        view, kind = views[side], ckpts[side].config.model
+        verdict = (
+            "the input reversed" if view.trace.output == view.truth else f"not the reverse ({view.truth})"
+        )
+        written = md_code(visible(view.trace.output)) if view.trace.output else "(nothing)"
+        col.markdown(f"**{side.upper()}** ({names[side]}) writes {written} — {verdict}")
+        if kind == "gru":
+            col.info(
+                "No attention: every output step starts from one context vector.", icon=":material/info:"
+            )
+            continue
+        layer, head = view.best
+        what = "Bahdanau alignment" if kind == "bahdanau" else f"cross-attention L{layer} H{head}"
+        spec = view.maps["cross"].head(
+            layer,
+            head,
+            title=f"{what} · anti-diagonal {view.scores[layer, head]:.2f}",
+            height=380,
+            stem=("compare", names[side], side),
+        )
+        charts.show(spec, key=f"{prefix}{side}_alignment", where=col)
+    st.caption(
+        "A recurrent baseline has one alignment (Bahdanau) or none (the GRU), so the two sides are not "
+        "compared head by head: each Transformer side shows its most anti-diagonal cross-attention head, "
+        "the one that reads the mirrored letter. Rows are output steps, columns the input letters."
+    )

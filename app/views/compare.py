@@ -22,6 +22,7 @@ from attention_lab.explorers.model_input import (
     token_unit,
     trained_help,
 )
+from attention_lab.explorers.reversal_panels import baselines_beside
 from attention_lab.frame import state, tables
 from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import visible
@@ -31,6 +32,7 @@ from attention_lab.models.inference_switches import Switch, Switched, switch_tog
 from attention_lab.models.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.attention import kind_label, titled
 from attention_lab.viewmodel.compare import SCORED, CompareRequest, compare_side
+from attention_lab.viewmodel.reversal import ReversalRequest, reversal_page
 from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
 from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
 from transformer_core.io import Checkpoint
@@ -53,7 +55,7 @@ st.caption(
     "grids on one colour scale, then one head of each and their difference."
 )
 
-choices = model_choices("reverse")
+choices = model_choices("reverse", baselines=True)  # a baseline beside a Transformer: section 1 alone
 hidden = st.empty()  # run ids in the URL were reported above; do not report them twice
 with hidden.container():
     choices += model_choices("lm")
@@ -131,7 +133,8 @@ ckpts: dict[str, Checkpoint] = {side: c for side, c in loaded.items() if not isi
 cfg_a, cfg_b = ckpts["a"].config, ckpts["b"].config
 shape_a = (cfg_a.arch, cfg_a.n_layers, cfg_a.n_heads)
 shape_b = (cfg_b.arch, cfg_b.n_layers, cfg_b.n_heads)
-if shape_a != shape_b:
+recurrent = any(c.config.model != "transformer" for c in ckpts.values())  # chapter 004's baselines
+if shape_a != shape_b and not (recurrent and cfg_a.arch == cfg_b.arch):
     st.error(
         "The two sides need the same architecture to be compared head by head: "
         f"A is {cfg_a.arch} with {cfg_a.n_layers} layers × {cfg_a.n_heads} heads, "
@@ -155,6 +158,16 @@ show_input_notes(checked["a"])
 if checked["b"].unknown != checked["a"].unknown:
     show_input_notes(checked["b"], what="model B")
 text = checked["a"].text
+if recurrent:
+    try:
+        request = {side: ReversalRequest(text, InferenceOptions() if ckpts[side].config.model != "transformer"
+                                         else options[side]) for side in SIDES}  # fmt: skip
+        beside = {side: view_cached(reversal_page, names[side], request[side]) for side in SIDES}
+    except (InputError, ConfigError) as e:
+        st.error(str(e), icon=":material/error:")
+        state.stop()
+    baselines_beside(P, names, ckpts, beside)
+    state.stop()
 
 
 cell_px = int(min(110, max(55, 280 / n_heads)))

@@ -183,3 +183,27 @@ def test_downloads_hold_both_traces_and_the_difference(monkeypatch: pytest.Monke
     np.testing.assert_allclose(data["difference"]["mean_abs_per_head"], per_head(at), atol=1e-3)
     table = pd.read_csv(io.StringIO(files["Mean |B − A| per head as CSV"]), index_col=0)
     np.testing.assert_allclose(table.to_numpy(), per_head(at), atol=5e-4)  # the page shows 3 decimals
+
+
+def test_a_recurrent_baseline_beside_a_transformer_shows_how_each_reads_the_input() -> None:
+    """Chapter 004's Bahdanau model beside reverse-rope: each answer, Bahdanau's one alignment map
+    and the Transformer's most anti-diagonal cross-attention head; the GRU has no map."""
+    from transformer_core.interp import anti_diagonal_scores
+    from transformer_core.interp.trace import trace_seq2seq
+    from transformer_core.io.checkpoint import load_checkpoint
+
+    at = open_compare({"a": "reverse-rope", "b": "reverse-bahdanau", "text": "attention"})
+    figs = charts(at)
+    assert set(figs) == {"cmp_a_alignment", "cmp_b_alignment"}
+    ckpt = load_checkpoint("reverse-bahdanau")
+    cross = trace_seq2seq(ckpt.model, ckpt.tokenizer, "attention", max_new_tokens=11).attention["cross"]
+    np.testing.assert_allclose(heatmaps(figs["cmp_b_alignment"])[0], cross[0, 0], atol=1e-6)
+    rope = load_checkpoint("reverse-rope")
+    scores = anti_diagonal_scores(
+        trace_seq2seq(rope.model, rope.tokenizer, "attention").attention["cross"], 9
+    )
+    layer, head = np.unravel_index(int(scores.argmax()), scores.shape)
+    assert f"cross-attention L{layer} H{head}" in figs["cmp_a_alignment"]["title"]
+    gru = open_compare({"a": "reverse-gru", "b": "reverse-bahdanau", "text": "attention"})
+    assert set(charts(gru)) == {"cmp_b_alignment"}
+    assert any("No attention" in i.value for i in gru.info)
