@@ -194,6 +194,10 @@ def snapshot_panel(info: RunInfo, p: RunProgress) -> None:
         st.warning(str(e))
         return
     kinds = [k for k in ("cross", "encoder_self", "decoder_self", "self") if k in snap]
+    if not kinds:  # a GRU without attention: nothing to scrub through
+        st.caption(f"This model has no attention: its output on the probe at step {snap['step']:,} is "
+                   f"“{snap.get('output', '')}”.")  # fmt: skip
+        return
     probe = "".join(t for t in snap["source_tokens"] if not t.startswith("<"))
     where = f"snapshot {index + 1} of {last + 1}, step {snap['step']:,}"
     if info.active and last and not scrub_following():

@@ -45,7 +45,7 @@ from attention_lab.training.runs import (
 from attention_lab.training.scrubber import show_snapshots
 from transformer_core import POSITION_SCHEMES, ConfigError, InputError, perplexity
 from transformer_core.io import corpus_from_bytes
-from transformer_core.train import DEFAULT_SIZE, TASKS, TRAIN_LENGTHS
+from transformer_core.train import DEFAULT_SIZE, TASKS, TRAIN_LENGTHS, default_positions
 
 MAX_UPLOAD_BYTES = 5_000_000
 EXPLORERS = {"seq2seq": ("reversal", "Reversal explorer"), "gpt": ("gpt", "GPT explorer")}  # by arch
@@ -56,6 +56,11 @@ SCHEDULES = ["cosine", "vaswani", "constant"]
 # reads "failed" within 10 s; slower while a long evaluation keeps a live run quiet
 POLL_TIERS = ((12.0, 2.0), (30.0, 4.0), (float("inf"), 8.0))
 SCHEMES = list(POSITION_SCHEMES)
+MODEL_KINDS = {
+    "transformer": "Transformer",
+    "gru": "GRU seq2seq, no attention",
+    "bahdanau": "GRU + Bahdanau attention",
+}
 
 st.title("Train a model", anchor=False)
 st.caption(
@@ -103,7 +108,15 @@ with st.container(border=True):
     task = c1.radio(
         "Task", list(TASKS), format_func=lambda t: TASKS[t].title, key="train_task", persist_state="session"
     )
-    positions = c2.selectbox("Positional scheme", SCHEMES, key="train_positions", persist_state="session")
+    kinds = TASKS[task].model_kinds  # the reversal task also trains chapter 004's recurrent baselines
+    kind = c2.radio("Model", kinds, format_func=MODEL_KINDS.__getitem__, key="train_model",
+                    persist_state="session", horizontal=True) if len(kinds) > 1 else kinds[0]  # fmt: skip
+    recurrent = kind != "transformer"
+    no_scheme = "A recurrent model reads the letters in order: it has no positional scheme."
+    positions = c2.selectbox(
+        "Positional scheme", SCHEMES, key="train_positions", persist_state="session", disabled=recurrent,
+        help=no_scheme if recurrent else None,
+    )  # fmt: skip
     preset = c3.select_slider(
         "Model size", list(TASKS[task].sizes), key="train_preset", persist_state="session"
     )
@@ -112,8 +125,10 @@ with st.container(border=True):
         d_model = a1.number_input(
             "d_model", *LIMITS.d_model, step=16, key="train_d_model", persist_state="session"
         )
-        n_layers = a2.number_input("layers", *LIMITS.n_layers, key="train_n_layers", persist_state="session")
-        n_heads = a3.number_input("heads", *LIMITS.n_heads, key="train_n_heads", persist_state="session")
+        n_layers = a2.number_input("layers", *LIMITS.n_layers, key="train_n_layers", persist_state="session",
+                                   disabled=recurrent)  # fmt: skip
+        n_heads = a3.number_input("heads", *LIMITS.n_heads, key="train_n_heads", persist_state="session",
+                                  disabled=recurrent)  # fmt: skip
         b1, b2, b3, b4 = st.columns(4)
         steps = b1.number_input(
             "Steps", 10, LIMITS.steps[1], step=100, key="train_steps", persist_state="session"
@@ -150,14 +165,15 @@ with st.container(border=True):
 
 
 def start(
-    task: str, scheme: str, size: str, shape: dict[str, int], corpus: str | None = None, **optim
+    task: str, scheme: str, size: str, shape: dict[str, int | str], corpus: str | None = None, **optim
 ) -> None:
-    """Submit a run (the form's, or a length-table row's) and show it."""
+    """Submit a run (the form's, or a length-table row's) and show it; shape["model"]: a recurrent
+    kind instead of the Transformer."""
     stamp = datetime.datetime.now().strftime("%H:%M:%S")
-    name = TASKS[task].short
+    name, what = TASKS[task].short, str(shape.get("model", scheme))
     try:
         config = page_config(task, device=str(current_device()), **optim)
-        request = RunRequest(config.to_dict(), scheme, size, shape, label=f"my-{name}-{scheme} {stamp}")
+        request = RunRequest(config.to_dict(), scheme, size, shape, label=f"my-{name}-{what} {stamp}")
         run_id = submit(request, corpus)
     except (ConfigError, InputError, RunError) as e:
         st.error(str(e))
@@ -190,7 +206,9 @@ info = queue.info(run_id) if run_id else None
 active = info is not None and info.active
 start_col, stop_col, info_col = st.columns([1, 1, 4])
 if start_col.button("Start", type="primary", icon=":material/play_arrow:", disabled=active or corpus_error):
-    shape = dict(d_model=int(d_model), n_layers=int(n_layers), n_heads=int(n_heads))
+    shape: dict[str, int | str] = dict(d_model=int(d_model), n_layers=int(n_layers), n_heads=int(n_heads))
+    if recurrent:  # the size preset's recurrent shape (one GRU layer); the scheme is none
+        shape, positions = {"model": kind}, default_positions(kind)
     start(task, positions, preset, shape, corpus, steps=int(steps), batch_size=int(batch_size), lr=float(lr),
           schedule=schedule)  # fmt: skip
 if stop_col.button("Stop", icon=":material/stop:", disabled=not active):
@@ -401,7 +419,6 @@ CHAPTER_ROWS = {  # teacher-forced per-token accuracy as the chapter prints it
     "+ Bahdanau attention" + REPORTED: {"3": 0.99, "5": 0.97, "7": 0.94, "10": 0.90, "15": 0.55},
     "Transformer" + REPORTED: {"3": 1.0, "5": 1.0, "7": 1.0, "10": 1.0, "15": 0.08},
 }
-MEASURED_NAMES = {"gru": "GRU seq2seq, no attention", "bahdanau": "GRU + Bahdanau attention"}
 metric = st.radio(
     "Metric",
     ["greedy exact match", "token accuracy (teacher-forced)"],
@@ -421,7 +438,7 @@ if key == "token_accuracy":
     for name, values in CHAPTER_ROWS.items():
         rows.append({"model": name, **{length_column(n, span): values.get(str(n)) for n in REPORT_LENGTHS}})
 for name, entry in results.get("rows", {}).items():
-    shown = MEASURED_NAMES.get(name, f"Transformer, {name}")
+    shown = MODEL_KINDS[name] if name in MODEL_KINDS else f"Transformer, {name}"
     rows.append({"model": shown, **{length_column(n, span): entry[key].get(str(n)) for n in REPORT_LENGTHS}})
 if rows:
     table = pd.DataFrame(rows).set_index("model")

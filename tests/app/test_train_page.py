@@ -173,6 +173,39 @@ def test_a_tiny_induction_run_plots_every_heads_detector_scores_beside_the_loss(
     assert at.query_params["run"] in (run_id, [run_id])
 
 
+@pytest.mark.parametrize("kind", ["bahdanau", "gru"])
+def test_a_recurrent_baseline_trains_and_its_alignment_forms_in_the_scrubber(kind: str) -> None:
+    """Chapter 004's baselines from /train: the run's model is the recurrent kind with no scheme;
+    Bahdanau's one alignment is the scrubber's map, the GRU says it has none."""
+    from transformer_core.io.checkpoint import load_checkpoint
+
+    at = open_train()
+    at.radio(key="train_model").set_value(kind).run()
+    assert (
+        at.selectbox(key="train_positions").proto.disabled
+        and at.number_input(key="train_n_heads").proto.disabled
+    )
+    at.select_slider(key="train_preset").set_value("tiny").run()
+    set_steps(at, 20)
+    click(at, "Start")
+    run_id = at.session_state["train_run"]
+    assert f"-{kind} " in queue().info(run_id).label
+    wait_until(lambda: status(run_id) == "done", timeout=180)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    config = load_checkpoint(run_id).config
+    assert (config.model, config.positions, config.n_layers, config.n_heads) == (kind, "none", 1, 1)
+    specs = chart_specs(at)
+    if kind == "bahdanau":
+        assert at.selectbox(key="snap_kind").options == ["cross"]
+        weights = heatmaps(specs["snap_fig"])[0]
+        np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-3)  # one alignment per output step
+    else:
+        assert "snap_fig" not in specs
+        assert any("This model has no attention" in c.value for c in at.caption)
+    assert any(f"/reversal?checkpoint={run_id}" in c.value for c in at.code)
+
+
 def test_stop_ends_the_run_within_a_second() -> None:
     at = open_train()
     at.select_slider(key="train_preset").set_value("tiny")
