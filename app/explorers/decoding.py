@@ -129,27 +129,41 @@ def beam_search_panel(result: BeamResult, tokenizer: Tokenizer, asked: int, unit
     )
 
 
-def reversal_decoding(prefix: str, where: Any) -> ReversalDecoding:
-    """/reversal's decoding choice in one row of `where`: greedy, beam search (its width) or a
-    sample (its temperature and seed)."""
-    c1, c2, c3 = where.columns([2.2, 1, 1], vertical_alignment="bottom")
-    mode = c1.radio(
+def chosen_reversal_decoding(prefix: str) -> ReversalDecoding:
+    """/reversal's decoding as its controls (reversal_decoding_controls, drawn further down the
+    page) hold it: what the page computes before it draws them."""
+    state = st.session_state
+    return ReversalDecoding(
+        str(state.get(prefix + "decoding", "greedy")),
+        int(state.get(prefix + "beam", 4)),
+        float(state.get(prefix + "temperature", 1.0)),
+        int(state.get(prefix + "seed", 0)),
+    )
+
+
+def reversal_decoding_controls(prefix: str, where: Any, chosen: ReversalDecoding) -> None:
+    """/reversal's decoding choice behind one button in `where` (a popover, under the first maps:
+    they stay on the first screen): greedy, beam search (its width) or a sample (its temperature
+    and seed). The button says what is chosen."""
+    said = {
+        "greedy": "greedy",
+        "beam": f"beam search, width {chosen.width}",
+        "sample": f"sample at {chosen.temperature:g}",
+    }
+    box = where.popover(f"Decoding: {said.get(chosen.mode, 'greedy')}", icon=":material/tune:")
+    mode = box.radio(
         "Decoding",
         list(REVERSAL_DECODINGS),
         format_func=REVERSAL_DECODINGS.__getitem__,
-        horizontal=True,
         key=prefix + "decoding",
         persist_state="session",
         help="Greedy: the likeliest letter at every step. Beam search: keep the W likeliest partial "
         "outputs at every step. Sample: draw each letter at random (a wrong letter stays visible).",
     )
-    width = int(st.session_state.get(prefix + "beam", 4))
-    temperature = float(st.session_state.get(prefix + "temperature", 1.0))
-    seed = int(st.session_state.get(prefix + "seed", 0))
     if mode == "beam":
-        width = c2.slider("Beam width", 1, MAX_BEAM_WIDTH, key=prefix + "beam", persist_state="session")
+        box.slider("Beam width", 1, MAX_BEAM_WIDTH, key=prefix + "beam", persist_state="session")
     elif mode == "sample":
-        temperature = c2.slider(
+        box.slider(
             "Temperature",
             0.1,
             2.0,
@@ -158,5 +172,4 @@ def reversal_decoding(prefix: str, where: Any) -> ReversalDecoding:
             persist_state="session",
             help="Divides the logits: low = nearly greedy, high = more mistakes.",
         )
-        seed = c3.number_input("Seed", 0, 2**31 - 1, key=prefix + "seed", persist_state="session")
-    return ReversalDecoding(str(mode), int(width), float(temperature), int(seed))
+        box.number_input("Seed", 0, 2**31 - 1, key=prefix + "seed", persist_state="session")

@@ -127,7 +127,7 @@ raw = top_mid.text_input(
     help=trained_help(ckpt),
 )
 switched = Switched(switch_toggles(top_right, P, SWITCHES))
-how = decoding.reversal_decoding(P, st.container() if not projected else st.expander("Decoding"))
+how = decoding.chosen_reversal_decoding(P)  # its controls sit under the first maps
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 
 if ckpt is None:
@@ -164,6 +164,7 @@ if not projected or recurrent:
         decoding.beam_search_panel(view.beam, ckpt.tokenizer, n + 2, "letter")
 if recurrent:
     st.caption("The switches act on attention heads and positional encodings: this model has neither.")
+    decoding.reversal_decoding_controls(P, st, how)
     recurrent_panel(view, ckpt, name)
     state.stop()
 
@@ -197,6 +198,7 @@ st.caption(
     f"(1.00 = perfect); the most anti-diagonal head is **L{best[0]} H{best[1]}** ({scores[best]:.2f}). "
     "The layer and head chosen here, or by a click on a small map, are drawn large in every section."
 )
+decoding.reversal_decoding_controls(P, st, how)  # how the output above was written
 
 # ------------------------------------------------------------ 2 decoder
 st.subheader("2 · Decoder masked self-attention: what was already written")
