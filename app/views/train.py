@@ -113,10 +113,11 @@ with st.container(border=True):
                     persist_state="session", horizontal=True) if len(kinds) > 1 else kinds[0]  # fmt: skip
     recurrent = kind != "transformer"
     no_scheme = "A recurrent model reads the letters in order: it has no positional scheme."
-    positions = c2.selectbox(
-        "Positional scheme", SCHEMES, key="train_positions", persist_state="session", disabled=recurrent,
-        help=no_scheme if recurrent else None,
-    )  # fmt: skip
+    positions = (
+        c2.selectbox("Positional scheme", ["none"], key="train_no_positions", disabled=True, help=no_scheme)
+        if recurrent  # shown as it is; the Transformer's own choice stays for when it comes back
+        else c2.selectbox("Positional scheme", SCHEMES, key="train_positions", persist_state="session")
+    )
     preset = c3.select_slider(
         "Model size", list(TASKS[task].sizes), key="train_preset", persist_state="session"
     )

@@ -182,9 +182,10 @@ def test_a_recurrent_baseline_trains_and_its_alignment_forms_in_the_scrubber(kin
     at = open_train()
     at.radio(key="train_model").set_value(kind).run()
     assert (
-        at.selectbox(key="train_positions").proto.disabled
+        at.selectbox(key="train_no_positions").proto.disabled
         and at.number_input(key="train_n_heads").proto.disabled
     )
+    assert at.selectbox(key="train_no_positions").value == "none"  # what the run will use
     at.select_slider(key="train_preset").set_value("tiny").run()
     set_steps(at, 20)
     click(at, "Start")
