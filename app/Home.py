@@ -55,6 +55,7 @@ SECTIONS = {
             icon=":material/functions:",
             url_path="variance",
         ),
+        st.Page(PAGES / "cost.py", title="What attention costs", icon=":material/speed:", url_path="cost"),
     ],
     "Train": [
         st.Page(

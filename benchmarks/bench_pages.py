@@ -54,6 +54,7 @@ PAGES: dict[str, dict[str, str]] = {
     "basics": {"heads": "2"},
     "positions": {"d_model": "64", "length": "50"},
     "variance": {"d_k": "16"},
+    "cost": {"T": "2048", "window": "256"},
     "train": {},
     "heads": {"checkpoint": "gpt-induction"},
     "compare": {"a": "reverse-rope", "b": "reverse-none", "text": "attention"},

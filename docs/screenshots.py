@@ -69,6 +69,14 @@ SHOTS = (
     ),
     Shot("learn-positions-dark", "/positions?d_model=64&length=50", PROJECTOR, "dark", "/positions, dark"),
     Shot("learn-variance-phone", "/variance?d_k=256", PHONE, "light", "/variance on a phone", ".lab-chart"),
+    Shot(
+        "learn-cost",
+        "/cost?T=2048&window=256",
+        (1280, 1000),
+        "light",
+        "/cost: FLOPs by part across T",
+        'h2:has-text("2 · FLOPs")',
+    ),
     Shot("reversal", "/reversal?text=attention", (1280, 1100), "light", "/reversal, cross-attention"),
     Shot("gpt", "/gpt", (1280, 1100), "light", "/gpt, every head, one opened"),
     Shot(

@@ -149,11 +149,11 @@ class MultiHeadAttention(nn.Module):
     holds W_Q, W_K, W_V stacked; out_proj maps the concatenated heads back to d_model.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.in_proj = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = dropout
 
     def forward(
@@ -195,10 +195,11 @@ class MultiHeadAttention(nn.Module):
             return q, k, v
         d = self.d_model
         w, b = self.in_proj.weight, self.in_proj.bias
+        b_q, b_kv = (None, None) if b is None else (b[:d], b[d:])
         q = (
-            F.linear(x, w[:d], b[:d]).view(B, Tq, self.n_heads, self.d_head).transpose(1, 2)
+            F.linear(x, w[:d], b_q).view(B, Tq, self.n_heads, self.d_head).transpose(1, 2)
         )  # (B, H, Tq, d_head)
-        kv = F.linear(memory, w[d:], b[d:]).view(B, -1, 2, self.n_heads, self.d_head)
+        kv = F.linear(memory, w[d:], b_kv).view(B, -1, 2, self.n_heads, self.d_head)
         k, v = kv.permute(2, 0, 3, 1, 4)  # each (B, H, Tk, d_head)
         return q, k, v
 

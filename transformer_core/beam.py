@@ -143,7 +143,7 @@ def _check_search(max_new_tokens: int, alpha: float) -> None:
         raise ConfigError(f"length penalty: alpha must be a number >= 0, got {alpha!r}")
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search(
     model: Model,
     source_ids: Sequence[int],

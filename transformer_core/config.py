@@ -63,6 +63,7 @@ class ModelConfig:
     tie_weights: bool = True
     mlp: bool = True  # False: attention-only blocks (no feed-forward), as in Olsson et al. 2022
     scale_embedding: bool = True  # token vectors times sqrt(d_model) (Vaswani); False: GPT-2, nanoGPT
+    attention_bias: bool = True  # biases in W_Q, W_K, W_V, W_O (GPT-2); False: Vaswani's and LLaMA's
 
     def __post_init__(self) -> None:
         validate_fields(self)

@@ -69,7 +69,7 @@ def sampled_token(
     )
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def generate(
     model: GPT,
     prompt_ids: list[int],
@@ -124,7 +124,7 @@ def generate(
     return out
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_decode(
     model: EncoderDecoder,
     src: torch.Tensor,
@@ -158,7 +158,7 @@ def greedy_decode(
     return outputs
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def sample_seq2seq(
     model: EncoderDecoder,
     source_ids: list[int],

@@ -70,7 +70,9 @@ class EncoderBlock(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.pre_norm = config.norm_position == "pre"
-        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
+        self.self_attn = MultiHeadAttention(
+            config.d_model, config.n_heads, config.dropout, config.attention_bias
+        )
         self.norm_self = make_norm(config)
         # attention-only models (config.mlp False) have no feed-forward sublayer at all
         self.ffn = FeedForward(config) if config.mlp else None
@@ -81,8 +83,12 @@ class EncoderBlock(nn.Module):
         self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor], norm: nn.Module
     ) -> torch.Tensor:
         if self.pre_norm:
-            return x + self.drop(sublayer(norm(x)))
-        return norm(x + self.drop(sublayer(x)))
+            return x + self.dropped(sublayer(norm(x)))
+        return norm(x + self.dropped(sublayer(x)))
+
+    def dropped(self, h: torch.Tensor) -> torch.Tensor:
+        """Dropout on a sublayer's output while training; the output itself otherwise."""
+        return self.drop(h) if self.training else h
 
     def forward(self, x: torch.Tensor, site: AttentionSite, cache: LayerCache | None = None) -> torch.Tensor:
         """x (B, T, d_model) -> (B, T, d_model)."""
@@ -101,7 +107,9 @@ class DecoderBlock(EncoderBlock):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
+        self.cross_attn = MultiHeadAttention(
+            config.d_model, config.n_heads, config.dropout, config.attention_bias
+        )
         self.norm_cross = make_norm(config)
 
     def forward(  # type: ignore[override]

@@ -119,7 +119,7 @@ class _Transformer(nn.Module):
             rope, bias = scheme.rotation(q_pos), scheme.bias(q_pos, k_pos)
         x = self.drop(x)
 
-        causal = causal and options.causal
+        causal = causal and options.causal and T > 1  # one query, the last position, sees every key
         pad_keys = pad_keys and options.padding_mask
         pad_self = pad_keys and cache is None  # cached decoding feeds real tokens only
         window = options.sliding_window

@@ -78,13 +78,16 @@ def panel(
     y_range: tuple[float, float] | None = None,
     x_log: bool = False,
     x_ticks: list[float] | None = None,
+    y_log: bool = False,
+    y_ticks: list[tuple[float, str]] | None = None,
     equal: bool = False,
     vlines: list[tuple[float, str]] = (),  # type: ignore[assignment]
     width: float = 1.0,
     end_labels: bool = False,
 ) -> dict[str, Any]:
     """One plot of an xy chart: its series, axis titles and ranges (else fitted to the data),
-    a log x axis (ticks at `x_ticks`), equal units across and up (`equal`: circles stay
+    a log x axis (ticks at `x_ticks`), a log y axis (ticks at `y_ticks`, (value, label) pairs: its
+    data must be positive), equal units across and up (`equal`: circles stay
     round), dashed vertical lines at x with their text, its share of the chart's width, and
     (`end_labels`) each curve named at its last point, so a curve is told by more than colour."""
     return {
@@ -92,6 +95,7 @@ def panel(
         "x_range": None if x_range is None else [float(v) for v in x_range],
         "y_range": None if y_range is None else [float(v) for v in y_range],
         "x_log": x_log, "x_ticks": None if x_ticks is None else [[float(v), f"{v:g}"] for v in x_ticks],
+        "y_log": y_log, "y_ticks": None if y_ticks is None else [[float(v), label] for v, label in y_ticks],
         "equal": equal, "vlines": [{"x": float(x), "text": text} for x, text in vlines], "width": width,
         "end_labels": end_labels,
     }  # fmt: skip

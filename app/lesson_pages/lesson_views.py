@@ -7,9 +7,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attention_lab.lessons import basics, positions, training, variance
+from attention_lab.lessons import basics, cost, positions, training, variance
 from attention_lab.models.compute import shared_cache
-from transformer_core import sinusoidal_positional_encoding
+from attention_lab.models.resources import load_model
+from transformer_core import CheckpointError, sinusoidal_positional_encoding
+from transformer_core import cost as counts
+from transformer_core.models import count_parameters
 
 
 @shared_cache
@@ -75,3 +78,19 @@ lr_schedules = shared_cache(training.lr_schedules, max_entries=32)
 def saturation(n_keys: int) -> variance.Saturation:
     """/variance section 2: how one-hot the softmax turns at each of its d_k (SATURATION_DIMS)."""
     return variance.softmax_saturation(variance.SATURATION_DIMS, n_keys, n_rows=128)
+
+
+parameter_counts = shared_cache(counts.parameter_counts, max_entries=64)
+cost_curves = shared_cache(cost.curves, max_entries=64)
+
+
+@shared_cache
+def baseline_counts(names: tuple[str, ...]) -> list[tuple[str, int | None]]:
+    """/cost: each shipped model's parameter count, None where it cannot be loaded."""
+    out: list[tuple[str, int | None]] = []
+    for name in names:
+        try:
+            out.append((name, count_parameters(load_model(name).model)))
+        except CheckpointError:
+            out.append((name, None))
+    return out

@@ -108,7 +108,7 @@ def _view(tr: GPTTrace) -> GPTView:
     return GPTView(replace(tr, capture=AttentionCapture()), [record_arrays(r) for r in layers])
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def step_probs(
     ckpt: Checkpoint, text: str, options: InferenceOptions, ids: tuple[int, ...] | None = None
 ) -> np.ndarray:
@@ -207,7 +207,7 @@ def reversal_view(
     return replace(tr, capture=AttentionCapture())
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def padding_view(ckpt: Checkpoint, texts: tuple[str, ...], options: InferenceOptions) -> PaddingView:
     """Encoder self-attention of a PAD-padded batch, and each row's greedy output."""
     model, tok = ckpt.model, ckpt.tokenizer

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 PACKAGE = Path(__file__).resolve().parents[1]  # app/, the attention_lab package
 ROOT = PACKAGE.parent  # the checkout: its checkpoints/ name the shipped models
 HOME = str(PACKAGE / "Home.py")
-PAGES = ("home", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "train")
+PAGES = ("home", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "cost", "train")
 ROUTER_KEYS = ("present", "tour", "scene", "follow")  # read by the router on every page
 NOTICE_KINDS = ("info", "warning", "error")
 # what a page says of a text it cannot take: explorers.model_input (empty, too long), /heads's probe

@@ -38,7 +38,7 @@ PAYLOADS = [
 # letters the reversal models know: their output is the input reversed, so payload markup can
 # only come back out of a model as characters; the GPT models know every printable ASCII character
 LETTERS = "imgsrcxclassxssonerroralert"
-PAGES = ["", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "train"]
+PAGES = ["", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "cost", "train"]
 FIELDS = {"gpt": 1, "reversal": 2, "compare": 1, "heads": 5, "variance": 1}  # text fields on each page
 ROUTER_KEYS = ["tour", "scene", "follow", "present"]  # read by app/Home.py on every page
 

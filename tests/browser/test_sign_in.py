@@ -20,7 +20,19 @@ from attention_lab.serving.sqlite_store import SQLiteRunStore
 from attention_lab.testing.servers import running_app
 from tests.support.browser import assert_no_exception, wait_for_app
 
-PAGES = ("", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "train", "admin")
+PAGES = (
+    "",
+    "gpt",
+    "reversal",
+    "compare",
+    "heads",
+    "basics",
+    "positions",
+    "variance",
+    "cost",
+    "train",
+    "admin",
+)
 BUTTON = "Sign in with University login"
 
 

@@ -25,6 +25,7 @@ PREPARED_LINKS = [
     "/basics",
     "/positions?d_model=64&length=50",
     "/variance",
+    "/cost",
     "/train",
 ]
 

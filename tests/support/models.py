@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 import torch
 
@@ -48,3 +51,16 @@ def make_seq2seq():
         return Seq2Seq(_tiny_config("seq2seq", positions, **overrides)).eval()
 
     return build
+
+
+def random_block(rng: random.Random) -> dict[str, Any]:
+    """A random draw of every choice inside a block that changes a model's parameters: the
+    positional scheme, the norm and its place, the activation, tying and attention biases."""
+    return dict(
+        positions=rng.choice(["sinusoidal", "learned", "rope", "alibi", "t5", "none"]),
+        norm_position=rng.choice(["pre", "post"]),
+        norm=rng.choice(["layernorm", "rmsnorm"]),
+        activation=rng.choice(["relu", "gelu", "swiglu"]),
+        tie_weights=rng.random() < 0.5,
+        attention_bias=rng.random() < 0.5,
+    )

@@ -144,7 +144,7 @@ def _device(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def trace_gpt(
     model: GPT, tokenizer: Tokenizer, text: str, options: InferenceOptions = DEFAULT_OPTIONS
 ) -> GPTTrace:
@@ -152,7 +152,7 @@ def trace_gpt(
     return trace_gpt_ids(model, tokenizer, encoded.ids, text, encoded.unknown, options)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def trace_gpt_ids(
     model: GPT,
     tokenizer: Tokenizer,
@@ -181,7 +181,7 @@ def trace_gpt_ids(
     )
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def trace_seq2seq(
     model: EncoderDecoder,
     tokenizer: CharTokenizer,

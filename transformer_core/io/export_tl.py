@@ -114,13 +114,14 @@ def hooked_state_dict(model: GPT) -> dict[str, torch.Tensor]:
         p = f"blocks.{i}"
         norm(f"{p}.ln1", block.norm_self)
         attn = block.self_attn
-        w, b = attn.in_proj.weight, attn.in_proj.bias  # (3d, d), (3d,)
+        w, b = attn.in_proj.weight, attn.in_proj.bias  # (3d, d), (3d,); a bias-free model exports zeros
+        b = torch.zeros(3 * d) if b is None else b
         for j, name in enumerate("QKV"):
             wj = w[j * d : (j + 1) * d].view(H, dh, d)  # (H, d_head, d_model)
             sd[f"{p}.attn.W_{name}"] = wj.transpose(1, 2)
             sd[f"{p}.attn.b_{name}"] = b[j * d : (j + 1) * d].view(H, dh)
         sd[f"{p}.attn.W_O"] = attn.out_proj.weight.view(d, H, dh).permute(1, 2, 0)  # (H, d_head, d_model)
-        sd[f"{p}.attn.b_O"] = attn.out_proj.bias
+        sd[f"{p}.attn.b_O"] = torch.zeros(d) if attn.out_proj.bias is None else attn.out_proj.bias
         if cfg.mlp:
             norm(f"{p}.ln2", block.norm_ffn)
             sd[f"{p}.mlp.W_in"] = block.ffn.w1.weight.T

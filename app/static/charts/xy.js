@@ -40,6 +40,13 @@ function panelAxes(panel, data) {
   const xTicks = panel.x_ticks
     ? panel.x_ticks.filter(([v]) => v >= xlo && v <= xhi)
     : fixedTicks(xlo, xhi).ticks.map((v, _, all) => [v, tickText(v, (all[1] - all[0]) || 1)]);
+  const x = { lo: t(xlo), hi: t(xhi), t, ticks: xTicks.map(([v, label]) => [t(v), label]) };
+  if (panel.y_log) {  // a log y axis: its ticks are given (powers of ten), the data must be > 0
+    const ty = (v) => Math.log10(v);
+    const [lo, hi] = panel.y_range || [Math.min(...ys), Math.max(...ys)];
+    const ticks = (panel.y_ticks || []).filter(([v]) => v >= lo && v <= hi);
+    return { x, y: { lo: ty(lo), hi: ty(hi) > ty(lo) ? ty(hi) : ty(lo) + 1, t: ty, ticks } };  // ticks as values: sy maps them
+  }
   let y;
   if (panel.y_range) y = fixedTicks(...panel.y_range);
   else {
@@ -47,10 +54,7 @@ function panelAxes(panel, data) {
     y = hi > lo ? niceTicks(lo, hi) : niceTicks(lo - 1, hi + 1);
   }
   const step = y.ticks.length > 1 ? y.ticks[1] - y.ticks[0] : 1;
-  return {
-    x: { lo: t(xlo), hi: t(xhi), t, ticks: xTicks.map(([v, label]) => [t(v), label]) },
-    y: { lo: y.lo, hi: y.hi, t: (v) => v, ticks: y.ticks.map((v) => [v, tickText(v, step)]) },
-  };
+  return { x, y: { lo: y.lo, hi: y.hi, t: (v) => v, ticks: y.ticks.map((v) => [v, tickText(v, step)]) } };
 }
 
 function legendSeries(spec) {
@@ -146,7 +150,7 @@ function scales(box, axes) {
   // data -> px across (sx) and up (sy) the box
   return {
     sx: (v) => box.x + ((axes.x.t(v) - axes.x.lo) / (axes.x.hi - axes.x.lo)) * box.w,
-    sy: (v) => box.y + box.h - ((v - axes.y.lo) / (axes.y.hi - axes.y.lo)) * box.h,
+    sy: (v) => box.y + box.h - ((axes.y.t(v) - axes.y.lo) / (axes.y.hi - axes.y.lo)) * box.h,
   };
 }
 
