@@ -9,6 +9,9 @@ for scheme in $schemes; do
   python -m transformer_core train --task reverse --positions "$scheme" --steps 3000 \
     --device cpu --quiet --out "checkpoints/reverse-$scheme"
 done
+# Vaswani's Post-LN block (norm after each residual sum), otherwise reverse-sinusoidal's recipe
+python -m transformer_core train --task reverse --positions sinusoidal --norm-position post --steps 3000 \
+  --device cpu --quiet --out checkpoints/reverse-postln
 # the recurrent baselines, same data and budget: a GRU encoder-decoder without and with Bahdanau attention
 for arch in gru bahdanau; do
   python -m transformer_core train --task reverse --arch "$arch" --steps 3000 \

@@ -131,6 +131,7 @@ def cmd_trace(args: argparse.Namespace) -> None:
         padding_mask=not args.no_padding_mask,
         positions=not args.drop_positions,
         ablate=parse_ablation(args.ablate, ckpt.config.arch),
+        sliding_window=args.window,
     )
     _check_heads(options, ckpt.config.n_layers, ckpt.config.n_heads)
     extra: dict[str, Any] = {}
@@ -203,8 +204,11 @@ def cmd_train(args: argparse.Namespace) -> None:
 def _train(args: argparse.Namespace, train: TrainConfig, world: World) -> None:
     """One process's part of a run: under torchrun every rank trains its shard, rank 0
     alone reports, logs and saves (transformer_core.train.distributed)."""
-    shape = ("d_model", "d_ff", "n_layers", "n_heads")
+    shape = ("d_model", "d_ff", "n_layers", "n_heads", "norm_position", "norm", "activation")
     overrides = {k: getattr(args, k) for k in shape if getattr(args, k)}
+    block = [f"--{k.replace('_', '-')}" for k in shape[4:] if getattr(args, k)]
+    if block and args.arch != "transformer":
+        raise ConfigError(f"{', '.join(block)}: a {args.arch!r} model has no Transformer block to change")
     positions = args.positions or default_positions(args.arch)
     model, task = prepare_run(train, positions, model=args.arch, **overrides)
     launcher = f"torchrun --nproc_per_node={world.size} -m" if world.distributed else "python -m"
@@ -329,6 +333,13 @@ def trace_arguments(sp: argparse.ArgumentParser) -> None:
         help="beam search of width W (1-8) instead of sampling (GPT: with --generate; reversal: alone)",
     )
     sp.add_argument("--seed", type=int, default=0, help="--generate's seed: same seed, same sample")
+    sp.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        metavar="W",
+        help="sliding-window self-attention: each query sees only keys fewer than W positions away",
+    )
     with_device(sp, "cpu")
 
 
@@ -370,6 +381,12 @@ def train_arguments(sp: argparse.ArgumentParser) -> None:
     )
     for shape in ("--d-model", "--d-ff", "--n-layers", "--n-heads"):
         sp.add_argument(shape, type=int, default=None)
+    block = "the Transformer's block (default: the task's preset, pre / layernorm / gelu)"
+    sp.add_argument(
+        "--norm-position", choices=["pre", "post"], default=None, help=f"{block}: Pre-LN or Post-LN"
+    )
+    sp.add_argument("--norm", choices=["layernorm", "rmsnorm"], default=None, help=f"{block}: its norm")
+    sp.add_argument("--activation", choices=["relu", "gelu", "swiglu"], default=None, help=f"{block}: FFN")
     sp.add_argument("--seed", type=int, default=0)
     with_device(sp, "auto")
     sp.add_argument("--corpus", default=None, help="UTF-8 text file (default: bundled Python docs)")

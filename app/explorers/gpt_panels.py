@@ -62,14 +62,38 @@ def ablation_shift(
     prefix: str, name: str, tokenizer: Tokenizer, base: np.ndarray, ablated: np.ndarray, heads: str
 ) -> None:
     """The next character before and after the ablation, and how far the distribution moved."""
-    tv, kl = distribution_shift(base, ablated)
-    ids = _union_of_top(tokenizer, 6, base, ablated)
+    next_shift(prefix, name, tokenizer, {"all heads": base, "with ablation": ablated}, "ablation")
+    st.caption(
+        f"Ablating {heads} moves this much probability. Try heads one at a time to find "
+        "the ones the prediction depends on."
+    )
+
+
+def window_shift(
+    prefix: str, name: str, tokenizer: Tokenizer, base: np.ndarray, banded: np.ndarray, w: int
+) -> None:
+    """The next character with full causal attention and with a sliding window of w."""
+    next_shift(prefix, name, tokenizer, {"full attention": base, f"window {w}": banded}, "the window")
+    st.caption(
+        f"With a window of {w}, every query reads only the {w} most recent positions (itself included): "
+        "every map is a band along its diagonal. What the model needed from further back is gone."
+    )
+
+
+def next_shift(
+    prefix: str, name: str, tokenizer: Tokenizer, ways: dict[str, np.ndarray], change: str
+) -> None:
+    """Bars of the next character's probabilities two ways (before, after `change`), and how far
+    the distribution moved (total variation, KL)."""
+    (before, base), (after, changed) = ways.items()
+    tv, kl = distribution_shift(base, changed)
+    ids = _union_of_top(tokenizer, 6, base, changed)
     spec = charts.bars_spec(
         tokenizer.token_labels(ids),
-        {"all heads": base[ids], "with ablation": ablated[ids]},
-        "Next character: before and after ablation",
+        {before: base[ids], after: changed[ids]},
+        f"Next character: before and after {change}",
         height=250,
-        file=export.file_stem("gpt", name, "next_ablated"),
+        file=export.file_stem("gpt", name, "next_" + ("ablated" if change == "ablation" else "windowed")),
     )
     charts.show(spec, key=prefix + "next")
     m1, m2 = st.columns(2)
@@ -81,11 +105,7 @@ def ablation_shift(
     m2.metric(
         "KL(before ‖ after)",
         f"{kl:.3f}",
-        help="In nats: the extra surprise of predicting with the ablated model.",
-    )
-    st.caption(
-        f"Ablating {heads} moves this much probability. Try heads one at a time to find "
-        "the ones the prediction depends on."
+        help=f"In nats: the extra surprise of predicting with {change}.",
     )
 
 

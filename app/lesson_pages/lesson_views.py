@@ -81,6 +81,7 @@ def saturation(n_keys: int) -> variance.Saturation:
 
 
 parameter_counts = shared_cache(counts.parameter_counts, max_entries=64)
+block_trace = shared_cache(basics.block_trace, max_entries=32)
 cost_curves = shared_cache(cost.curves, max_entries=64)
 
 

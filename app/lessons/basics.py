@@ -22,6 +22,10 @@ from transformer_core import (
     scaled_dot_product_attention,
     sinusoidal_positional_encoding,
 )
+from transformer_core.attention import AttentionSite
+from transformer_core.capture import AttentionCapture
+from transformer_core.config import ModelConfig
+from transformer_core.layers import EncoderBlock
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -62,6 +66,11 @@ SPLIT_X = (
     (0.0, 0.0, 2.0, 0.0),
     (0.0, 0.0, 1.0, 1.0),
 )
+
+#: a sentence with one word twice: the same token vector, two positions (d = 4)
+PE_WORDS = ("the", "cat", "saw", "the")
+_PE_VECTORS = np.round(np.random.default_rng(3).standard_normal((3, 4)), 2)  # one per distinct word
+PE_X = _PE_VECTORS[[0, 1, 2, 0]]
 
 #: four tokens whose order changes the meaning, with fixed random vectors (4, 4)
 PERM_TOKENS = ("the", "dog", "bit", "man")
@@ -267,3 +276,67 @@ def permutation_check(x: ArrayLike, perm: Sequence[int], *, add_positions: bool 
     out_s, _ = scaled_dot_product_attention(shuffled, shuffled, shuffled)
     diff = float((out[list(perm)] - out_s).abs().max())
     return PermutationCheck(out.numpy(), out_s.numpy(), diff)
+
+
+# --------------------------------------------------------------------------------------
+# One encoder block, opened
+# --------------------------------------------------------------------------------------
+
+#: the block of chapter 004's trace: d = 4, h = 2, T = 3, d_ff = 8, Post-LN, ReLU, no biases in
+#: the attention projections; with torch.manual_seed(seed) drawing x and then the weights
+BLOCK_CONFIG = ModelConfig(
+    arch="seq2seq", vocab_size=8, d_model=4, n_heads=2, n_layers=1, d_ff=8, max_len=8,
+    norm_position="post", activation="relu", attention_bias=False,
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BlockTrace:
+    """Every intermediate of one Post-LN encoder block on three 4-d tokens, each (T, .)."""
+
+    x: np.ndarray  # (3, 4) the block's input: embeddings plus positions
+    weights: np.ndarray  # (2, 3, 3) each head's attention weights
+    heads: np.ndarray  # (3, 4) the two heads' outputs (3, 2) side by side: concat(head_0, head_1)
+    w_o: np.ndarray  # (4, 4) W_O, mixing the concatenated heads
+    attention: np.ndarray  # (3, 4) MHA(x) = concat · W_Oᵀ
+    residual_1: np.ndarray  # (3, 4) x + MHA(x)
+    normed_1: np.ndarray  # (3, 4) LayerNorm(x + MHA(x))
+    hidden: np.ndarray  # (3, 8) ReLU(normed_1 · W_1ᵀ + b_1)
+    ffn: np.ndarray  # (3, 4) hidden · W_2ᵀ + b_2
+    output: np.ndarray  # (3, 4) LayerNorm(normed_1 + FFN(normed_1))
+
+
+@torch.no_grad()
+def block_trace(seed: int) -> BlockTrace:
+    """The library's EncoderBlock, run one step at a time (the block itself gives the same output)."""
+    torch.manual_seed(seed)
+    x = torch.randn(1, 3, 4)  # (B, T, d)
+    block = EncoderBlock(BLOCK_CONFIG).eval()
+    capture = AttentionCapture()
+    attention = block.self_attn(x, AttentionSite("encoder_self", 0, capture=capture))
+    record = capture.records[0]
+    heads = (
+        (record.weights @ record.v).transpose(1, 2).reshape(1, 3, 4)
+    )  # (B, H, T, d_head) -> (B, T, H*d_head)
+    residual_1 = x + attention
+    normed_1 = block.norm_self(residual_1)
+    assert block.ffn is not None and block.norm_ffn is not None
+    hidden = torch.relu(block.ffn.w1(normed_1))
+    ffn = block.ffn.w2(hidden)
+    output = block.norm_ffn(normed_1 + ffn)
+
+    def arr(t: torch.Tensor) -> np.ndarray:
+        return t[0].double().numpy()
+
+    w_o = block.self_attn.out_proj.weight.double().numpy()
+    return BlockTrace(
+        arr(x), arr(record.weights), arr(heads), w_o, arr(attention), arr(residual_1), arr(normed_1),
+        arr(hidden), arr(ffn), arr(output),
+    )  # fmt: skip
+
+
+def add_positions(x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """(PE, Z = X + PE) for token vectors X (T, d): the sinusoidal code of positions 0..T-1."""
+    x = np.asarray(x, dtype=np.float64)
+    pe = sinusoidal_positional_encoding(x.shape[0], x.shape[1]).double().numpy()
+    return pe, x + pe

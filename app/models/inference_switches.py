@@ -2,7 +2,7 @@
 /compare: toggles that turn a mask or the positions off, and the heads to ablate.
 
 Each switch is named by its URL parameter (`nopos`, `nocausal`, `nopad`, `noscale`) and maps
-to one InferenceOptions field; the weights are never edited.
+to one InferenceOptions field; `window` is a sliding window's width. The weights are never edited.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import streamlit as st
 
+from attention_lab.frame.markdown_safe import md_code
 from transformer_core import InferenceOptions
 
 #: URL name of a switch -> the InferenceOptions field it turns off
@@ -41,6 +42,7 @@ class Switched:
 
     off: dict[str, bool]
     ablate: tuple[str, ...] | None = None  # None: the page offers no ablation
+    window: int = 0  # sliding window: each query sees keys fewer than `window` positions away; 0: none
 
     def __getitem__(self, name: str) -> bool:
         return self.off.get(name, False)
@@ -49,11 +51,13 @@ class Switched:
         """The InferenceOptions of these switches (self-attention heads for the ablation)."""
         fields = {FIELDS[name]: not off for name, off in self.off.items()}
         heads = frozenset(("self", *map(int, a.split("."))) for a in self.ablate or ())
-        return InferenceOptions(**fields, ablate=heads)
+        return InferenceOptions(**fields, ablate=heads, sliding_window=self.window or None)
 
     def as_json(self) -> dict[str, Any]:
         """The switches as a download records them: each option's value, and the ablated heads."""
         shown: dict[str, Any] = {FIELDS[name]: not off for name, off in self.off.items()}
+        if self.window:
+            shown["sliding_window"] = self.window
         return shown if self.ablate is None else {**shown, "ablate": list(self.ablate)}
 
 
@@ -63,6 +67,28 @@ def switch_toggles(where: Any, prefix: str, switches: Sequence[Switch]) -> dict[
         s.name: bool(where.toggle(s.label, key=prefix + s.name, persist_state="session", help=s.help))
         for s in switches
     }
+
+
+WINDOW_HELP = (
+    "Sliding-window attention (Longformer, Mistral): each query sees only the keys fewer than W "
+    "positions away, a band along the diagonal of every self-attention map. 0: no window."
+)
+
+
+def window_picker(where: Any, prefix: str, max_len: int) -> int:
+    """A sliding window's width W (0: none), keyed prefix + "window"; a link's W past the model's
+    context is its context (the same attention: no query has more keys)."""
+    key = prefix + "window"
+    if (asked := int(st.session_state.get(key, 0))) > max_len:
+        link = md_code(f"{key.split('_', 1)[-1]}={asked}")
+        st.info(
+            f"{link} is past this model's {max_len} positions; showing {max_len}, the same attention "
+            "as no window.",
+            icon=":material/info:",
+        )
+        st.session_state[key] = max_len
+    return int(where.number_input("Sliding window W", 0, max_len, key=prefix + "window",
+                                  persist_state="session", help=WINDOW_HELP))  # fmt: skip
 
 
 def head_name(head: str) -> str:

@@ -139,7 +139,8 @@ class ProgressWriter:
         if isinstance(event, StepEvent):
             self.write(
                 {"kind": "step", "step": event.step, "total": event.total, "loss": event.loss,
-                 "lr": event.lr, "tokens_per_s": event.tokens_per_s, "elapsed": event.elapsed},
+                 "lr": event.lr, "tokens_per_s": event.tokens_per_s, "elapsed": event.elapsed,
+                 "grad_norms": {k: round(v, 5) for k, v in event.grad_norms.items()}},
                 now=False,
             )  # fmt: skip
         elif isinstance(event, EvalEvent):
@@ -167,13 +168,14 @@ class ProgressWriter:
 @dataclass
 class RunProgress:
     """The page's side of progress.jsonl: `refresh()` reads only lines added since the last
-    call (and reports whether there were any). steps/losses/lrs are parallel lists."""
+    call (and reports whether there were any). steps/losses/lrs/grad_norms are parallel lists."""
 
     folder: Path
     offset: int = 0
     steps: list[int] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
     lrs: list[float] = field(default_factory=list)
+    grad_norms: list[dict[str, float]] = field(default_factory=list)  # per block, before clipping
     total: int = 0
     tokens_per_s: float = 0.0
     elapsed: float = 0.0
@@ -216,6 +218,7 @@ class RunProgress:
             self.steps.append(int(record["step"]))
             self.losses.append(float(record["loss"]))
             self.lrs.append(float(record["lr"]))
+            self.grad_norms.append({str(k): float(v) for k, v in record.get("grad_norms", {}).items()})
             self.total = int(record["total"])
             self.tokens_per_s, self.elapsed = float(record["tokens_per_s"]), float(record["elapsed"])
         elif kind == "start":

@@ -61,8 +61,10 @@ def page_config(
     lr: float | None = None,
     schedule: str = "cosine",
     device: str = "auto",
+    warmup: bool = True,
 ) -> TrainConfig:
-    """The config of a run started on /train (the form and "Train this row" alike)."""
+    """The config of a run started on /train (the form and "Train this row" alike); without
+    `warmup` the learning rate starts at its peak."""
     watched = task_recipe(task).page_optim
     steps = steps or watched.steps
     LIMITS.check(steps=steps, **({"batch_size": batch_size} if batch_size else {}))
@@ -73,7 +75,7 @@ def page_config(
         lr=lr or watched.lr,
         schedule=schedule,
         device=device,
-        **page_schedule(steps, task),
+        **{**page_schedule(steps, task), **({} if warmup else {"warmup": 0})},
     )
 
 

@@ -122,3 +122,34 @@ def run_charts(task: str, p: RunProgress) -> RunCharts:
     named = evals[metric].rename(columns=lambda c: c.replace("exact_match@", "length ").replace("_", " "))
     title = EVAL_TITLES.get(task, EVAL_TITLES["lm"])
     return RunCharts(loss, lr, title, xy_charts.frame_lines(named, y_title=title, file="train_eval"))
+
+
+def overlay_charts(runs: dict[str, RunProgress]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two or more runs on one chart each, by label: their training losses, and every block's
+    gradient norm before clipping (a block's curves share a dash style across runs)."""
+    losses = pd.concat(
+        {label: pd.Series(p.losses, index=p.steps, dtype=np.float64) for label, p in runs.items()}, axis=1
+    )
+    norms = pd.concat(
+        {
+            f"{label} · {block}": pd.Series([g.get(block, np.nan) for g in p.grad_norms], index=p.steps)
+            for label, p in runs.items()
+            for block in (p.grad_norms[0] if p.grad_norms else {})
+        },
+        axis=1,
+    )
+    stride = max(1, len(losses) // MAX_POINTS)
+    loss = xy_charts.frame_lines(losses.iloc[::stride], y_title="training loss", file="train_overlay_loss")
+    blocks = sorted({name.split(" · ")[-1] for name in norms.columns})
+    dashes = {
+        name: (None, "dot", "dash", "dashdot")[blocks.index(name.split(" · ")[-1]) % 4]
+        for name in norms.columns
+    }
+    grads = xy_charts.frame_lines(
+        norms.iloc[::stride],
+        y_title="gradient norm per block",
+        dashes=dashes,
+        height=300,
+        file="train_overlay_grads",
+    )
+    return loss, grads

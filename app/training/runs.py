@@ -73,6 +73,14 @@ def progress(run_id: str) -> RunProgress:
     return readers[run_id]
 
 
+def read_progress(run_id: str) -> RunProgress:
+    """A run's whole progress, read now (for the overlay of several runs: not kept in the session)."""
+    p = RunProgress(run_queue().folder(run_id))
+    while p.refresh():
+        pass
+    return p
+
+
 def evicted_runs() -> list[RunInfo]:
     """This session's runs that were deleted to keep the runs folder within its budget."""
     infos = [run_queue().info(r) for r in st.session_state.get(MY_MODELS_KEY, {})]

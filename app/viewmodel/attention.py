@@ -29,10 +29,12 @@ Trace = GPTTrace | Seq2SeqTrace
 
 
 def kind_label(kind: str, options: InferenceOptions = InferenceOptions()) -> str:  # noqa: B008  (frozen)
-    """What a map of `kind` shows, with its causal mask on or off where it has one."""
+    """What a map of `kind` shows, with its causal mask on or off where it has one, and a
+    self-attention's sliding window."""
+    window = f", window {options.sliding_window}" if options.sliding_window and kind != "cross" else ""
     if kind not in MASKED_KINDS:
-        return KIND_LABELS[kind]
-    return f"{KIND_LABELS[kind]} ({'causal' if options.causal else 'causal mask off'})"
+        return KIND_LABELS[kind] + (f" ({window[2:]})" if window else "")
+    return f"{KIND_LABELS[kind]} ({'causal' if options.causal else 'causal mask off'}{window})"
 
 
 def marker(boundary: int | None) -> dict[str, Any] | None:

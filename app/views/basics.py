@@ -44,6 +44,7 @@ DEFAULTS = {
     "heads": 2,
     "perm": "0,3,2,1",
     "positions": False,
+    "block_seed": 42,
     **{name: float(lesson.PADDED_SCORES[int(name[1]) - 1][int(name[2])]) for name in SCORE_KEYS},
 }
 VALID = {
@@ -56,6 +57,7 @@ VALID = {
     "batch": in_range(1, 2),
     "heads": lambda v: v in HEAD_CHOICES,
     "perm": lambda v: v in PERMUTATIONS,
+    "block_seed": in_range(0, 9999),
     **{name: in_range(*SCORE_RANGE) for name in SCORE_KEYS},
 }
 init_state(DEFAULTS, VALID, prefix=P)
@@ -390,5 +392,64 @@ else:
     st.info("With positions added, the same token gets a different output in a different slot.")
 with st.expander("the token vectors"):
     tables.show(matrix_frame(lesson.PERM_X, list(PERM_TOKENS), dims), key=P + "perm_x", digits=2)
+
+# ---------------------------------------------------------------------------------------
+st.header("7 · One encoder block, opened")
+st.markdown(
+    "Attention is half of a Transformer block. Its input is each token's vector plus its position's "
+    "code, **Z = X + PE**: below, the same word twice becomes two different rows."
+)
+pe, z = lesson.add_positions(lesson.PE_X)
+words = [f"{i}:{w}" for i, w in enumerate(lesson.PE_WORDS)]
+dims = [f"d{j}" for j in range(4)]
+c1, c2, c3 = st.columns(3)
+for col, (title, m, key) in zip((c1, c2, c3), (("**X**", lesson.PE_X, "pe_x"), ("**+ PE**", pe, "pe_pe"),
+                                               ("**= Z**", z, "pe_z")), strict=True):  # fmt: skip
+    col.markdown(title)
+    tables.show(matrix_frame(m, words, dims), key=P + key, where=col, digits=3)
+st.markdown(
+    "Then one block of the original (Post-LN) Transformer, at chapter 004's size: d = 4, two heads, "
+    "T = 3, d_ff = 8, run through the library's own `EncoderBlock` one step at a time. Every step "
+    "keeps the shape (3 × 4): that is why blocks stack."
+)
+st.number_input("random seed (input and weights)", 0, 9999, key=P + "block_seed", persist_state="session")
+b = lesson_views.block_trace(int(st.session_state[P + "block_seed"]))
+toks, hidden_dims = [f"t{i}" for i in range(3)], [f"h{j}" for j in range(8)]
+steps = (
+    ("1. Input x", b.x, dims, "x"),
+    ("2. Heads side by side: concat(head 0, head 1), each weights · V", b.heads, dims, "heads"),
+    ("3. MHA(x) = concat · W_Oᵀ: W_O mixes what the heads found", b.attention, dims, "mha"),
+    ("4. Add: x + MHA(x)", b.residual_1, dims, "add1"),
+    ("5. Norm: LayerNorm(x + MHA(x))", b.normed_1, dims, "norm1"),
+    ("6. FFN, per token: ReLU(h · W₁ᵀ + b₁), 4 → 8", b.hidden, hidden_dims, "hidden"),
+    ("7. … then · W₂ᵀ + b₂, 8 → 4", b.ffn, dims, "ffn"),
+    ("8. Add & Norm: the block's output", b.output, dims, "out"),
+)
+for pair in (steps[0:2], steps[2:4], steps[4:5], steps[5:6], steps[6:8]):  # the 8-wide FFN layer alone
+    cols = st.columns(2) if len(pair) == 2 else st.columns([3, 1])[:1]
+    for where, (title, m, names, key) in zip(cols, pair, strict=True):
+        where.markdown(f"**{title}**")
+        tables.show(matrix_frame(m, toks, names), key=P + "block_" + key, where=where, digits=3)
+c1, c2 = st.columns(2)
+for h, col in enumerate((c1, c2)):
+    col.markdown(f"**Head {h}'s weights** (rows sum to 1)")
+    tables.show(matrix_frame(b.weights[h], toks, toks), key=P + f"block_w{h}", where=col, digits=3)
+st.markdown("**Each token before and after the norm** (steps 4 and 5)")
+stats = pd.DataFrame(
+    {
+        "mean before": b.residual_1.mean(-1),
+        "std before": b.residual_1.std(-1),
+        "mean after": np.round(b.normed_1.mean(-1), 6) + 0.0,  # 0.000, not -0.000
+        "std after": b.normed_1.std(-1),
+    },
+    index=toks,
+)
+c1, _ = st.columns([2, 1])
+tables.show(stats, key=P + "block_stats", where=c1, digits=3)
+st.caption(
+    "LayerNorm works within each token, not across the batch: after it every row has mean 0 and "
+    "standard deviation 1 (times a gain and plus a bias, here still 1 and 0). The FFN never mixes "
+    "tokens; attention is the only step that does."
+)
 
 write_state(list(DEFAULTS), prefix=P)

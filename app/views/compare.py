@@ -28,7 +28,7 @@ from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import visible
 from attention_lab.models.compute import run_cached, view_cached
 from attention_lab.models.explorer_compute import lesson_head, top_tokens
-from attention_lab.models.inference_switches import Switch, Switched, switch_toggles
+from attention_lab.models.inference_switches import Switch, Switched, switch_toggles, window_picker
 from attention_lab.models.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.attention import kind_label, titled
 from attention_lab.viewmodel.compare import SCORED, CompareRequest, compare_side
@@ -47,7 +47,9 @@ SWITCHES = (  # each side's switches, in the URL as a_nopos, b_noscale, ...
     ),
     Switch("noscale", "No scaling", "No division by √d_k: the softmax of q·k itself, not of q·k / √d_k."),
 )
-URL_KEYS = ["a", "b", "text", "kind", "layer", "head"] + [f"{s}_{w.name}" for s in SIDES for w in SWITCHES]
+URL_KEYS = ["a", "b", "text", "kind", "layer", "head"] + [
+    f"{s}_{w}" for s in SIDES for w in (*(w.name for w in SWITCHES), "window")
+]
 KINDS = {"gpt": ["self"], "seq2seq": ["cross", "encoder_self", "decoder_self"]}
 st.title("Side by side", anchor=False)
 st.caption(
@@ -79,8 +81,14 @@ state.init_state(
         "layer": 0,
         "head": 0,
         **{f"{s}_{w.name}": False for s in SIDES for w in SWITCHES},
+        **{f"{s}_window": 0 for s in SIDES},
     },
-    valid={"b": lambda v: v in choices, "layer": lambda v: v >= 0, "head": lambda v: v >= 0},
+    valid={
+        "b": lambda v: v in choices,
+        "layer": lambda v: v >= 0,
+        "head": lambda v: v >= 0,
+        **{f"{s}_window": lambda v: 0 <= v <= 4096 for s in SIDES},
+    },
     prefix=P,
 )
 state.clamp_state(P + "a", choices, default_a)
@@ -124,7 +132,9 @@ raw = c_text.text_input(
 )
 options: dict[str, InferenceOptions] = {}
 for side, col in zip(SIDES, (c_a, c_b), strict=True):  # each side's switches under its model
-    options[side] = Switched(switch_toggles(col, f"{P}{side}_", SWITCHES)).options()
+    longest = 4096 if isinstance(loaded[side], str) else loaded[side].config.max_len
+    toggles = switch_toggles(col, f"{P}{side}_", SWITCHES)
+    options[side] = Switched(toggles, window=window_picker(col, f"{P}{side}_", longest)).options()
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 for problem in (c for c in loaded.values() if isinstance(c, str)):
     st.error(problem, icon=":material/error:")

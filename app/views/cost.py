@@ -322,7 +322,7 @@ if len(cache.steps) > 1:
     o[0].slider("step", 1, len(cache.steps), key=P + "kv_step", persist_state="session")
 o[1].selectbox("layer", list(range(cfg.n_layers)), key=P + "kv_layer", persist_state="session")
 o[2].selectbox("head", list(range(cfg.n_heads)), key=P + "kv_head", persist_state="session")
-step, layer, head = int(st.session_state[P + "kv_step"]), int(v["kv_layer"]), int(v["kv_head"])
+step, layer, head = (int(st.session_state[P + k]) for k in ("kv_step", "kv_layer", "kv_head"))
 write_state(list(DEFAULTS), prefix=P)
 prefix = cache.ids[: cache.prompt_length + step - 1]  # what step `step` feeds: its last token is the new one
 opened = run_cached(lesson.cache_step_view, name, prefix, layer, head)

@@ -30,6 +30,7 @@ from attention_lab.models.inference_switches import (
     ablation_picker,
     head_name,
     switch_toggles,
+    window_picker,
 )
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.gpt import GPTRequest, gpt_page
@@ -46,6 +47,7 @@ URL_KEYS = [
     "query",
     "nopos",
     "nocausal",
+    "window",
     "ablate",
     "max_new",
     "temperature",
@@ -94,6 +96,7 @@ state.init_state(
         "query": -1,
         "nopos": False,
         "nocausal": False,
+        "window": 0,
         "ablate": [],
         "max_new": decoding.DEFAULT_NEW["character"],
         "temperature": 0.8,
@@ -110,6 +113,7 @@ state.init_state(
         "layer": lambda v: v >= 0,
         "head": lambda v: v >= 0,
         "query": lambda v: v >= 0,
+        "window": lambda v: 0 <= v <= 4096,
         "ablate": lambda v: all(re.fullmatch(r"\d+\.\d+", a) for a in v),
         "max_new": lambda v: 1 <= v <= 200,
         "temperature": lambda v: v == 0.0 or 0.05 <= v <= 2.0,  # 0: greedy; 1e-49 overflowed the softmax
@@ -150,7 +154,9 @@ except (CheckpointError, ConfigError, OSError) as e:
     state.stop()
 cfg = ckpt.config
 unit = token_unit(ckpt.tokenizer)  # what a position is: "character", or "token" for a BPE model
-switched = Switched(off, ablation_picker(top_left, P, cfg.n_layers, cfg.n_heads))
+switched = Switched(
+    off, ablation_picker(top_left, P, cfg.n_layers, cfg.n_heads), window_picker(top_right, P, cfg.max_len)
+)
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 st.caption(checkpoint_note(ckpt) + " · the switches apply to sampling and to the attention below")
 
@@ -206,6 +212,12 @@ with heads_area:  # ---------------------------------------- 1 every head, on th
             if switched["nocausal"]
             else ""
         )
+        + (
+            f" Sliding window **{switched.window}**: each query reads only its {switched.window} most recent "
+            f"{unit}s, so every map is a band along its diagonal; the cells further back are empty."
+            if switched.window
+            else ""
+        )
     )
 
 # ---------------------------------------------------------------- 2 sampling (continued)
@@ -221,6 +233,11 @@ with next_col:  # the next character (after the prompt, or the picked one), and 
         base = run_cached(gpt_view, name, text, Switched(off).options(), None)
         heads = ", ".join(map(head_name, switched.ablate))
         gpt_panels.ablation_shift(P, name, ckpt.tokenizer, base.next_probs, prompt_view.next_probs, heads)
+    elif switched.window and not window:
+        base = run_cached(gpt_view, name, text, Switched(off).options(), None)
+        gpt_panels.window_shift(
+            P, name, ckpt.tokenizer, base.next_probs, prompt_view.next_probs, switched.window
+        )
     elif window:
         probs = run_cached(step_probs, name, window.text, opts, page.window_ids)[picked - 1]
         title = f"Next {unit} after position {picked - 1}: it drew '{view.tokens[picked]}'"

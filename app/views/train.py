@@ -23,6 +23,7 @@ from attention_lab.training.run_view import (
     RunCharts,
     head_score_curves,
     head_scores_csv,
+    overlay_charts,
     run_charts,
 )
 from attention_lab.training.runs import (
@@ -37,6 +38,7 @@ from attention_lab.training.runs import (
     my_runs,
     open_run,
     progress,
+    read_progress,
     run_queue,
     span_caption,
     submit,
@@ -91,8 +93,8 @@ def apply_task() -> None:
     st.session_state.update(train_steps=defaults.steps, train_batch=defaults.batch_size, train_lr=defaults.lr)
 
 
-first_visit = {"train_task": "reverse", "train_positions": "rope",
-               "train_preset": TASKS["reverse"].watched_size, "train_schedule": SCHEDULES[0]}  # fmt: skip
+first_visit = {"train_task": "reverse", "train_positions": "rope", "train_schedule": SCHEDULES[0],
+               "train_preset": TASKS["reverse"].watched_size, "train_warmup": True}  # fmt: skip
 for key, default in first_visit.items():
     st.session_state.setdefault(key, default)
 applied = st.session_state.get("train_applied")  # (task, size) the shape and optimiser widgets show
@@ -130,6 +132,21 @@ with st.container(border=True):
                                    disabled=recurrent)  # fmt: skip
         n_heads = a3.number_input("heads", *LIMITS.n_heads, key="train_n_heads", persist_state="session",
                                   disabled=recurrent)  # fmt: skip
+        n1, n2, n3, n4 = st.columns(4)
+        block_help = "The Transformer's block; Post-LN (Vaswani's) needs the warm-up Pre-LN can do without."
+        norm_position = n1.selectbox(
+            "Norm position", ["pre", "post"], key="train_norm_position", persist_state="session",
+            disabled=recurrent, help=block_help,
+        )  # fmt: skip
+        norm = n2.selectbox("Norm", ["layernorm", "rmsnorm"], key="train_norm", persist_state="session",
+                            disabled=recurrent)  # fmt: skip
+        activation = n3.selectbox("Activation", ["gelu", "relu", "swiglu"], key="train_activation",
+                                  persist_state="session", disabled=recurrent)  # fmt: skip
+        warmup = n4.toggle(
+            "Warm-up", key="train_warmup", persist_state="session",
+            help="The learning rate rises over the first tenth of the steps (at most 200); off: it starts at "
+            "its peak.",
+        )  # fmt: skip
         b1, b2, b3, b4 = st.columns(4)
         steps = b1.number_input(
             "Steps", 10, LIMITS.steps[1], step=100, key="train_steps", persist_state="session"
@@ -165,6 +182,11 @@ with st.container(border=True):
             st.caption("Using the default corpus: the documentation topics bundled with Python.")
 
 
+#: how a run's label names a block that is not the preset's (pre-LN, LayerNorm, GELU)
+BLOCK_TAGS = {("norm_position", "post"): "postln", ("norm", "rmsnorm"): "rmsnorm",
+              ("activation", "relu"): "relu", ("activation", "swiglu"): "swiglu"}  # fmt: skip
+
+
 def start(
     task: str, scheme: str, size: str, shape: dict[str, int | str], corpus: str | None = None, **optim
 ) -> None:
@@ -172,6 +194,8 @@ def start(
     kind instead of the Transformer."""
     stamp = datetime.datetime.now().strftime("%H:%M:%S")
     name, what = TASKS[task].short, str(shape.get("model", scheme))
+    what += "".join(f"-{tag}" for (field, value), tag in BLOCK_TAGS.items() if shape.get(field) == value)
+    what += "" if optim.get("warmup", True) else "-nowarmup"
     try:
         config = page_config(task, device=str(current_device()), **optim)
         request = RunRequest(config.to_dict(), scheme, size, shape, label=f"my-{name}-{what} {stamp}")
@@ -207,11 +231,14 @@ info = queue.info(run_id) if run_id else None
 active = info is not None and info.active
 start_col, stop_col, info_col = st.columns([1, 1, 4])
 if start_col.button("Start", type="primary", icon=":material/play_arrow:", disabled=active or corpus_error):
-    shape: dict[str, int | str] = dict(d_model=int(d_model), n_layers=int(n_layers), n_heads=int(n_heads))
+    block = dict(norm_position=norm_position, norm=norm, activation=activation)
+    shape: dict[str, int | str] = dict(
+        d_model=int(d_model), n_layers=int(n_layers), n_heads=int(n_heads), **block
+    )
     if recurrent:  # the size preset's recurrent shape (one GRU layer); the scheme is none
         shape, positions = {"model": kind}, default_positions(kind)
     start(task, positions, preset, shape, corpus, steps=int(steps), batch_size=int(batch_size), lr=float(lr),
-          schedule=schedule)  # fmt: skip
+          schedule=schedule, warmup=warmup)  # fmt: skip
 if stop_col.button("Stop", icon=":material/stop:", disabled=not active):
     queue.stop(run_id)
     deadline = time.monotonic() + 2.0  # the worker stops after its current step and saves
@@ -227,6 +254,19 @@ if mine := my_runs():
     with st.expander(f"My runs ({len(mine)})", icon=":material/folder_open:"):
         for mine_info in mine:
             st.page_link("views/train.py", label=my_run_label(mine_info), query_params={"run": mine_info.id})
+        labels = {i.id: i.label for i in mine}
+        chosen = st.multiselect(
+            "Overlay runs", list(labels), format_func=labels.get, key="train_overlay",
+            help="Two or more of your runs on one chart: their losses and each block's gradient norm.",
+        )  # fmt: skip
+        if len(chosen) >= 2:
+            loss_fig, grads_fig = overlay_charts({labels[r]: read_progress(r) for r in chosen})
+            charts.show(loss_fig, key="train_overlay_loss")
+            charts.show(grads_fig, key="train_overlay_grads")
+            st.caption(
+                "Gradient norms are each block's (encoder.0, decoder.1, …) before clipping at 1.0: "
+                "Post-LN without warm-up shows its large early gradients here."
+            )
 
 
 # ---------------------------------------------------------------- 3. live progress

@@ -207,3 +207,15 @@ def test_a_recurrent_baseline_beside_a_transformer_shows_how_each_reads_the_inpu
     gru = open_compare({"a": "reverse-gru", "b": "reverse-bahdanau", "text": "attention"})
     assert set(charts(gru)) == {"cmp_b_alignment"}
     assert any("No attention" in i.value for i in gru.info)
+
+
+def test_a_sliding_window_on_one_side_bands_only_that_sides_self_attention() -> None:
+    """One model, two settings: A with W = 2 in its self-attention, B without."""
+    at = open_compare({"a": "gpt-rope", "b": "gpt-rope", "text": "The for statement", "a_window": "2"})
+    figs = charts(at)
+    banded, plain = heatmaps(figs["cmp_a_grid"]), heatmaps(figs["cmp_b_grid"])
+    i, j = np.indices(banded[0].shape)
+    assert all(np.all(m[i - j >= 2] == 0) for m in banded)
+    assert any(np.any(m[i - j >= 2] > 0.01) for m in plain)
+    assert at.number_input(key="cmp_a_window").value == 2 and at.number_input(key="cmp_b_window").value == 0
+    assert at.query_params["a_window"] in ("2", ["2"])

@@ -618,3 +618,25 @@ def test_a_prompt_that_fills_the_block_leaves_beam_search_no_room() -> None:
     at.run()
     assert not at.exception
     assert any("no room" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_a_sliding_window_bands_every_map_and_moves_the_next_character() -> None:
+    """Issue 39: W = 3 keeps each query's 3 most recent keys: every map of the grid is 0 further
+    back, rows still sum to 1, the grid equals the library's banded trace, and the next
+    character's distribution is shown before and after the window."""
+    at = open_gpt({"window": "3"})
+    maps = heatmaps(charts(at)["gpt_self_grid"])  # one (T, T) map per layer and head
+    i, j = np.indices(maps[0].shape)
+    for m in maps:
+        assert np.all(m[i - j >= 3] == 0) and np.allclose(m.sum(-1), 1.0, atol=5e-4)
+    ckpt = load_checkpoint("gpt-sinusoidal")
+    options = InferenceOptions(sliding_window=3)
+    banded = trace_gpt(ckpt.model, ckpt.tokenizer, PROMPT, options).attention["self"]
+    assert np.allclose(maps[0], banded[0, 0], atol=1e-4)
+    bars = charts(at)["gpt_next"]
+    assert [b["name"] for b in bars["series"]] == ["full attention", "window 3"]
+    assert float(next(m.value for m in at.metric if m.label == "Total variation")) > 0
+    assert any("Sliding window **3**" in c.value for c in at.caption)
+    assert at.query_params["window"] in ("3", ["3"])
+    far = open_gpt({"window": "4000"})
+    assert any("`window=4000` is past this model's 128 positions" in n.value for n in far.info)

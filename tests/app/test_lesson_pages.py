@@ -323,3 +323,17 @@ def test_positions_t5_buckets_and_the_trained_biases() -> None:
         at.slider(key="positions_t5_len").value == 24 and at.radio(key="positions_t5_dir").value == "encoder"
     )
     assert at.selectbox(key="positions_t5_model").value in ("reverse-t5", "gpt-t5")
+
+
+def test_basics_opens_one_encoder_block_with_chapter_004s_numbers() -> None:
+    at = open_view("basics")
+    out = tables(at)["basics_block_out"]
+    assert out.loc["t0"].round(3).tolist() == [-0.661, 1.462, -1.144, 0.343]  # chapter 004's trace, seed 42
+    stats = tables(at)["basics_block_stats"]
+    assert stats["mean after"].abs().max() < 1e-3 and stats["std after"].round(2).tolist() == [1.0, 1.0, 1.0]
+    z = tables(at)["basics_pe_z"]
+    assert z.loc["0:the"].tolist() != z.loc["3:the"].tolist()  # one word, two positions, two rows
+    at.number_input(key="basics_block_seed").set_value(7).run()
+    assert not at.exception
+    assert tables(at)["basics_block_out"].loc["t0"].round(3).tolist() != [-0.661, 1.462, -1.144, 0.343]
+    assert at.query_params["block_seed"] in ("7", ["7"])

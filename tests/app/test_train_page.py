@@ -3,6 +3,7 @@ the box-wide queue, links by run id (after a restart too) and the unknown-id not
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -467,3 +468,39 @@ def test_the_scrubber_saves_one_heads_film_as_a_gif() -> None:
             expected = lut[int(round(float(weights[q, k]) * 255))]
             assert max(abs(int(a) - int(b)) for a, b in zip(shown, expected, strict=True)) <= 12, (i, q, k)
     run.queue.finish(run.id, "stopped")
+
+
+def test_two_block_variants_train_and_overlay_their_loss_and_gradient_norms() -> None:
+    """Issue 39: Post-LN without warm-up beside Pre-LN: each run records its block (and no
+    warm-up) in its checkpoint, and "My runs" overlays both losses and every block's
+    gradient norm on one chart each."""
+    at = open_train()
+    set_steps(at, 12)
+    at.selectbox(key="train_norm_position").set_value("post")
+    at.toggle(key="train_warmup").set_value(False)
+    click(at, "Start")
+    post = at.session_state["train_run"]
+    wait_until(lambda: status(post) == "done", timeout=180)
+    at.run()
+    at.selectbox(key="train_norm_position").set_value("pre")
+    at.toggle(key="train_warmup").set_value(True)
+    set_steps(at, 12)
+    click(at, "Start")
+    pre = at.session_state["train_run"]
+    wait_until(lambda: status(pre) == "done", timeout=180)
+    at.run()
+    meta = json.loads((queue().folder(post) / "checkpoint.json").read_text())
+    assert meta["config"]["norm_position"] == "post" and meta["train_args"]["warmup"] == 0
+    assert (
+        json.loads((queue().folder(pre) / "checkpoint.json").read_text())["config"]["norm_position"] == "pre"
+    )
+    labels = {i.id: i.label for i in [queue().info(post), queue().info(pre)]}
+    assert "-postln" in labels[post] and "-nowarmup" in labels[post] and "postln" not in labels[pre]
+    at.multiselect(key="train_overlay").set_value([post, pre]).run()
+    assert not at.exception
+    specs = chart_specs(at)
+    loss = specs["train_overlay_loss"]["panels"][0]["series"]
+    assert [s["name"] for s in loss] == [labels[post], labels[pre]]
+    grads = [s["name"] for s in specs["train_overlay_grads"]["panels"][0]["series"]]
+    assert f"{labels[post]} · encoder.0" in grads and f"{labels[pre]} · decoder.0" in grads
+    assert len(grads) == 2 * 2  # one encoder and one decoder block per run (the watched size)

@@ -232,3 +232,26 @@ def test_a_plugin_that_cannot_load_is_skipped_with_a_warning(monkeypatch: pytest
     with pytest.warns(UserWarning, match="gone = no_such_module_here:COMMAND could not be loaded"):
         loaded = plugins.load_plugins(group)
     assert loaded == [json.dumps]
+
+
+def test_trace_window_keeps_a_band_and_a_wide_window_changes_nothing() -> None:
+    """`trace --window W`: every self-attention weight more than W - 1 positions back is 0 and
+    each row still sums to 1; W >= T is the plain causal trace."""
+    text = "attention is"
+    banded = json.loads(cli("trace", "gpt-sinusoidal", text, "--window", "3", "--json").stdout)["attention"][
+        "self"
+    ]
+    plain = json.loads(cli("trace", "gpt-sinusoidal", text, "--json").stdout)["attention"]["self"]
+    wide = json.loads(cli("trace", "gpt-sinusoidal", text, "--window", "64", "--json").stdout)["attention"][
+        "self"
+    ]
+    w = np.array(banded)  # (L, H, T, T)
+    i, j = np.indices(w.shape[-2:])
+    assert np.all(w[..., i - j >= 3] == 0) and np.all(w[..., j > i] == 0)
+    assert np.allclose(w.sum(-1), 1.0, atol=1e-5)
+    assert not np.allclose(w, np.array(plain))
+    assert np.allclose(np.array(wide), np.array(plain), atol=1e-6)
+    assert (
+        "sliding_window: must be >= 1"
+        in cli("trace", "gpt-sinusoidal", "abc", "--window", "0", check=False).stderr
+    )

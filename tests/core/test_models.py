@@ -653,3 +653,25 @@ def test_bad_token_ids_are_rejected(make_gpt, make_seq2seq):
         model(torch.zeros((1, 0), dtype=torch.long))
     with pytest.raises(InputError):
         make_seq2seq("none").encode(torch.tensor([4, 5, 6]))  # missing batch axis
+
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "rope", "alibi", "t5"])
+def test_a_sliding_window_fused_equals_captured_and_a_wide_one_equals_none(positions: str) -> None:
+    """The fused kernel with the banded mask gives the explicit path's logits; W >= T is no
+    window at all; and the KV cache's single-query steps keep the band."""
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(vocab_size=20, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=32,
+                            positions=positions)).eval()  # fmt: skip
+    ids = torch.randint(4, 20, (2, 12))
+    banded = InferenceOptions(sliding_window=3)
+    with torch.no_grad():
+        fused = model(ids, options=banded)
+        captured = model(ids, options=banded, capture=AttentionCapture())
+        wide = model(ids, options=InferenceOptions(sliding_window=12))
+        plain = model(ids)
+        cache = model.new_cache()
+        model(ids[:, :11], options=banded, cache=cache)
+        stepped = model(ids[:, 11:], options=banded, cache=cache)
+    assert torch.allclose(fused, captured, atol=1e-5)
+    assert torch.allclose(wide, plain, atol=1e-6) and not torch.allclose(fused, plain, atol=1e-3)
+    assert torch.allclose(stepped[:, -1], fused[:, -1], atol=1e-5)

@@ -126,3 +126,33 @@ def test_permutation_equivariance_and_positions_break_it() -> None:
     assert lesson.permutation_check(x, [0, 1, 2, 3], add_positions=True).max_abs_diff < 1e-12
     with pytest.raises(ValueError):
         lesson.permutation_check(x, [0, 0, 1, 2])
+
+
+def test_the_block_trace_reproduces_chapter_004s_printed_numbers() -> None:
+    """Chapter 004 traces one Post-LN encoder block (d = 4, h = 2, T = 3, seed 42): the library's
+    EncoderBlock, drawn in the same order, gives the same numbers to the printed 3 decimals."""
+    b = lesson.block_trace(42)
+    assert np.allclose(b.x.round(3), [[0.337, 0.129, 0.234, 0.23], [-1.123, -0.186, 2.208, -0.638],
+                                      [0.462, 0.267, 0.535, 0.809]])  # fmt: skip
+    assert np.allclose(b.attention.round(3), [[-0.225, 0.157, -0.128, 0.006], [-0.4, 0.285, -0.121, -0.038],
+                                              [-0.198, 0.137, -0.133, 0.015]])  # fmt: skip
+    assert np.allclose(
+        b.weights[1].round(3), [[0.349, 0.312, 0.34], [0.226, 0.499, 0.276], [0.369, 0.284, 0.346]]
+    )
+    assert np.allclose(b.normed_1.round(3), [[-0.939, 1.29, -1.008, 0.657], [-1.137, 0.076, 1.564, -0.503],
+                                             [-0.996, -0.33, -0.342, 1.668]])  # fmt: skip
+    assert np.allclose(b.normed_1.std(-1).round(4), [0.9992, 1.0, 0.9999])
+    assert np.allclose(b.output.round(3), [[-0.661, 1.462, -1.144, 0.343], [-0.498, -0.308, 1.694, -0.888],
+                                           [-0.802, -0.43, -0.482, 1.714]])  # fmt: skip
+    assert np.allclose(b.heads @ b.w_o.T, b.attention, atol=1e-6)  # concat, then W_O
+    assert b.hidden.shape == (3, 8) and (b.hidden >= 0).all()
+
+
+def test_z_is_x_plus_sinusoidal_positions_as_chapter_000_prints() -> None:
+    x = [[1.0, 0.5, 0.0, 0.2, 0.0, 0.0], [0.8, 0.1, 0.0, 0.3, 0.0, 0.0], [0.9, 0.2, 0.0, 0.4, 0.0, 0.0],
+         [1.0, 0.5, 0.0, 0.2, 0.0, 0.0]]  # fmt: skip
+    _, z = lesson.add_positions(x)
+    assert np.allclose(z.round(4)[[1, 3]], [[1.6415, 0.6403, 0.0464, 1.2989, 0.0022, 1.0],
+                                            [1.1411, -0.49, 0.1388, 1.1903, 0.0065, 1.0]])  # fmt: skip
+    _, page = lesson.add_positions(lesson.PE_X)
+    assert np.array_equal(lesson.PE_X[0], lesson.PE_X[3]) and not np.allclose(page[0], page[3])

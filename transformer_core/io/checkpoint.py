@@ -50,6 +50,7 @@ NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 SHIPPED_NAMES = (
     *(f"{task}-{s}" for task in ("reverse", "gpt") for s in POSITION_SCHEMES),
     *(f"reverse-{kind}" for kind in RECURRENT_KINDS),  # the recurrent baselines (train --arch)
+    "reverse-postln",  # reverse-sinusoidal's recipe with Post-LN blocks (train --norm-position post)
     "gpt-induction",  # attention-only: a previous-token head feeding an induction head
 )
 MAX_PARAMS_ENV, DEFAULT_MAX_PARAMS = "ATTENTION_LAB_MAX_PARAMS", 200_000_000

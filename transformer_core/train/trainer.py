@@ -6,10 +6,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
@@ -89,6 +90,7 @@ class StepEvent:
     lr: float
     tokens_per_s: float
     elapsed: float
+    grad_norms: dict[str, float] = field(default_factory=dict)  # per block ("encoder.0"), before clipping
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,17 @@ def evaluation_due(step: int, every: int, total: int) -> bool:
     return step % every == 0 or step in {every // 8, every // 4, every // 2} - {0}
 
 
+def block_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
+    """Parameters per block of a stack, by name: 'encoder.0', 'decoder.1', 'blocks.2' (a DDP
+    wrapper's 'module.' dropped); what is not in a numbered block is left out."""
+    blocks: dict[str, list[nn.Parameter]] = {}
+    for name, p in model.named_parameters():
+        found = re.match(r"(?:module\.)?(\w+\.\d+)\.", name)
+        if found:
+            blocks.setdefault(found.group(1), []).append(p)
+    return blocks
+
+
 class Trainer:
     """AdamW with a schedule, gradient clipping and optional label smoothing.
 
@@ -138,6 +151,7 @@ class Trainer:
         self.model, self.task, self.config = model, task, config
         self.stop = stop or threading.Event()
         self.device = next(model.parameters()).device
+        self.blocks = block_parameters(model)
         decay = [p for p in model.parameters() if p.dim() >= 2]
         no_decay = [p for p in model.parameters() if p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
@@ -148,6 +162,14 @@ class Trainer:
             lr=config.lr,
             betas=(0.9, 0.98),
         )
+
+    def _grad_norms(self) -> dict[str, float]:
+        """Each block's gradient norm (all its parameters as one vector), before clipping."""
+        norms = {}
+        for name, params in self.blocks.items():
+            grads = [p.grad for p in params if p.grad is not None]
+            norms[name] = float(nn.utils.get_total_norm(grads)) if grads else 0.0
+        return norms
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         if self.device.type == "cuda":
@@ -174,13 +196,14 @@ class Trainer:
                 loss, n_tokens = self.task.loss(self.model, batch, cfg.label_smoothing)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            norms = self._grad_norms()
             if cfg.grad_clip > 0:
                 nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
             self.optimizer.step()
             tokens_seen += n_tokens
             elapsed = time.perf_counter() - start
             yield StepEvent(
-                step, cfg.steps, float(loss.detach()), lr, tokens_seen / max(elapsed, 1e-9), elapsed
+                step, cfg.steps, float(loss.detach()), lr, tokens_seen / max(elapsed, 1e-9), elapsed, norms
             )
             # at the first step, every snapshot_every and the last: a scrubber ends on the run's end
             if cfg.snapshot_every and (step % cfg.snapshot_every == 0 or step in (1, cfg.steps)):
