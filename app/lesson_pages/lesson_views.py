@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attention_lab.lessons import basics, cost, positions, training, variance
+from attention_lab.lessons import basics, cost, positions, tokens, training, variance
 from attention_lab.models.compute import shared_cache
 from attention_lab.models.resources import load_model
 from transformer_core import CheckpointError, sinusoidal_positional_encoding
@@ -95,3 +95,12 @@ def baseline_counts(names: tuple[str, ...]) -> list[tuple[str, int | None]]:
         except CheckpointError:
             out.append((name, None))
     return out
+
+
+corpus_bpe = shared_cache(tokens.corpus_bpe)
+
+
+@shared_cache
+def token_split(text: str, checkpoint: str) -> tokens.Split:
+    """/basics section 8: `text` through `checkpoint`'s character tokenizer and the corpus BPE."""
+    return tokens.split(text, load_model(checkpoint).tokenizer, corpus_bpe())

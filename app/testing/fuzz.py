@@ -250,6 +250,7 @@ TEXT_WIDGETS = {
     "compare": ("text_input", "text"),
     "heads": ("text_input", "probe"),
     "variance": ("text_input", "scale_text"),
+    "basics": ("text_input", "token_text"),
 }
 
 

@@ -20,6 +20,8 @@ from attention_lab.lesson_pages import lesson_charts as lc
 from attention_lab.lesson_pages import lesson_views
 from attention_lab.lesson_pages.lesson_page import chart_writer, in_range, matrix_frame
 from attention_lab.lessons import basics as lesson
+from attention_lab.lessons import tokens
+from transformer_core import CheckpointError
 
 PERM_TOKENS = lesson.PERM_TOKENS
 PERMUTATIONS = [",".join(map(str, p)) for p in itertools.permutations(range(len(PERM_TOKENS)))]
@@ -45,6 +47,7 @@ DEFAULTS = {
     "perm": "0,3,2,1",
     "positions": False,
     "block_seed": 42,
+    "token_text": "unhappiness",
     **{name: float(lesson.PADDED_SCORES[int(name[1]) - 1][int(name[2])]) for name in SCORE_KEYS},
 }
 VALID = {
@@ -58,6 +61,7 @@ VALID = {
     "heads": lambda v: v in HEAD_CHOICES,
     "perm": lambda v: v in PERMUTATIONS,
     "block_seed": in_range(0, 9999),
+    "token_text": lambda v: 0 < len(v) <= tokens.MAX_TEXT,
     **{name: in_range(*SCORE_RANGE) for name in SCORE_KEYS},
 }
 init_state(DEFAULTS, VALID, prefix=P)
@@ -451,5 +455,38 @@ st.caption(
     "standard deviation 1 (times a gain and plus a bias, here still 1 and 0). The FFN never mixes "
     "tokens; attention is the only step that does."
 )
+
+# ---------------------------------------------------------------------------------------
+st.header("8 · Characters or pieces: tokens")
+st.markdown(
+    "A model reads ids, not text. The lab's GPTs read one character per token; GPT-2 reads pieces of "
+    "words made by byte-pair encoding (BPE): start from bytes, then apply the learned merges of "
+    "frequent neighbours, most frequent first."
+)
+st.text_input("a word or a phrase", key=P + "token_text", max_chars=tokens.MAX_TEXT, persist_state="session")
+word = st.session_state[P + "token_text"] or DEFAULTS["token_text"]  # an emptied box: the default word
+try:
+    split = lesson_views.token_split(word, "gpt-sinusoidal")
+except CheckpointError as e:
+    split = None
+    st.info(f"The character tokenizer comes with gpt-sinusoidal, which cannot be loaded here: {e}")
+if split is not None:
+    c1, c2 = st.columns(2)
+    c1.markdown(f"**Characters**: {len(split.chars)} tokens")
+    chars = pd.DataFrame(split.chars, columns=["character", "id"])
+    tables.show(chars, key=P + "token_chars", where=c1, index=False)
+    c2.markdown(f"**BPE pieces**: {len(split.pieces)} tokens")
+    pieces = pd.DataFrame(split.pieces, columns=["piece", "id", "UTF-8 bytes"])
+    tables.show(pieces, key=P + "token_pieces", where=c2, index=False)
+    st.markdown("**The merges, in the order BPE applies them**")
+    merges = pd.DataFrame(
+        [(w, m, " · ".join(s)) for w, m, s in split.steps], columns=["pre-token", "merge", "symbols after it"]
+    )
+    tables.show(merges, key=P + "token_merges", index=False)
+    st.caption(
+        f"GPT-2's own BPE (50,257 tokens) is not shipped with the lab; this one is trained the same way "
+        f"(byte-level, GPT-2's rule for splitting words) on the lab's corpus, {tokens.BPE_VOCAB:,} tokens: "
+        "256 bytes and 768 merges. Ġ is a space: byte-level BPE writes every byte as a printable character."
+    )
 
 write_state(list(DEFAULTS), prefix=P)

@@ -337,3 +337,15 @@ def test_basics_opens_one_encoder_block_with_chapter_004s_numbers() -> None:
     assert not at.exception
     assert tables(at)["basics_block_out"].loc["t0"].round(3).tolist() != [-0.661, 1.462, -1.144, 0.343]
     assert at.query_params["block_seed"] in ("7", ["7"])
+
+
+def test_basics_splits_a_word_into_characters_and_bpe_pieces() -> None:
+    at = open_view("basics")
+    chars, pieces, merges = (tables(at)[f"basics_token_{k}"] for k in ("chars", "pieces", "merges"))
+    assert "".join(chars["character"]) == "unhappiness" and len(chars) == 11
+    assert "".join(pieces["piece"]) == "unhappiness" and len(pieces) < len(chars)
+    assert merges["symbols after it"].iloc[-1] == " · ".join(pieces["piece"])
+    at.text_input(key="basics_token_text").set_value("the cat").run()
+    assert not at.exception
+    assert "Ġcat" in "".join(tables(at)["basics_token_pieces"]["piece"])
+    assert at.query_params["token_text"] in ("the cat", ["the cat"])
