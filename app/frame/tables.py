@@ -48,6 +48,10 @@ CSS = """<style>
 @media (max-width: 640px) { .lab-table table { font-size: 0.8rem; }
   .lab-table th, .lab-table td { padding: 0.2rem 0.35rem; } }  /* a phone: more columns on screen */
 .lab-table td.bar { min-width: 4.5rem; }
+.lab-grid { display: grid; gap: 0.25rem 1rem;
+  grid-template-columns: repeat(auto-fill, minmax(min(var(--min), 100%), 1fr)); }
+.lab-grid > figure { margin: 0; min-width: 0; }
+.lab-grid figcaption { font-weight: 600; margin: 0.4rem 0 0.3rem; }
 .lab-table td.bar span { display: block; padding: 0 0.3rem; border-radius: 0.2rem; text-align: right;
   background: linear-gradient(90deg, rgba(28, 131, 225, 0.3) var(--share), transparent var(--share)); }
 </style>"""
@@ -117,6 +121,18 @@ def to_html(
 def style() -> None:
     """Send the tables' CSS for this run (a style-only st.html takes no space on the page)."""
     st.html(CSS)
+
+
+def show_many(
+    tables: list[tuple[str, pd.DataFrame, str, dict[str, Any]]], *, min_px: int = 300, where: Any = None
+) -> None:
+    """Several titled tables, (title, frame, key, to_html options), side by side as room allows
+    (each at least min_px wide), in one element: one message for a page's run, not two a table."""
+    figures = "".join(
+        f"<figure><figcaption>{html.escape(title)}</figcaption>{to_html(frame, key=key, **options)}</figure>"
+        for title, frame, key, options in tables
+    )
+    (where or st).html(f'<div class="lab-grid" style="--min: {int(min_px)}px">{figures}</div>')
 
 
 def show(frame: pd.DataFrame, *, key: str, where: Any = None, **options: Any) -> None:

@@ -406,11 +406,12 @@ st.markdown(
 pe, z = lesson.add_positions(lesson.PE_X)
 words = [f"{i}:{w}" for i, w in enumerate(lesson.PE_WORDS)]
 dims = [f"d{j}" for j in range(4)]
-c1, c2, c3 = st.columns(3)
-for col, (title, m, key) in zip((c1, c2, c3), (("**X**", lesson.PE_X, "pe_x"), ("**+ PE**", pe, "pe_pe"),
-                                               ("**= Z**", z, "pe_z")), strict=True):  # fmt: skip
-    col.markdown(title)
-    tables.show(matrix_frame(m, words, dims), key=P + key, where=col, digits=3)
+three = {"digits": 3}
+tables.show_many(
+    [(title, matrix_frame(m, words, dims), P + key, three)
+     for title, m, key in (("X", lesson.PE_X, "pe_x"), ("+ PE", pe, "pe_pe"), ("= Z", z, "pe_z"))],
+    min_px=260,
+)  # fmt: skip
 st.markdown(
     "Then one block of the original (Post-LN) Transformer, at chapter 004's size: d = 4, two heads, "
     "T = 3, d_ff = 8, run through the library's own `EncoderBlock` one step at a time. Every step "
@@ -429,16 +430,9 @@ steps = (
     ("7. … then · W₂ᵀ + b₂, 8 → 4", b.ffn, dims, "ffn"),
     ("8. Add & Norm: the block's output", b.output, dims, "out"),
 )
-for pair in (steps[0:2], steps[2:4], steps[4:5], steps[5:6], steps[6:8]):  # the 8-wide FFN layer alone
-    cols = st.columns(2) if len(pair) == 2 else st.columns([3, 1])[:1]
-    for where, (title, m, names, key) in zip(cols, pair, strict=True):
-        where.markdown(f"**{title}**")
-        tables.show(matrix_frame(m, toks, names), key=P + "block_" + key, where=where, digits=3)
-c1, c2 = st.columns(2)
-for h, col in enumerate((c1, c2)):
-    col.markdown(f"**Head {h}'s weights** (rows sum to 1)")
-    tables.show(matrix_frame(b.weights[h], toks, toks), key=P + f"block_w{h}", where=col, digits=3)
-st.markdown("**Each token before and after the norm** (steps 4 and 5)")
+tables.show_many(
+    [(title, matrix_frame(m, toks, names), P + "block_" + key, three) for title, m, names, key in steps]
+)
 stats = pd.DataFrame(
     {
         "mean before": b.residual_1.mean(-1),
@@ -448,8 +442,11 @@ stats = pd.DataFrame(
     },
     index=toks,
 )
-c1, _ = st.columns([2, 1])
-tables.show(stats, key=P + "block_stats", where=c1, digits=3)
+tables.show_many(
+    [(f"Head {h}'s weights (rows sum to 1)", matrix_frame(b.weights[h], toks, toks), P + f"block_w{h}", three)
+     for h in range(2)]
+    + [("Each token before and after the norm (steps 4 and 5)", stats, P + "block_stats", three)]
+)  # fmt: skip
 st.caption(
     "LayerNorm works within each token, not across the batch: after it every row has mean 0 and "
     "standard deviation 1 (times a gain and plus a bias, here still 1 and 0). The FFN never mixes "
@@ -471,18 +468,17 @@ except CheckpointError as e:
     split = None
     st.info(f"The character tokenizer comes with gpt-sinusoidal, which cannot be loaded here: {e}")
 if split is not None:
-    c1, c2 = st.columns(2)
-    c1.markdown(f"**Characters**: {len(split.chars)} tokens")
     chars = pd.DataFrame(split.chars, columns=["character", "id"])
-    tables.show(chars, key=P + "token_chars", where=c1, index=False)
-    c2.markdown(f"**BPE pieces**: {len(split.pieces)} tokens")
     pieces = pd.DataFrame(split.pieces, columns=["piece", "id", "UTF-8 bytes"])
-    tables.show(pieces, key=P + "token_pieces", where=c2, index=False)
-    st.markdown("**The merges, in the order BPE applies them**")
     merges = pd.DataFrame(
         [(w, m, " · ".join(s)) for w, m, s in split.steps], columns=["pre-token", "merge", "symbols after it"]
     )
-    tables.show(merges, key=P + "token_merges", index=False)
+    plain = {"index": False}
+    tables.show_many(
+        [(f"Characters: {len(chars)} tokens", chars, P + "token_chars", plain),
+         (f"BPE pieces: {len(pieces)} tokens", pieces, P + "token_pieces", plain)]
+    )  # fmt: skip
+    tables.show_many([("The merges, in the order BPE applies them", merges, P + "token_merges", plain)])
     st.caption(
         f"GPT-2's own BPE (50,257 tokens) is not shipped with the lab; this one is trained the same way "
         f"(byte-level, GPT-2's rule for splitting words) on the lab's corpus, {tokens.BPE_VOCAB:,} tokens: "
