@@ -19,7 +19,7 @@ from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import shown, take_ignored
 from attention_lab.models.explorer_compute import Sample, sampled_distribution, top_tokens
 from attention_lab.viewmodel.gpt import BeamSettings, SamplingSettings
-from transformer_core.interp import QuerySteps, distribution_shift
+from transformer_core.interp import HeadMerge, QuerySteps, distribution_shift
 from transformer_core.interp.generated import GeneratedWindow
 from transformer_core.io import Tokenizer
 
@@ -292,6 +292,32 @@ def softmax_steps(prefix: str, steps: QuerySteps, scheme: str, tokens: list[str]
         file=stem + "_output",
     )
     charts.show(output, key=prefix + "out")
+
+
+def heads_merged(prefix: str, merge: HeadMerge, layer: int, head: int, token: str, stem: str) -> None:
+    """Every head of the layer at this query, then the heads side by side and W_O applied: the
+    step after the walk, where the heads' findings become one vector again."""
+    n_heads, d_head = merge.heads.shape
+    heads = charts.matrix_spec(
+        merge.heads,
+        [f"head {h}" + (" ◀" if h == head else "") for h in range(n_heads)],
+        f"Layer {layer}, query {token}: every head's output (d_head = {d_head})",
+        height=max(180, 34 * n_heads + 110),
+        value_name="value",
+        row_name="head",
+        file=stem + "_heads",
+    )
+    mixed = charts.matrix_spec(
+        np.stack([merge.concat, merge.output]),
+        ["concat(heads)", "× W_Oᵀ + b_O"],
+        f"The heads side by side ({n_heads} × {d_head} = {merge.concat.size}), then mixed by W_O",
+        height=190,
+        value_name="value",
+        row_name="",
+        file=stem + "_merged",
+    )
+    charts.show(heads, key=prefix + "heads_merged")
+    charts.show(mixed, key=prefix + "heads_mixed")
 
 
 # ---------------------------------------------------------------- attention over the sample

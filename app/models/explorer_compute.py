@@ -108,6 +108,13 @@ def _view(tr: GPTTrace) -> GPTView:
     return GPTView(replace(tr, capture=AttentionCapture()), [record_arrays(r) for r in layers])
 
 
+def output_projection(ckpt: Checkpoint, layer: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """W_O (d_model, H·d_head) and b_O of a GPT's layer, as numpy (/gpt's heads merged)."""
+    proj = ckpt.model.blocks[layer].self_attn.out_proj
+    bias = None if proj.bias is None else proj.bias.detach().float().cpu().numpy()
+    return proj.weight.detach().float().cpu().numpy(), bias
+
+
 @torch.inference_mode()
 def step_probs(
     ckpt: Checkpoint, text: str, options: InferenceOptions, ids: tuple[int, ...] | None = None

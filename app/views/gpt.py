@@ -22,7 +22,7 @@ from attention_lab.explorers.model_input import (
 )
 from attention_lab.frame import state
 from attention_lab.models.compute import run_cached, view_cached
-from attention_lab.models.explorer_compute import gpt_view, lesson_head, step_probs
+from attention_lab.models.explorer_compute import gpt_view, lesson_head, output_projection, step_probs
 from attention_lab.models.inference_switches import (
     NO_POSITIONS,
     Switch,
@@ -36,7 +36,7 @@ from attention_lab.models.resources import checkpoint_labels, load_model, model_
 from attention_lab.viewmodel.gpt import GPTRequest, gpt_page
 from transformer_core import POSITION_SCHEMES, CheckpointError, ConfigError, InputError
 from transformer_core.beam import DEFAULT_ALPHA, MAX_BEAM_WIDTH
-from transformer_core.interp import query_steps
+from transformer_core.interp import head_merge, query_steps
 
 P = "gpt_"  # session_state prefix; the URL uses the bare names
 URL_KEYS = [
@@ -261,10 +261,15 @@ gpt_panels.walk_formula(steps, scheme, formula_col, layer=layer, head=head, quer
 stem = export.file_stem("gpt", name, f"L{layer}H{head}", f"query{query}")
 gpt_panels.query_and_keys(P, steps, scheme, tokens, tokens[query], stem)
 gpt_panels.softmax_steps(P, steps, scheme, tokens, stem)
-st.caption(
-    "Every head writes such a vector; the output projection mixes the heads and adds the "
-    f"result to the {unit}'s running representation."
+st.markdown(
+    f"Every head of layer {layer} writes such a vector for this {unit}. Side by side they make one "
+    f"vector of d_model = {cfg.d_model}, and the output projection W_O mixes what the heads found "
+    f"before it is added to the {unit}'s running representation (the residual stream)."
 )
+w_o, b_o = run_cached(output_projection, name, layer)
+ablated_here = tuple(int(a.split(".")[1]) for a in switched.ablate or () if int(a.split(".")[0]) == layer)
+merge = head_merge(view.records[layer], query, w_o, b_o, ablated_here)
+gpt_panels.heads_merged(P, merge, layer, head, tokens[query], stem)
 
 # ---------------------------------------------------------------- downloads
 st.subheader("Take the numbers with you")

@@ -640,3 +640,19 @@ def test_a_sliding_window_bands_every_map_and_moves_the_next_character() -> None
     assert at.query_params["window"] in ("3", ["3"])
     far = open_gpt({"window": "4000"})
     assert any("`window=4000` is past this model's 128 positions" in n.value for n in far.info)
+
+
+def test_the_walk_ends_with_every_head_side_by_side_and_w_o() -> None:
+    """Section 3's last step: the layer's heads at the query, concatenated, then W_O: the second
+    row is the attention sublayer's own output at that position."""
+    at = open_gpt({"layer": "1", "head": "2", "ablate": "1.3"})
+    specs = charts(at)
+    (heads,) = heatmaps(specs["gpt_heads_merged"])
+    (mixed,) = heatmaps(specs["gpt_heads_mixed"])
+    assert heads.shape == (4, 32) and mixed.shape == (2, 128)
+    assert not heads[3].any()  # head 1.3 is ablated: it sends nothing
+    assert np.allclose(mixed[0], heads.reshape(-1), atol=1e-4)  # concat: head 0's dimensions first
+    ckpt = load_checkpoint("gpt-sinusoidal")
+    proj = ckpt.model.blocks[1].self_attn.out_proj
+    expected = proj.weight.detach().numpy() @ heads.reshape(-1) + proj.bias.detach().numpy()
+    assert np.allclose(mixed[1], expected, atol=1e-3)

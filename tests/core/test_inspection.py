@@ -6,12 +6,15 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
-from transformer_core.config import InferenceOptions
+from transformer_core.capture import AttentionCapture
+from transformer_core.config import InferenceOptions, ModelConfig
 from transformer_core.interp.heads import anti_diagonal_scores
 from transformer_core.interp.inspection import (
     distribution_shift,
     future_cells,
+    head_merge,
     query_steps,
     record_arrays,
     softmax_allowed,
@@ -19,6 +22,7 @@ from transformer_core.interp.inspection import (
 from transformer_core.interp.trace import TOKEN_AXES, trace_gpt, trace_seq2seq
 from transformer_core.io.data import reversal_tokenizer
 from transformer_core.io.tokenizer import CharTokenizer
+from transformer_core.models import GPT
 
 TOKENIZER = CharTokenizer("abcdefghijkl")  # 16 ids with the four specials
 
@@ -145,3 +149,27 @@ def test_seq2seq_trace_json_and_axes(make_seq2seq):
         assert np.array(payload["attention"][kind]).shape == (2, 2, len(queries), len(keys))
     assert tr.axes("cross") == (tr.target_tokens, tr.source_tokens)
     assert np.allclose(np.array(payload["attention"]["cross"]), tr.attention["cross"], atol=5e-7)
+
+
+@pytest.mark.parametrize("ablated", [(), (2,)])
+def test_head_merge_is_the_layers_attention_output_at_the_query(ablated: tuple[int, ...]) -> None:
+    """The heads' outputs side by side, through W_O and its bias, equal the attention sublayer's
+    own output at that position; an ablated head contributes zeros, as the model's ablation does."""
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(vocab_size=20, d_model=16, n_heads=4, n_layers=2, d_ff=32, max_len=16)).eval()
+    ids = torch.randint(4, 20, (1, 9))
+    options = InferenceOptions(ablate=frozenset(("self", 1, h) for h in ablated))
+    capture, outputs = AttentionCapture(), []
+    hook = model.blocks[1].self_attn.register_forward_hook(lambda m, a, out: outputs.append(out))
+    with torch.no_grad():
+        model(ids, options=options, capture=capture)
+    hook.remove()
+    rec = record_arrays(next(r for r in capture.records if r.layer == 1))
+    w_o, b_o = (
+        t.detach().numpy()
+        for t in (model.blocks[1].self_attn.out_proj.weight, model.blocks[1].self_attn.out_proj.bias)
+    )
+    merge = head_merge(rec, 6, w_o, b_o, ablated)
+    assert merge.heads.shape == (4, 4) and merge.concat.shape == (16,)
+    assert np.allclose(merge.output, outputs[0][0, 6].numpy(), atol=1e-5)
+    assert not ablated or not merge.heads[2].any()

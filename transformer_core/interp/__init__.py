@@ -26,9 +26,11 @@ from transformer_core.interp.importance import (
     Importance,
 )
 from transformer_core.interp.inspection import (
+    HeadMerge,
     QuerySteps,
     distribution_shift,
     future_cells,
+    head_merge,
     query_steps,
     record_arrays,
     softmax_allowed,
@@ -68,6 +70,7 @@ __all__ = [
     "Composition",
     "DESCRIPTIONS",
     "GPTTrace",
+    "HeadMerge",
     "HeadScores",
     "HeadWeights",
     "Importance",
@@ -77,6 +80,7 @@ __all__ = [
     "Seq2SeqTrace",
     "TEMPLATE_SCORES",
     "analyze_heads",
+    "head_merge",
     "anti_diagonal_scores",
     "composition_json",
     "composition_score",

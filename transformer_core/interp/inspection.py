@@ -86,6 +86,33 @@ def query_steps(rec: dict[str, Any], head: int, query: int) -> QuerySteps:
     )
 
 
+@dataclass(frozen=True)
+class HeadMerge:
+    """How a layer's heads become its attention output at one query: each head's output z_h =
+    Σ_j w_hj v_hj (H, d_head), the heads side by side (H·d_head,) and W_O applied (d_model,)."""
+
+    heads: np.ndarray
+    concat: np.ndarray
+    output: np.ndarray
+
+
+def head_merge(
+    rec: dict[str, Any],
+    query: int,
+    w_o: np.ndarray,
+    b_o: np.ndarray | None = None,
+    ablated: tuple[int, ...] = (),
+) -> HeadMerge:
+    """One query's multi-head output from a captured layer (record_arrays) and its output
+    projection W_O (d_model, H·d_head) with bias b_o; ablated heads give zeros, as in the model."""
+    heads = np.einsum(
+        "hk,hkd->hd", rec["weights"][:, query], rec["v"]
+    )  # (H, Tk) x (H, Tk, d_head) -> (H, d_head)
+    heads[list(ablated)] = 0.0
+    concat = heads.reshape(-1)  # (H, d_head) -> (H * d_head,): head 0's dimensions first
+    return HeadMerge(heads, concat, w_o @ concat + (0.0 if b_o is None else b_o))
+
+
 def softmax_allowed(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """Softmax over the allowed entries; masked ones get exactly 0 (shown next to the model's)."""
     out = np.zeros_like(scores, dtype=np.float64)
