@@ -200,11 +200,14 @@ class CacheStep:
 @torch.inference_mode()
 def kv_cache_steps(model: torch.nn.Module, prompt_ids: list[int], n_new: int) -> list[CacheStep]:
     """Greedy decoding of n_new tokens after the prompt, each step run with the KV cache and
-    without, timed (the first step of both feeds the whole prompt). Stops at the model's
-    max_len. model: a GPT."""
+    without, timed after one untimed pass of each (the first step of both feeds the whole
+    prompt). Stops at the model's max_len. model: a GPT."""
     device = next(model.parameters()).device
     ids, cache, steps = list(prompt_ids), model.new_cache(), []
     n_new = min(n_new, model.config.max_len - len(ids))
+    warm = torch.tensor([ids], device=device)
+    model(warm, cache=model.new_cache(), last_only=True)  # untimed: first-call costs of either path
+    model(warm, last_only=True)
     for _ in range(max(n_new, 0)):
         new = ids[cache.length :]  # (T_new,) the tokens the cache has not seen
         start = time.perf_counter()

@@ -57,7 +57,8 @@ def sampled_text_html(prompt: str, unknown: Sequence[str], samples: Sequence[Sam
             f'color:{text_colour(SAMPLE_RGB, alpha)};border-radius:3px">{shown}</span>'
         )
     return (
-        '<div style="font-family:monospace;font-size:1.05rem;white-space:pre-wrap;line-height:1.7;'
+        '<div style="font-family:monospace;font-size:1.05rem;white-space:pre-wrap;overflow-wrap:anywhere;'
+        "line-height:1.7;"
         "border:1px solid color-mix(in srgb,currentColor 15%,transparent);border-radius:6px;"
         'padding:8px 10px">' + "".join(parts) + "</div>"
     )

@@ -75,7 +75,8 @@ def window_shift(
     """The next character with full causal attention and with a sliding window of w."""
     next_shift(prefix, name, tokenizer, {"full attention": base, f"window {w}": banded}, "the window")
     st.caption(
-        f"With a window of {w}, every query reads only the {w} most recent positions (itself included): "
+        f"With a window of {w}, every query reads only the {w} most recent "
+        f"{'positions' if w > 1 else 'position'} (itself included): "
         "every map is a band along its diagonal. What the model needed from further back is gone."
     )
 

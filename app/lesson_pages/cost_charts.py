@@ -120,7 +120,7 @@ def cache_step_charts(
         view.keys,
         rows,
         f"K in the cache, layer {layer} head {head}: {len(rows)} rows, the last one new",
-        value_name="component",
+        value_name="value",
         file=f"kv_cache_keys_L{layer}H{head}",
     )
     weights = charts.head_spec(

@@ -168,11 +168,17 @@ def timing_refusal(settings: CostSettings, params: int) -> str | None:
     config = settings.config()
     flops = cost.forward_flops(config, settings.T)
     if settings.T > MAX_TIMED_LENGTH:
-        return f"T = {settings.T:,} is longer than the {MAX_TIMED_LENGTH:,} positions timed here."
+        return f"T = {settings.T:,} is past the {MAX_TIMED_LENGTH:,} positions timed here: pick a shorter T."
     if params > MAX_TIMED_PARAMETERS:
-        return f"{params:,} parameters are more than the {MAX_TIMED_PARAMETERS:,} built for a timing here."
+        return (
+            f"{params:,} parameters are more than the {MAX_TIMED_PARAMETERS:,} built for a timing here: "
+            "choose a smaller model."
+        )
     if flops > MAX_TIMED_FLOPS:
-        return f"{flops / 1e9:.1f} GFLOP is more than the {MAX_TIMED_FLOPS / 1e9:.0f} GFLOP timed here."
+        return (
+            f"{flops / 1e9:.1f} GFLOP is more than the {MAX_TIMED_FLOPS / 1e9:.0f} GFLOP timed here: "
+            "choose a smaller model or T."
+        )
     return None
 
 

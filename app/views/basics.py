@@ -410,12 +410,13 @@ three = {"digits": 3}
 tables.show_many(
     [(title, matrix_frame(m, words, dims), P + key, three)
      for title, m, key in (("X", lesson.PE_X, "pe_x"), ("+ PE", pe, "pe_pe"), ("= Z", z, "pe_z"))],
-    min_px=260,
+    min_px=330,
 )  # fmt: skip
 st.markdown(
-    "Then one block of the original (Post-LN) Transformer, at chapter 004's size: d = 4, two heads, "
-    "T = 3, d_ff = 8, run through the library's own `EncoderBlock` one step at a time. Every step "
-    "keeps the shape (3 × 4): that is why blocks stack."
+    "Rows like Z are what the first block receives. Here is one block of the original (Post-LN) "
+    "Transformer at chapter 004's size, d = 4, two heads, d_ff = 8, on three random rows standing for "
+    "such a Z (the seed draws them and the weights), run through the library's own `EncoderBlock` "
+    "one step at a time. Every step keeps the shape (3 × 4): that is why blocks stack."
 )
 st.number_input("random seed (input and weights)", 0, 9999, key=P + "block_seed", persist_state="session")
 b = lesson_views.block_trace(int(st.session_state[P + "block_seed"]))
@@ -430,9 +431,11 @@ steps = (
     ("7. … then · W₂ᵀ + b₂, 8 → 4", b.ffn, dims, "ffn"),
     ("8. Add & Norm: the block's output", b.output, dims, "out"),
 )
-tables.show_many(
-    [(title, matrix_frame(m, toks, names), P + "block_" + key, three) for title, m, names, key in steps]
-)
+for part, wide in ((steps[:5], 300), (steps[5:6], 560), (steps[6:], 300)):  # the FFN's 8-wide layer alone
+    tables.show_many(
+        [(title, matrix_frame(m, toks, names), P + "block_" + key, three) for title, m, names, key in part],
+        min_px=wide,
+    )
 stats = pd.DataFrame(
     {
         "mean before": b.residual_1.mean(-1),
@@ -482,7 +485,8 @@ if split is not None:
     st.caption(
         f"GPT-2's own BPE (50,257 tokens) is not shipped with the lab; this one is trained the same way "
         f"(byte-level, GPT-2's rule for splitting words) on the lab's corpus, {tokens.BPE_VOCAB:,} tokens: "
-        "256 bytes and 768 merges. Ġ is a space: byte-level BPE writes every byte as a printable character."
+        "256 bytes and 768 merges. Byte-level BPE writes every byte as one printable character: Ġ is a "
+        "space, and a letter outside ASCII is two or more such characters (é, bytes c3 a9, is Ã©)."
     )
 
 write_state(list(DEFAULTS), prefix=P)

@@ -97,10 +97,21 @@ s[0].segmented_control(
 s[1].button("Chapter 004's model", on_click=chapter_model, help="Every setting back to the defaults.")
 c = st.columns(3)
 c[0].slider("d_model", 8, 2048, step=8, key=P + "d_model", persist_state="session")
-c[1].slider("heads", 1, 32, key=P + "heads", persist_state="session")
+divisors = [h for h in range(1, 33) if int(st.session_state[P + "d_model"]) % h == 0]
+clamp_state(
+    P + "heads", divisors, max(h for h in divisors if h <= 4), "with this d_model (it must divide it)"
+)
+c[1].select_slider("heads", divisors, key=P + "heads", persist_state="session")
 c[2].slider("d_ff", 8, 8192, step=8, key=P + "d_ff", persist_state="session")
 c = st.columns(3)
-c[0].slider("layers per stack", 1, 48, key=P + "layers", persist_state="session")
+c[0].slider(
+    "layers",
+    1,
+    48,
+    key=P + "layers",
+    persist_state="session",
+    help="An encoder-decoder has this many in each stack.",
+)
 c[1].number_input("vocabulary", 4, 262_144, key=P + "vocab", persist_state="session")
 c[2].slider("sequence length T", 1, 8192, key=P + "T", persist_state="session")
 with st.expander("Inside the block: positions, norms, activation, biases"):
@@ -160,14 +171,15 @@ if names:
     shipped = pd.DataFrame(
         {
             "parameters here": [n for _, n in lesson_views.baseline_counts(names)],
-            "chapter 004 reports": [CHAPTER_REPORTS[name] for name in names],
+            "chapter 004's figure": [CHAPTER_REPORTS[name] for name in names],
         },
         index=list(names),
     )
     c1, _ = st.columns([3, 1])
     tables.show(shipped, key=P + "baselines", where=c1, formats={c: "{:,}" for c in shipped.columns})
     st.caption(
-        "The chapter's two baseline figures are hand estimates, its Transformer's is counted; the "
+        "The chapter's two baseline figures are hand estimates; for its Transformer it prints both, "
+        "526,368 by its formula and 380,064 counted from the model it built (the one above). The "
         "shipped models differ in hidden size and vocabulary (26 letters and 4 special tokens here)."
     )
 
@@ -198,6 +210,12 @@ st.markdown(
     f"as T²·d, the projections' and the FFN's as T·d²: attention overtakes the FFN at "
     f"**T = {crossover:,.0f}** (T = d_ff for a two-matrix FFN). The chapter counts attention and the "
     "projections in multiply-adds but the FFN in FLOPs, so its ratio is half of this one."
+    + (
+        " Here the projections and the FFN cost exactly the same (d_ff = 2 · d_model): their two "
+        "lines lie on top of each other."
+        if block.projections == block.ffn
+        else ""
+    )
 )
 curves = lesson_views.cost_curves(settings, int(v["window"]))
 chart(cc.flops_chart(curves, T), "flops_fig")
@@ -221,14 +239,15 @@ if W:
 kept["fused kernel"] = counts.attention_memory(T, H, fused=True)
 memory = pd.DataFrame(
     {
+        "bytes, one layer": list(kept.values()),
         "one layer": [cc.si(b, "B") for b in kept.values()],
         f"all {layers} layers": [cc.si(b * layers, "B") for b in kept.values()],
     },
     index=list(kept),
 )
 c1, c2 = st.columns([3, 1])
-tables.show(memory, key=P + "memory", where=c1)
-c2.metric(f"one layer's weights at T = {T:,}", f"{kept['every T × T weight']:,} bytes")
+tables.show(memory, key=P + "memory", where=c1, formats={"bytes, one layer": "{:,}"})
+c2.metric(f"one layer's weights at T = {T:,}", cc.si(kept["every T × T weight"], "B"))
 c2.metric(f"KV cache for T = {T:,}", cc.si(counts.kv_cache_memory(config, T), "B"))
 st.markdown(
     f"One layer keeps H·T² weights per example: {H} × {T:,}² × 4 bytes in fp32. A fused kernel "
@@ -245,7 +264,7 @@ st.markdown(
 )
 refusal = lesson.timing_refusal(settings, total)
 if refusal:
-    st.info(f"{refusal} Choose a smaller model or T to time it.", icon=":material/info:")
+    st.info(refusal, icon=":material/info:")
 elif st.button("Time one forward pass", type="primary"):
     with st.spinner("Timing…"):
         timing = lesson.time_forward(settings, str(current_device()))
@@ -297,11 +316,12 @@ except InputError as e:
 if not cache.steps:
     st.info("The prompt already fills this model's context: there is no room to write a token.")
     stop()
-cached_ms = sum(s.seconds_cached for s in cache.steps) * 1000 / len(cache.steps)
-full_ms = sum(s.seconds_full for s in cache.steps) * 1000 / len(cache.steps)
+later = cache.steps[1:] or cache.steps  # step 1 computes the whole prompt either way
+cached_ms = sum(s.seconds_cached for s in later) * 1000 / len(later)
+full_ms = sum(s.seconds_full for s in later) * 1000 / len(later)
 m = st.columns(4)
-m[0].metric("per token, with the cache", f"{cached_ms:.2f} ms")
-m[1].metric("per token, without", f"{full_ms:.2f} ms")
+m[0].metric("per token, with the cache", f"{cached_ms:.2f} ms", help="Mean over steps 2 on.")
+m[1].metric("per token, without", f"{full_ms:.2f} ms", help="Mean over steps 2 on.")
 m[2].metric("cache at the end", cc.si(cache.cache_bytes[-1], "B"))
 m[3].metric("largest logit gap", f"{cache.agree:.1e}")
 written = "".join(ckpt.tokenizer.decode([s.token], skip_special=False) for s in cache.steps)
@@ -333,6 +353,7 @@ with c1:
 with c2:
     chart(weights_fig, "kv_weights_fig")
     st.caption(
-        f"Step {step} feeds {cache.steps[step - 1].fed_cached} position(s) with the cache and "
+        f"Step {step} feeds {cache.steps[step - 1].fed_cached} "
+        f"{'position' if cache.steps[step - 1].fed_cached == 1 else 'positions'} with the cache and "
         f"{cache.steps[step - 1].fed_full} without; its query meets all {len(prefix)} keys either way."
     )

@@ -214,7 +214,8 @@ with heads_area:  # ---------------------------------------- 1 every head, on th
         )
         + (
             f" Sliding window **{switched.window}**: each query reads only its {switched.window} most recent "
-            f"{unit}s, so every map is a band along its diagonal; the cells further back are empty."
+            f"{unit}{'s' if switched.window > 1 else ''}, so every map is a band along its diagonal; "
+            "the cells further back are empty."
             if switched.window
             else ""
         )

@@ -133,15 +133,25 @@ with st.container(border=True):
         n_heads = a3.number_input("heads", *LIMITS.n_heads, key="train_n_heads", persist_state="session",
                                   disabled=recurrent)  # fmt: skip
         n1, n2, n3, n4 = st.columns(4)
-        block_help = "The Transformer's block; Post-LN (Vaswani's) needs the warm-up Pre-LN can do without."
+        block_help = (
+            "Where each block's norm sits: pre, x + f(norm(x)) (GPT-2), or post, norm(x + f(x)) (Vaswani). "
+            "Post-LN deep models need a learning-rate warm-up; Pre-LN ones train without it."
+        )
+        no_ffn = not TASKS[task].shape.get("mlp", True)  # an attention-only model has no activation to pick
         norm_position = n1.selectbox(
             "Norm position", ["pre", "post"], key="train_norm_position", persist_state="session",
             disabled=recurrent, help=block_help,
         )  # fmt: skip
         norm = n2.selectbox("Norm", ["layernorm", "rmsnorm"], key="train_norm", persist_state="session",
                             disabled=recurrent)  # fmt: skip
-        activation = n3.selectbox("Activation", ["gelu", "relu", "swiglu"], key="train_activation",
-                                  persist_state="session", disabled=recurrent)  # fmt: skip
+        activation_help = (
+            "The feed-forward network's non-linearity; SwiGLU gates one projection with another."
+        )
+        activation = n3.selectbox(
+            "Activation", ["gelu", "relu", "swiglu"], key="train_activation", persist_state="session",
+            disabled=recurrent or no_ffn,
+            help=activation_help + (" This task's model has no feed-forward network." if no_ffn else ""),
+        )  # fmt: skip
         warmup = n4.toggle(
             "Warm-up", key="train_warmup", persist_state="session",
             help="The learning rate rises over the first tenth of the steps (at most 200); off: it starts at "
@@ -159,8 +169,14 @@ with st.container(border=True):
         )
         schedule = b4.selectbox(
             "Schedule", SCHEDULES, key="train_schedule", persist_state="session",
-            help="cosine: warm-up then cosine decay; vaswani: warm-up then 1/sqrt(step)",
+            help="cosine: warm-up (if on), then a cosine decay; vaswani: warm-up, then 1/sqrt(step); "
+            "constant: the peak rate throughout (after the warm-up, if on)",
         )  # fmt: skip
+    if norm_position == "post" and not warmup and not recurrent:
+        st.caption(
+            "Post-LN without warm-up: a deep model often fails to train this way (see the performance "
+            "page, Block variants). Start it beside a Pre-LN run and overlay the two under My runs."
+        )
     corpus, corpus_error = None, False
     if task == "lm":
         upload = st.file_uploader(
@@ -231,7 +247,7 @@ info = queue.info(run_id) if run_id else None
 active = info is not None and info.active
 start_col, stop_col, info_col = st.columns([1, 1, 4])
 if start_col.button("Start", type="primary", icon=":material/play_arrow:", disabled=active or corpus_error):
-    block = dict(norm_position=norm_position, norm=norm, activation=activation)
+    block = dict(norm_position=norm_position, norm=norm, **({} if no_ffn else {"activation": activation}))
     shape: dict[str, int | str] = dict(
         d_model=int(d_model), n_layers=int(n_layers), n_heads=int(n_heads), **block
     )

@@ -56,10 +56,11 @@ def test_the_defaults_are_chapter_004s_model_and_its_figures() -> None:
     assert number(flops.loc["one block", "chapter's count"]) == 1_125_120
     ours = 4 * 100 * 96 + 8 * 10 * 96**2 + 4 * 10 * 96 * 192
     assert number(flops.loc["one block", "FLOPs (2 per multiply-add)"]) == ours
-    assert metric(at, "one layer's weights") == "1,600 bytes"
+    assert metric(at, "one layer's weights") == "1.6 kB"
+    assert number(tables(at)["cost_memory"].loc["every T × T weight", "bytes, one layer"]) == 1_600
     assert "T = 192" in text  # attention passes the FFN at d_ff
     baselines = tables(at)["cost_baselines"]
-    assert number(baselines.loc["reverse-sinusoidal", "chapter 004 reports"]) == 380_064
+    assert number(baselines.loc["reverse-sinusoidal", "chapter 004's figure"]) == 380_064
     assert number(baselines.loc["reverse-gru", "parameters here"]) > 0
     specs = charts(at)
     assert {s["title"] for s in specs.values()} >= {
@@ -70,7 +71,8 @@ def test_the_defaults_are_chapter_004s_model_and_its_figures() -> None:
 
 def test_t_2048_gives_the_chapters_67_mb_and_a_window_cuts_it() -> None:
     at = open_cost(T=2048, window=256)
-    assert metric(at, "one layer's weights") == "67,108,864 bytes"
+    assert metric(at, "one layer's weights") == "67.1 MB"
+    assert number(tables(at)["cost_memory"].loc["every T × T weight", "bytes, one layer"]) == 67_108_864
     memory = tables(at)["cost_memory"]
     assert memory.loc["every T × T weight", "one layer"] == "67.1 MB"
     assert memory.loc["sliding window W = 256", "one layer"] == "8.39 MB"
@@ -88,9 +90,13 @@ def test_sliders_rebuild_the_count_and_bad_settings_are_named() -> None:
     ffn = d * df + df + df * d + d
     expected = 2 * V * d + V * d + 3 * N * (4 * d * d + 4 * d) + 2 * N * ffn + 5 * N * 2 * d
     assert metric(at, "parameters of the built model") == f"{expected:,}"
-    at.slider(key="cost_heads").set_value(3).run()
-    assert any("build no model" in e.value for e in at.error)  # 128 is not divisible by 3
-    assert not at.exception
+    assert at.select_slider(key="cost_heads").options == ["1", "2", "4", "8", "16", "32"]  # divisors of 128
+    odd = open_cost(heads=5)  # 96 is not divisible by 5: named, and 4 heads shown
+    assert any("`heads=5` is not available with this d_model" in i.value for i in odd.info)
+    assert metric(odd, "parameters of the built model") == "380,064"
+    rope = open_cost(d_model=24, heads=8, positions="rope")  # d_head 3: RoPE turns pairs of dimensions
+    assert any("build no model" in e.value for e in rope.error)
+    assert not rope.exception
 
 
 def test_an_absurd_link_is_named_and_the_default_kept() -> None:
@@ -111,7 +117,7 @@ def test_a_forward_pass_is_timed_and_compared_with_its_flops() -> None:
 
 def test_a_size_too_large_to_time_says_why() -> None:
     at = open_cost(T=8192, d_model=1024, d_ff=4096, layers=24)
-    assert any("longer than the 4,096 positions" in i.value for i in at.info)
+    assert any("past the 4,096 positions timed here" in i.value for i in at.info)
     assert not [b for b in at.button if b.label == "Time one forward pass"]
 
 
@@ -126,7 +132,7 @@ def test_the_kv_cache_section_writes_both_ways_and_opens_a_step() -> None:
     assert keys["title"] == f"K in the cache, layer 1 head 2: {prompt + 4} rows, the last one new"
     assert specs["cost_kv_time_fig"]["title"] == "Time per written token, measured"
     assert any(
-        f"Step 5 feeds 1 position(s) with the cache and {prompt + 4} without" in c.value for c in at.caption
+        f"Step 5 feeds 1 position with the cache and {prompt + 4} without" in c.value for c in at.caption
     )
     at.slider(key="cost_kv_step").set_value(1).run()
     assert not at.exception

@@ -53,5 +53,5 @@ def test_a_timing_is_refused_above_its_bounds() -> None:
 
     assert "parameters are more than" in refusal(lesson.CostSettings("gpt", 1024, 16, 4096, 24, 50_000, 4096))
     assert "GFLOP is more than" in refusal(lesson.CostSettings("gpt", 512, 8, 2048, 8, 100, 4096))
-    assert "longer than" in refusal(lesson.CostSettings("gpt", 64, 4, 256, 1, 100, 8192))
+    assert "positions timed here" in refusal(lesson.CostSettings("gpt", 64, 4, 256, 1, 100, 8192))
     assert lesson.timing_refusal(lesson.CHAPTER, 380_064) is None
