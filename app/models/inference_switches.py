@@ -75,9 +75,10 @@ WINDOW_HELP = (
 )
 
 
-def window_picker(where: Any, prefix: str, max_len: int) -> int:
-    """A sliding window's width W (0: none), keyed prefix + "window"; a link's W past the model's
-    context is its context (the same attention: no query has more keys)."""
+def window_value(prefix: str, max_len: int) -> int:
+    """The sliding window's width W in session state (0: none), keyed prefix + "window", read before
+    its widget is drawn; a link's W past the model's context is its context (the same attention: no
+    query has more keys), said in a notice."""
     key = prefix + "window"
     if (asked := int(st.session_state.get(key, 0))) > max_len:
         link = md_code(f"{key.split('_', 1)[-1]}={asked}")
@@ -87,8 +88,13 @@ def window_picker(where: Any, prefix: str, max_len: int) -> int:
             icon=":material/info:",
         )
         st.session_state[key] = max_len
-    return int(where.number_input("Sliding window W", 0, max_len, key=prefix + "window",
-                                  persist_state="session", help=WINDOW_HELP))  # fmt: skip
+    return int(st.session_state.get(key, 0))
+
+
+def window_picker(where: Any, prefix: str, max_len: int, label: str = "Sliding window W") -> int:
+    """The sliding window's widget (0: none), keyed prefix + "window"; call window_value first."""
+    return int(where.number_input(label, 0, max_len, key=prefix + "window", persist_state="session",
+                                  help=WINDOW_HELP))  # fmt: skip
 
 
 def head_name(head: str) -> str:

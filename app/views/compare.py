@@ -28,7 +28,13 @@ from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import visible
 from attention_lab.models.compute import run_cached, view_cached
 from attention_lab.models.explorer_compute import lesson_head, top_tokens
-from attention_lab.models.inference_switches import Switch, Switched, switch_toggles, window_picker
+from attention_lab.models.inference_switches import (
+    Switch,
+    Switched,
+    switch_toggles,
+    window_picker,
+    window_value,
+)
 from attention_lab.models.resources import checkpoint_label, checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.attention import kind_label, titled
 from attention_lab.viewmodel.compare import SCORED, CompareRequest, compare_side
@@ -134,7 +140,10 @@ options: dict[str, InferenceOptions] = {}
 for side, col in zip(SIDES, (c_a, c_b), strict=True):  # each side's switches under its model
     longest = 4096 if isinstance(loaded[side], str) else loaded[side].config.max_len
     toggles = switch_toggles(col, f"{P}{side}_", SWITCHES)
-    options[side] = Switched(toggles, window=window_picker(col, f"{P}{side}_", longest)).options()
+    window = window_value(f"{P}{side}_", longest)
+    with col.popover(f"Sliding window: {window or 'off'}"):  # a button's height: the grids stay on screen
+        window_picker(st, f"{P}{side}_", longest, f"Sliding window W, {side.upper()}")
+    options[side] = Switched(toggles, window=window).options()
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 for problem in (c for c in loaded.values() if isinstance(c, str)):
     st.error(problem, icon=":material/error:")

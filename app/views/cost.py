@@ -91,8 +91,8 @@ st.markdown(
     "it. The defaults are chapter 004's reversal Transformer."
 )
 s = st.columns([2, 1], vertical_alignment="bottom")
-s[0].segmented_control(
-    "model", list(ARCHS), key=P + "arch", persist_state="session", format_func=ARCHS.get, required=True
+s[0].radio(
+    "model", list(ARCHS), key=P + "arch", persist_state="session", format_func=ARCHS.get, horizontal=True
 )
 s[1].button("Chapter 004's model", on_click=chapter_model, help="Every setting back to the defaults.")
 c = st.columns(3)

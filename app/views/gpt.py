@@ -31,6 +31,7 @@ from attention_lab.models.inference_switches import (
     head_name,
     switch_toggles,
     window_picker,
+    window_value,
 )
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.gpt import GPTRequest, gpt_page
@@ -155,8 +156,8 @@ except (CheckpointError, ConfigError, OSError) as e:
 cfg = ckpt.config
 unit = token_unit(ckpt.tokenizer)  # what a position is: "character", or "token" for a BPE model
 switched = Switched(
-    off, ablation_picker(top_left, P, cfg.n_layers, cfg.n_heads), window_picker(top_right, P, cfg.max_len)
-)
+    off, ablation_picker(top_left, P, cfg.n_layers, cfg.n_heads), window_value(P, cfg.max_len)
+)  # its window's widget is drawn under the maps it bands
 state.write_state(URL_KEYS, prefix=P, keep=("text",))  # before anything can stop the page
 st.caption(checkpoint_note(ckpt) + " · the switches apply to sampling and to the attention below")
 
@@ -220,6 +221,7 @@ with heads_area:  # ---------------------------------------- 1 every head, on th
             else ""
         )
     )
+    window_picker(st.columns([1, 3])[0], P, cfg.max_len)  # it bands the maps above and the sampling below
 
 # ---------------------------------------------------------------- 2 sampling (continued)
 text_col, next_col = st.columns([1.5, 1], gap="medium")

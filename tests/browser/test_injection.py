@@ -39,7 +39,15 @@ PAYLOADS = [
 # only come back out of a model as characters; the GPT models know every printable ASCII character
 LETTERS = "imgsrcxclassxssonerroralert"
 PAGES = ["", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "cost", "train"]
-FIELDS = {"gpt": 1, "reversal": 2, "compare": 1, "heads": 5, "variance": 1}  # text fields on each page
+FIELDS = {
+    "gpt": 1,
+    "reversal": 2,
+    "compare": 1,
+    "heads": 5,
+    "variance": 1,
+    "basics": 1,
+    "cost": 1,
+}  # text fields
 ROUTER_KEYS = ["tour", "scene", "follow", "present"]  # read by app/Home.py on every page
 
 # everything that would show a payload became markup or a live link, in the page, every shadow root

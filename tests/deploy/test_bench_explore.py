@@ -59,7 +59,8 @@ def test_every_open_sends_input_of_its_own_over_the_mix(explored: tuple[ExploreT
     assert not tally.errors, tally.errors
     assert len(tally.links) == len(STUDENTS) * OPENS == len(tally.opens)
     assert len(set(tally.links)) == len(tally.links), Counter(tally.links).most_common(3)
-    assert {page_of(link) for link in tally.links} == set(EXPLORE_MIX)
+    pages = {page_of(link) for link in tally.links}  # 15 seeded draws: the mix's pages, not all of them
+    assert pages <= set(EXPLORE_MIX) and {"/gpt", "/reversal"} <= pages and len(pages) >= 3
     assert tally.explorer_opens and tally.echoed == tally.explorer_opens  # the page took the drawn input
 
 
@@ -109,7 +110,12 @@ def test_links_are_seeded_and_respect_each_model_and_page() -> None:
     first = [explore_link(random.Random("s-0"), models) for _ in range(3)]
     assert first == [explore_link(random.Random("s-0"), models) for _ in range(3)]
     rng = random.Random(1)
-    for link in (explore_link(rng, models) for _ in range(300)):
+    links = [explore_link(rng, models) for _ in range(300)]
+    shares = Counter(page_of(link) for link in links)
+    total = sum(EXPLORE_MIX.values())
+    for page, weight in EXPLORE_MIX.items():  # every page of the mix, near its share (300 draws)
+        assert abs(shares[page] / 300 - weight / total) < 0.07, shares
+    for link in links:
         page, _, query = link.partition("?")
         params = dict(p.split("=", 1) for p in query.split("&"))
         if page == "/reversal":
