@@ -18,6 +18,7 @@ from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import shown, visible, write_state
 from attention_lab.models.resources import current_device
 from attention_lab.serving import LIMITS, RunError, RunInfo, RunProgress, RunRequest, page_config
+from attention_lab.training.block_form import block_choices, run_tags
 from attention_lab.training.run_view import (
     HEAD_SCORES,
     RunCharts,
@@ -132,31 +133,8 @@ with st.container(border=True):
                                    disabled=recurrent)  # fmt: skip
         n_heads = a3.number_input("heads", *LIMITS.n_heads, key="train_n_heads", persist_state="session",
                                   disabled=recurrent)  # fmt: skip
-        n1, n2, n3, n4 = st.columns(4)
-        block_help = (
-            "Where each block's norm sits: pre, x + f(norm(x)) (GPT-2), or post, norm(x + f(x)) (Vaswani). "
-            "Post-LN deep models need a learning-rate warm-up; Pre-LN ones train without it."
-        )
         no_ffn = not TASKS[task].shape.get("mlp", True)  # an attention-only model has no activation to pick
-        norm_position = n1.selectbox(
-            "Norm position", ["pre", "post"], key="train_norm_position", persist_state="session",
-            disabled=recurrent, help=block_help,
-        )  # fmt: skip
-        norm = n2.selectbox("Norm", ["layernorm", "rmsnorm"], key="train_norm", persist_state="session",
-                            disabled=recurrent)  # fmt: skip
-        activation_help = (
-            "The feed-forward network's non-linearity; SwiGLU gates one projection with another."
-        )
-        activation = n3.selectbox(
-            "Activation", ["gelu", "relu", "swiglu"], key="train_activation", persist_state="session",
-            disabled=recurrent or no_ffn,
-            help=activation_help + (" This task's model has no feed-forward network." if no_ffn else ""),
-        )  # fmt: skip
-        warmup = n4.toggle(
-            "Warm-up", key="train_warmup", persist_state="session",
-            help="The learning rate rises over the first tenth of the steps (at most 200); off: it starts at "
-            "its peak.",
-        )  # fmt: skip
+        block = block_choices(recurrent, no_ffn)
         b1, b2, b3, b4 = st.columns(4)
         steps = b1.number_input(
             "Steps", 10, LIMITS.steps[1], step=100, key="train_steps", persist_state="session"
@@ -172,7 +150,7 @@ with st.container(border=True):
             help="cosine: warm-up (if on), then a cosine decay; vaswani: warm-up, then 1/sqrt(step); "
             "constant: the peak rate throughout (after the warm-up, if on)",
         )  # fmt: skip
-    if norm_position == "post" and not warmup and not recurrent:
+    if block.norm_position == "post" and not block.warmup and not recurrent:
         st.caption(
             "Post-LN without warm-up: a deep model often fails to train this way (see the performance "
             "page, Block variants). Start it beside a Pre-LN run and overlay the two under My runs."
@@ -198,11 +176,6 @@ with st.container(border=True):
             st.caption("Using the default corpus: the documentation topics bundled with Python.")
 
 
-#: how a run's label names a block that is not the preset's (pre-LN, LayerNorm, GELU)
-BLOCK_TAGS = {("norm_position", "post"): "postln", ("norm", "rmsnorm"): "rmsnorm",
-              ("activation", "relu"): "relu", ("activation", "swiglu"): "swiglu"}  # fmt: skip
-
-
 def start(
     task: str, scheme: str, size: str, shape: dict[str, int | str], corpus: str | None = None, **optim
 ) -> None:
@@ -210,8 +183,7 @@ def start(
     kind instead of the Transformer."""
     stamp = datetime.datetime.now().strftime("%H:%M:%S")
     name, what = TASKS[task].short, str(shape.get("model", scheme))
-    what += "".join(f"-{tag}" for (field, value), tag in BLOCK_TAGS.items() if shape.get(field) == value)
-    what += "" if optim.get("warmup", True) else "-nowarmup"
+    what += run_tags(shape, optim.get("warmup", True))
     try:
         config = page_config(task, device=str(current_device()), **optim)
         request = RunRequest(config.to_dict(), scheme, size, shape, label=f"my-{name}-{what} {stamp}")
@@ -247,14 +219,13 @@ info = queue.info(run_id) if run_id else None
 active = info is not None and info.active
 start_col, stop_col, info_col = st.columns([1, 1, 4])
 if start_col.button("Start", type="primary", icon=":material/play_arrow:", disabled=active or corpus_error):
-    block = dict(norm_position=norm_position, norm=norm, **({} if no_ffn else {"activation": activation}))
     shape: dict[str, int | str] = dict(
-        d_model=int(d_model), n_layers=int(n_layers), n_heads=int(n_heads), **block
+        d_model=int(d_model), n_layers=int(n_layers), n_heads=int(n_heads), **block.shape()
     )
     if recurrent:  # the size preset's recurrent shape (one GRU layer); the scheme is none
         shape, positions = {"model": kind}, default_positions(kind)
     start(task, positions, preset, shape, corpus, steps=int(steps), batch_size=int(batch_size), lr=float(lr),
-          schedule=schedule, warmup=warmup)  # fmt: skip
+          schedule=schedule, warmup=block.warmup)  # fmt: skip
 if stop_col.button("Stop", icon=":material/stop:", disabled=not active):
     queue.stop(run_id)
     deadline = time.monotonic() + 2.0  # the worker stops after its current step and saves
