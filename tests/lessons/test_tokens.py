@@ -39,3 +39,14 @@ def test_a_word_split_both_ways(bpe) -> None:
     emoji = tokens.split("😀", chars, bpe)
     assert emoji.chars == [("<unk>", 3)]  # the GPTs never saw it: one unknown character
     assert " ".join(b for _, _, b in emoji.pieces) == "f0 9f 98 80"  # BPE still reads its four bytes
+
+
+def test_training_the_corpus_bpe_again_gives_a_bpe_of_the_same_size() -> None:
+    """The shipped file is what `write_corpus_bpe` writes: a fresh training on this Python's corpus
+    has the same vocabulary size and merge count, and its pieces rebuild their words."""
+    fresh = tokens.train_corpus_bpe()
+    assert (
+        fresh.get_vocab_size() == tokens.BPE_VOCAB and len(tokens.merges_of(fresh)) == tokens.BPE_VOCAB - 256
+    )
+    for word in ("unhappiness", "the statement", "über"):
+        assert fresh.decode(fresh.encode(word).ids) == word
