@@ -33,6 +33,7 @@ SECTIONS = {
             url_path="reversal",
         ),
         st.Page(PAGES / "compare.py", title="Side by side", icon=":material/compare:", url_path="compare"),
+        st.Page(PAGES / "bert.py", title="BERT versus GPT", icon=":material/sync_alt:", url_path="bert"),
     ],
     "Interpretability": [
         st.Page(

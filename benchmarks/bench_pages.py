@@ -58,6 +58,7 @@ PAGES: dict[str, dict[str, str]] = {
     "train": {},
     "heads": {"checkpoint": "gpt-induction"},
     "compare": {"a": "reverse-rope", "b": "reverse-none", "text": "attention"},
+    "bert": {"text": "The ret[MASK]rn statement leaves the f[MASK]nction.", "layer": "1", "head": "2"},
 }
 
 

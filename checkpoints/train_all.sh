@@ -23,3 +23,7 @@ for scheme in $schemes; do
   python -m transformer_core train --task lm --positions "$scheme" --steps 1500 \
     --device cpu --quiet --out "checkpoints/gpt-$scheme"
 done
+# BERT's objective on the GPTs' corpus and size: hidden characters, read both ways (RoPE: a bidirectional
+# stack has no other sense of order, and learned positions start too faint to find one in this budget)
+python -m transformer_core train --task mlm --positions rope --steps 3000 \
+  --device cpu --quiet --out checkpoints/bert-char

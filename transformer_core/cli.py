@@ -31,8 +31,10 @@ from transformer_core import (
     resolve_device,
 )
 from transformer_core.config import MODEL_KINDS
+from transformer_core.eval_command import evaluate_checkpoint
 from transformer_core.generate_command import GENERATE_DESCRIPTION, cmd_generate, generate_arguments
 from transformer_core.interp import analyze_heads, heads_json, report_composition, trace_gpt, trace_seq2seq
+from transformer_core.interp.fill import fill_masks, mark_masks
 from transformer_core.interp.generated import GENERATE_HELP, trace_seq2seq_beam, trace_with_sample
 from transformer_core.interp.patching import PATCH_HELP, activation_patching, patching_json, patching_table
 from transformer_core.interp.trace import TRACE_JSON_HELP
@@ -40,25 +42,22 @@ from transformer_core.io import (
     export_transformer_lens,
     list_checkpoints,
     load_checkpoint,
-    load_corpus,
     read_meta,
     resolve_checkpoint,
     save_checkpoint,
 )
 from transformer_core.io.importers.command import IMPORT_HELP, cmd_import, import_arguments
+from transformer_core.models import BERT
 from transformer_core.plugins import COMMANDS_GROUP, load_plugins
 from transformer_core.train import (
     REPORT_LENGTHS,
     TASKS,
     DoneEvent,
     EvalEvent,
-    LanguageModelTask,
     StepEvent,
     TrainConfig,
     Trainer,
     default_positions,
-    evaluate_lm,
-    evaluate_reversal,
     prepare_run,
     train_config,
 )
@@ -117,6 +116,11 @@ def cmd_checkpoints(args: argparse.Namespace) -> None:
         m = it["metrics"]
         if it["task"] == "lm":
             summary = f"val_loss {m.get('val_loss', float('nan')):.3f} nats/char"
+        elif it["task"] == "mlm":
+            nan = float("nan")
+            summary = (
+                f"masked {m.get('masked_accuracy', nan):.3f} (chance {m.get('chance_accuracy', nan):.3f})"
+            )
         else:
             em = m.get("exact_match", {})
             summary = "exact " + " ".join(f"{k}:{v:.2f}" for k, v in em.items())
@@ -142,6 +146,11 @@ def cmd_trace(args: argparse.Namespace) -> None:
         raise ConfigError("trace --beam: a GPT searches what it writes; add --generate N (tokens to write)")
     elif width is not None:
         tr, extra, text = trace_seq2seq_beam(ckpt, args.text, width, options)
+    elif isinstance(ckpt.model, BERT):
+        fill = fill_masks(ckpt.model, ckpt.tokenizer, mark_masks(args.text), options)
+        tr = fill.trace
+        extra = {"guesses": [{"position": g.position, "candidates": g.candidates} for g in fill.guesses]}
+        text = f"{ckpt.name}: {args.text!r} filled: {fill.filled!r}"
     elif isinstance(ckpt.model, GPT):
         tr = trace_gpt(ckpt.model, ckpt.tokenizer, args.text, options)
         text = f"{ckpt.name}: next token after {args.text!r}: {tr.output!r}"
@@ -161,28 +170,7 @@ NOTHING_TO_ATTEND = "no attention: the decoder reads one fixed context vector (t
 def cmd_eval(args: argparse.Namespace) -> None:
     ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
     torch.manual_seed(args.seed)
-    if ckpt.task == "reverse":
-        try:
-            lengths = [int(x) for x in args.lengths.split(",")]
-        except ValueError:
-            raise ConfigError(
-                f"lengths: {args.lengths!r} is not a comma-separated list of integers"
-            ) from None
-        if any(n < 1 or n > ckpt.config.max_len - 2 for n in lengths):
-            raise ConfigError(f"lengths: each must be in 1..{ckpt.config.max_len - 2}")
-        result = evaluate_reversal(ckpt.model, ckpt.tokenizer, lengths, args.samples, args.seed)
-        text = "\n".join(
-            f"length {n:>3}: exact match {result['exact_match'][str(n)]:.3f}  "
-            f"token accuracy {result['token_accuracy'][str(n)]:.3f}"
-            for n in lengths
-        )
-    else:
-        task = LanguageModelTask.from_text(ckpt.tokenizer, load_corpus(args.corpus), ckpt.config.max_len)
-        result = evaluate_lm(
-            ckpt.model, task.val_ids, ckpt.config.max_len, batches=max(1, args.samples // 32), seed=args.seed
-        )
-        unit = "token" if ckpt.tokenizer.kind == "bpe" else "char"  # a BPE position is a piece of a word
-        text = f"val_loss {result['val_loss']:.4f} nats/{unit}, perplexity {result['perplexity']:.3f}"
+    result, text = evaluate_checkpoint(ckpt, args.lengths, args.samples, args.seed, args.corpus)
     _emit(args, {"checkpoint": ckpt.name, **result}, text)
 
 

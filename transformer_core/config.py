@@ -18,7 +18,7 @@ import torch
 from transformer_core.errors import ConfigError
 from transformer_core.positional import POSITION_SCHEMES
 
-Arch = Literal["gpt", "seq2seq"]
+Arch = Literal["gpt", "seq2seq", "bert"]
 ModelKind = Literal["transformer", "gru", "bahdanau"]  # the command line's `train --arch`
 if TYPE_CHECKING:  # a type checker cannot read a Literal built at runtime
     Positions = str
@@ -32,11 +32,14 @@ AttentionKind = Literal["self", "encoder_self", "decoder_self", "cross"]
 ATTENTION_KINDS: tuple[str, ...] = get_args(AttentionKind)
 MODEL_KINDS: tuple[str, ...] = get_args(ModelKind)
 RECURRENT_KINDS: tuple[str, ...] = ("gru", "bahdanau")
+#: the task a model of each arch does, what its checkpoint reports: next character, reversal, masked character
+ARCH_TASKS: dict[str, str] = {"gpt": "lm", "seq2seq": "reverse", "bert": "mlm"}
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Architecture of a `GPT` (decoder-only) or `Seq2Seq` (encoder-decoder) model.
+    """Architecture of a `GPT` (decoder-only), `BERT` (encoder-only, bidirectional) or
+    `Seq2Seq` (encoder-decoder) model.
 
     `n_layers` is the depth of each stack (a seq2seq model has n_layers encoder blocks and
     n_layers decoder blocks). `max_len` bounds the positions a model accepts; only the

@@ -12,7 +12,7 @@ from transformer_core.device import DEVICE_CHOICES, resolve_device
 from transformer_core.generation import SampledToken, generate, sample_seq2seq
 from transformer_core.interp.generated import BEAM_JSON_HELP, beam_json
 from transformer_core.io import Checkpoint, encode_source, load_checkpoint
-from transformer_core.models import GPT
+from transformer_core.models import GPT, require_next_token
 from transformer_core.stepping import SpecialTokens
 
 GPT_TEMPERATURE = 0.8
@@ -100,6 +100,7 @@ def _decode(ckpt: Checkpoint, ids: list[int], args: argparse.Namespace) -> dict[
 
 def cmd_generate(args: argparse.Namespace) -> None:
     ckpt = load_checkpoint(args.checkpoint, resolve_device(args.device))
+    require_next_token(ckpt.model, "generate")
     ids, unknown = _input_ids(ckpt, args.prompt)
     written = _decode(ckpt, ids, args)
     payload = {"checkpoint": ckpt.name, "prompt": args.prompt, **written, "unknown_characters": unknown}

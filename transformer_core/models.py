@@ -1,4 +1,4 @@
-"""The two models: decoder-only `GPT` and encoder-decoder `Seq2Seq`.
+"""The models: decoder-only `GPT`, encoder-only `BERT` and encoder-decoder `Seq2Seq`.
 
 Both take token ids and return logits. Per-call switches come in `options`
 (InferenceOptions), internals go out through `capture` (AttentionCapture): neither is
@@ -148,13 +148,16 @@ class _Transformer(nn.Module):
 class GPT(_Transformer):
     """Decoder-only Transformer language model: embeddings, causal blocks, LM head."""
 
+    arch = "gpt"
+    causal = True  # each position sees itself and the past: it predicts the next token
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        if config.arch != "gpt":
-            raise ConfigError(f"arch: GPT needs arch='gpt', got {config.arch!r}")
+        if config.arch != self.arch:
+            raise ConfigError(f"arch: {type(self).__name__} needs arch={self.arch!r}, got {config.arch!r}")
         self.config = config
         self.tok_emb = TokenEmbedding(config.vocab_size, config.d_model, config.scale_embedding)
-        self.positions = POSITION_SCHEMES[config.positions](config, causal=True)
+        self.positions = POSITION_SCHEMES[config.positions](config, causal=self.causal)
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(EncoderBlock(config) for _ in range(config.n_layers))
         self.final_norm = make_norm(config) if config.norm_position == "pre" else nn.Identity()
@@ -184,7 +187,7 @@ class GPT(_Transformer):
             self.blocks,
             options=options,
             capture=capture,
-            causal=True,
+            causal=self.causal,
             pad_keys=False,  # right padding only ever follows real tokens under the causal mask
             cache=cache,
         )
@@ -200,6 +203,18 @@ class GPT(_Transformer):
         """(num_positions, d_model) codes added to the embeddings at positions 0..n-1, or
         None when the scheme is relative or none: what the lessons plot, read in one place."""
         return self.positions.codes(torch.arange(num_positions, device=self.lm_head.weight.device))
+
+
+class BERT(GPT):
+    """Encoder-only masked-language model (Devlin et al. 2019): GPT's stack without the causal
+    mask, so every position sees both sides; the LM head guesses the tokens hidden behind the
+    vocabulary's mask token (`transformer_core.train.mlm`). Its self-attention is kind "self"."""
+
+    arch = "bert"
+    causal = False
+
+    def new_cache(self) -> KVCache:
+        raise ConfigError("cache: a bidirectional model reads every position at once; it has no KV cache")
 
 
 class Seq2Seq(_Transformer):
@@ -313,12 +328,13 @@ class Seq2Seq(_Transformer):
         return self.src_positions.codes(torch.arange(num_positions, device=self.lm_head.weight.device))
 
 
-Model = GPT | Seq2Seq | RecurrentSeq2Seq
+Model = GPT | BERT | Seq2Seq | RecurrentSeq2Seq
 EncoderDecoder = Seq2Seq | RecurrentSeq2Seq  # what reverses strings: encode, decode, forward(src, tgt)
 
 #: (config.arch, config.model) -> the class built for it; a new model kind is a line here
 MODEL_CLASSES: dict[tuple[str, str], type[Model]] = {
     ("gpt", "transformer"): GPT,
+    ("bert", "transformer"): BERT,
     ("seq2seq", "transformer"): Seq2Seq,
     ("seq2seq", "gru"): RecurrentSeq2Seq,
     ("seq2seq", "bahdanau"): RecurrentSeq2Seq,
@@ -337,6 +353,15 @@ def require_transformer(model: nn.Module, what: str) -> None:
         raise ConfigError(
             f"{what}: {model.config.model!r} is a recurrent model with one additive attention "
             "(or none), not Transformer heads; use `trace` to see its alignment"
+        )
+
+
+def require_next_token(model: nn.Module, what: str) -> None:
+    """ConfigError for a tool that scores next-token prediction when `model` is a masked LM."""
+    if isinstance(model, BERT):
+        raise ConfigError(
+            f"{what}: a masked language model guesses hidden tokens, not the next one this command "
+            "needs; `trace` with [MASK] in the text (and the /bert page) shows what it guesses and its heads"
         )
 
 

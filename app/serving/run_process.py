@@ -31,8 +31,10 @@ from attention_lab.serving.store import RunControl
 from transformer_core.device import limit_process_memory, memory_in_use, release_memory, resolve_device
 from transformer_core.errors import CheckpointError, ConfigError, InputError
 from transformer_core.generation import generate
+from transformer_core.interp.fill import fill_masks, show_masks
 from transformer_core.io import save_checkpoint
 from transformer_core.train import DoneEvent, LanguageModelTask, StepEvent, TrainConfig, Trainer, prepare_run
+from transformer_core.train.mlm import MaskedLanguageModelTask
 
 WATCH_EVERY, HEARTBEAT_EVERY = 0.05, 2.0
 SAMPLE_CHARS = 200
@@ -77,6 +79,15 @@ def lm_sample(model: torch.nn.Module, task: LanguageModelTask) -> str:
     return probe + task.tokenizer.decode([s.token for s in steps])
 
 
+def mlm_sample(model: torch.nn.Module, task: MaskedLanguageModelTask) -> str:
+    """The probe with its blanks as [MASK], and as the model fills them."""
+    probe = task.tokenizer.keep_known(task.probe)
+    return f"{show_masks(probe)} → {fill_masks(model, task.tokenizer, probe).filled}"
+
+
+SAMPLES = {LanguageModelTask: lm_sample, MaskedLanguageModelTask: mlm_sample}  # by task type
+
+
 def execute(queue: RunControl, run_id: str) -> str:
     """Train the claimed run `run_id` to its end and save it; returns its final status.
     Every failure becomes a failed run with a message, never an exception."""
@@ -111,8 +122,9 @@ def execute(queue: RunControl, run_id: str) -> str:
             if isinstance(event, DoneEvent):
                 done = event
         assert done is not None
-        if isinstance(task, LanguageModelTask) and not done.cancelled:
-            writer.write({"kind": "sample", "text": lm_sample(model, task)})
+        if type(task) in SAMPLES and not done.cancelled:
+            model.eval()
+            writer.write({"kind": "sample", "text": SAMPLES[type(task)](model, task)})
         metrics = {**done.metrics, "steps": done.step, "train_seconds": round(done.elapsed, 1)}
         if pressure.paused:  # included in train_seconds: naps while the server was busy
             metrics["paused_seconds"] = round(pressure.paused, 1)

@@ -31,7 +31,19 @@ if TYPE_CHECKING:
 PACKAGE = Path(__file__).resolve().parents[1]  # app/, the attention_lab package
 ROOT = PACKAGE.parent  # the checkout: its checkpoints/ name the shipped models
 HOME = str(PACKAGE / "Home.py")
-PAGES = ("home", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "cost", "train")
+PAGES = (
+    "home",
+    "gpt",
+    "reversal",
+    "compare",
+    "bert",
+    "heads",
+    "basics",
+    "positions",
+    "variance",
+    "cost",
+    "train",
+)
 ROUTER_KEYS = ("present", "tour", "scene", "follow")  # read by the router on every page
 NOTICE_KINDS = ("info", "warning", "error")
 # what a page says of a text it cannot take: explorers.model_input (empty, too long), /heads's probe
@@ -248,6 +260,7 @@ TEXT_WIDGETS = {
     "gpt": ("text_area", "text"),
     "reversal": ("text_input", "text"),
     "compare": ("text_input", "text"),
+    "bert": ("text_area", "text"),
     "heads": ("text_input", "probe"),
     "variance": ("text_input", "scale_text"),
     "basics": ("text_input", "token_text"),

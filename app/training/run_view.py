@@ -99,7 +99,11 @@ class RunCharts:
     head_scores: dict[str, dict[str, Any]] | None = None  # HEAD_SCORES key -> chart
 
 
-EVAL_TITLES = {"reverse": "greedy exact match per length", "lm": "validation loss, nats per character"}
+EVAL_TITLES = {
+    "reverse": "greedy exact match per length",
+    "lm": "validation loss, nats per character",
+    "mlm": "validation loss, nats per hidden character",
+}
 
 
 def run_charts(task: str, p: RunProgress) -> RunCharts:

@@ -62,13 +62,15 @@ def head_figure(
     height: int,
     file: str,
     boundary: int | None = None,
+    label: str | None = None,
 ) -> dict[str, Any]:
     """One head drawn large as a map spec; mark_future outlines keys after the query that get
-    weight; boundary: the first sampled key, marked by a named line."""
+    weight; boundary: the first sampled key, marked by a named line; label: what the map shows,
+    if not kind_label's words."""
     queries, keys = trace.axes(kind)
     weights = trace.attention[kind][layer, head]
     highlight = future_cells(weights) if mark_future else None
-    says = f"{kind_label(kind, options).capitalize()}, layer {layer} head {head}: "
+    says = f"{(label or kind_label(kind, options)).capitalize()}, layer {layer} head {head}: "
     says += attention_sentence(weights, queries, keys, kind)
     spec = charts.head_spec(
         weights, queries, keys, title, height=height, highlight=highlight, file=file, description=says
@@ -87,6 +89,7 @@ class AttentionMaps:
     options: InferenceOptions
     grid: dict[str, Any]
     boundary: int | None = None
+    label: str | None = None  # what the maps show, if not kind_label's words (a BERT's self-attention)
 
     def grid_with(self, layer: int, head: int, stem: tuple[str, ...], cell_px: int) -> dict[str, Any]:
         """The grid, (layer, head) outlined, cells of cell_px; stem: (page, checkpoint, ...) of its
@@ -115,6 +118,7 @@ class AttentionMaps:
             height=height,
             file=file_stem(*stem, self.kind, f"L{layer}H{head}"),
             boundary=self.boundary,
+            label=self.label,
         )
 
 
@@ -125,6 +129,7 @@ def attention_maps(
     *,
     cell_titles: list[list[str]],
     boundary: int | None = None,
+    label: str | None = None,
 ) -> AttentionMaps:
     """The maps of `kind` for a trace: the grid of every head (clickable; its size, selected head
     and file name are set where it is drawn, `grid_with`) built now,
@@ -134,11 +139,11 @@ def attention_maps(
         trace.attention[kind],
         queries,
         keys,
-        title=f"Every head: {kind_label(kind, options)}, a layer per row",
+        title=f"Every head: {label or kind_label(kind, options)}, a layer per row",
         cell_titles=cell_titles,
         description=grid_sentence(trace.attention[kind], queries, keys, kind),
     )
-    return AttentionMaps(trace, kind, options, {**grid, "x_marker": marker(boundary)}, boundary)
+    return AttentionMaps(trace, kind, options, {**grid, "x_marker": marker(boundary)}, boundary, label)
 
 
 def titled(grid: dict[str, Any], cell_titles: list[list[str]]) -> dict[str, Any]:

@@ -44,8 +44,14 @@ CARDS = [  # (page, title, what it shows)
         "Heads you can read",
         "Every head scored: previous-token, induction, anti-diagonal; ablation sweep, rollout, logit lens.",
     ),
+    (
+        "bert",
+        "BERT versus GPT",
+        "A masked-language model fills hidden characters reading both ways; a GPT reads the left only.",
+    ),
     ("positions", "Positional encodings", "Sinusoidal, learned, RoPE and ALiBi: tables, rotations, biases."),
     ("variance", "Why divide by √d_k", "Score variance grows with d_k; watch softmax saturate."),
+    ("cost", "What attention costs", "Parameters, FLOPs and memory by part, measured; the KV cache."),
     ("train", "Train a model", "Train reversal, a character LM or induction heads and watch the heads form."),
 ]
 columns = st.columns(3)
@@ -55,7 +61,7 @@ for i, (path, title, text) in enumerate(CARDS):
         st.caption(text)
 
 st.subheader("Shipped models")
-reversal_rows, gpt_rows = [], []
+reversal_rows, gpt_rows, bert_rows = [], [], []
 for name, meta in shipped_checkpoints().items():
     m = meta.get("metrics", {})
     cfg = meta.get("config", {})
@@ -71,6 +77,10 @@ for name, meta in shipped_checkpoints().items():
             row[f"{column} loss"] = loss
             row[f"{column} perplexity"] = None if loss is None else perplexity(loss)
         gpt_rows.append(row)
+    elif meta.get("task") == "mlm":
+        row["hidden characters right"] = m.get("masked_accuracy")
+        row["chance"] = m.get("chance_accuracy")
+        bert_rows.append(row)
     else:
         row.update({f"len {k}": v for k, v in m.get("exact_match", {}).items()})
         reversal_rows.append(row)
@@ -97,6 +107,12 @@ if gpt_rows:
         digits=3,
         formats=PARAMETERS,
     )
+if bert_rows:
+    st.markdown(
+        "**Masked language model (BERT)**: held-out characters hidden as in its training, the share it "
+        "fills in right, beside always guessing the commonest character"
+    )
+    tables.show(pd.DataFrame(bert_rows), key="home_bert", index=False, digits=3, formats=PARAMETERS)
 if not reversal_rows and not gpt_rows:
     st.warning("No shipped checkpoints found in checkpoints/: run `bash checkpoints/train_all.sh`.")
 state.write_state([])  # the page reads no parameters: a link's others are dropped (present and a tour's stay)

@@ -51,7 +51,8 @@ from transformer_core.io import corpus_from_bytes
 from transformer_core.train import DEFAULT_SIZE, TASKS, TRAIN_LENGTHS, default_positions
 
 MAX_UPLOAD_BYTES = 5_000_000
-EXPLORERS = {"seq2seq": ("reversal", "Reversal explorer"), "gpt": ("gpt", "GPT explorer")}  # by arch
+EXPLORERS = {"seq2seq": ("reversal", "Reversal explorer"), "gpt": ("gpt", "GPT explorer"),
+             "bert": ("bert", "BERT versus GPT page")}  # by arch  # fmt: skip
 SCHEDULES = ["cosine", "vaswani", "constant"]
 # (idle seconds below, poll every): a refresh re-sends the whole panel (charts, the snapshot's
 # heatmap), so even while progress arrives it comes every 2 s, not every second
@@ -156,7 +157,7 @@ with st.container(border=True):
             "page, Block variants). Start it beside a Pre-LN run and overlay the two under My runs."
         )
     corpus, corpus_error = None, False
-    if task == "lm":
+    if task in ("lm", "mlm"):
         upload = st.file_uploader(
             "Corpus (optional): a UTF-8 .txt file up to 5 MB, e.g. TinyShakespeare",
             type=["txt"],
@@ -386,15 +387,21 @@ def show_results(info: RunInfo, p: RunProgress) -> None:
     elif info.task == "induction" and p.metrics:
         show_induction_results(p)
     elif p.metrics:
-        loss_col, ppl_col, _ = st.columns([1, 1, 2])
-        loss_col.metric("Validation loss (nats per character)", f"{p.metrics['val_loss']:.3f}")
+        loss_col, ppl_col, fill_col = st.columns([1, 1, 2])
+        per = "hidden character" if "masked_accuracy" in p.metrics else "character"
+        loss_col.metric(f"Validation loss (nats per {per})", f"{p.metrics['val_loss']:.3f}")
         ppl_col.metric(
             "Validation perplexity",
             f"{perplexity(p.metrics['val_loss']):,.2f}",
             help="e^loss: as unsure as a choice among this many equally likely characters.",
         )
+        if "masked_accuracy" in p.metrics:  # a masked LM: its loss is per hidden character
+            chance = f"Held-out text; always the commonest character: {p.metrics['chance_accuracy']:.1%}"
+            fill_col.metric(
+                "Hidden characters guessed right", f"{p.metrics['masked_accuracy']:.1%}", help=chance
+            )
     if p.sample:
-        st.markdown("**Sample** (temperature 0.8)")
+        st.markdown("**Blanks filled**" if info.task == "mlm" else "**Sample** (temperature 0.8)")
         st.code(p.sample, language=None, wrap_lines=True)
     if not queue.has_checkpoint(info.id):
         return

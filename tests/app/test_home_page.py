@@ -42,7 +42,10 @@ def test_home_says_one_thread_and_its_tables_fit_a_projector(one_thread, monkeyp
     assert not any("threads)" in c or "1 threads" in c for c in captions)
 
     shown = tables(at)
-    assert set(shown) == {"home_reversal", "home_gpt"}
+    assert set(shown) == {"home_reversal", "home_gpt", "home_bert"}
+    bert = shown["home_bert"].set_index("checkpoint")
+    assert list(bert.index) == ["bert-char"]  # the masked LM in its own table, not among the reversal models
+    assert bert.loc["bert-char", "hidden characters right"] > bert.loc["bert-char", "chance"] + 0.25
     rev = shown["home_reversal"]
     assert rev["checkpoint"].str.startswith("reverse-").all()
     assert [c for c in rev.columns if c.startswith("len ")] == [f"len {n}" for n in (3, 5, 7, 10, 12, 15)]

@@ -18,6 +18,7 @@ from tests.support.browser import (
     chart_cells,
     chart_legend,
     chart_title,
+    click_head,
     open_page,
     params,
     settle,
@@ -34,16 +35,6 @@ def flip(page: Page, label: str, key: str, value: str, shot: Path) -> None:
     """Click a switch by its label and wait until the rerun has mirrored it into the URL."""
     page.get_by_text(label, exact=True).first.click()  # the switch, not a caption naming it
     settle(page, {key: value}, shot)
-
-
-def click_head(page: Page, chart_key: str, layer: int, head: int) -> None:
-    """Click the middle of one head's panel of a clickable attention grid (where charts.js
-    says it drew it) and wait for the rerun that selects it."""
-    canvas = chart(page, chart_key).locator("canvas")
-    canvas.scroll_into_view_if_needed()
-    (x, y, w, h) = next(c[2:] for c in chart_cells(page, chart_key) if c[:2] == [layer, head])
-    canvas.click(position={"x": x + w / 2, "y": y + h / 2})
-    settle(page, {"layer": str(layer), "head": str(head)})
 
 
 def type_into(page: Page, label: str, text: str, key: str, shot: Path, submit: str = "Enter") -> None:

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.testing import fuzz
 from tests.support.browser import ROOT, assert_no_exception, wait_for_app
 
 SENTINEL = "window.__xss = []; window.alert = (m) => window.__xss.push(String(m));"
@@ -38,11 +39,12 @@ PAYLOADS = [
 # letters the reversal models know: their output is the input reversed, so payload markup can
 # only come back out of a model as characters; the GPT models know every printable ASCII character
 LETTERS = "imgsrcxclassxssonerroralert"
-PAGES = ["", "gpt", "reversal", "compare", "heads", "basics", "positions", "variance", "cost", "train"]
+PAGES = ["" if page == "home" else page for page in fuzz.PAGES]
 FIELDS = {
     "gpt": 1,
     "reversal": 2,
     "compare": 1,
+    "bert": 1,
     "heads": 5,
     "variance": 1,
     "basics": 1,

@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.support.cli import cli
 from transformer_core.cli import build_parser, parse_ablation
 from transformer_core.io.checkpoint import SHIPPED_NAMES
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "-m", "transformer_core", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"exit {result.returncode}: {result.stderr}")
-    return result
 
 
 @pytest.fixture(scope="module")

@@ -4,28 +4,11 @@ recurrent model kinds (train --arch), run as a user would."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "-m", "transformer_core", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"exit {result.returncode}: {result.stderr}")
-    return result
+from tests.support.cli import cli
 
 
 def run_json(*args: str) -> dict:

@@ -28,6 +28,7 @@ from attention_lab.serving.sqlite_store import SQLiteRunStore
 from transformer_core.device import limit_process_memory
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io.checkpoint import META_FILE, load_checkpoint
+from transformer_core.models import BERT
 from transformer_core.train.tasks import ReversalTask
 
 
@@ -119,6 +120,22 @@ def test_an_induction_run_writes_every_heads_detector_scores_to_its_progress(run
     assert snap["self"].shape[:2] == (2, 2) and len(snap["source_tokens"]) == snap["self"].shape[-1]
     ckpt = load_checkpoint(run_id)  # a GPT checkpoint: /gpt and /heads open it by its run id
     assert ckpt.task == "lm" and not ckpt.config.mlp and ckpt.config.n_layers == 2
+
+
+def test_a_masked_lm_run_fills_its_probe_and_opens_as_a_bert(runs_root: Path) -> None:
+    queue = SQLiteRunStore(max_running=1)
+    train = dict(
+        task="mlm", steps=6, batch_size=4, device="cpu", eval_every=3, snapshot_every=3, block_size=32
+    )
+    run_id = queue.submit(RunRequest(train=train, positions="rope", size="tiny", label="bert run"))
+    wait(lambda: status(queue, run_id) == "done", timeout=120)
+    progress = RunProgress(queue.folder(run_id))
+    assert progress.refresh() and 0 <= progress.evals[-1]["masked_accuracy"] <= 1
+    assert progress.sample.startswith("The ret[MASK]rn statement → The ret")  # the probe, then as filled
+    snap = progress.load_snapshot(len(progress.snapshots) - 1)
+    assert snap["self"].shape[:2] == (2, 4) and len(snap["source_tokens"]) == snap["self"].shape[-1]
+    ckpt = load_checkpoint(run_id)  # /bert opens it by its run id
+    assert ckpt.task == "mlm" and isinstance(ckpt.model, BERT) and ckpt.metrics["chance_accuracy"] > 0.1
 
 
 def test_stop_takes_effect_within_a_second_and_the_model_is_kept(runs_root: Path) -> None:

@@ -21,6 +21,7 @@ PREPARED_LINKS = [
     "/gpt?text=The%20with%20statement&layer=1&head=2",
     "/reversal?text=attention",
     "/compare?a=reverse-rope&b=reverse-none&text=attention",
+    "/bert?text=The%20ret%5BMASK%5Drn%20statement&layer=1&head=2",
     "/heads?checkpoint=gpt-induction",
     "/basics",
     "/positions?d_model=64&length=50",
@@ -128,3 +129,13 @@ def on_screen(page: Page, key: str) -> bool:
     """The whole chart is inside the 1280x720 window without scrolling."""
     box = chart_box(page, key)
     return box["y"] >= 0 and box["y"] + box["height"] <= 720 and box["x"] + box["width"] <= 1280
+
+
+def click_head(page: Page, chart_key: str, layer: int, head: int) -> None:
+    """Click the middle of one head's panel of a clickable attention grid (where charts.js
+    says it drew it) and wait for the rerun that selects it."""
+    canvas = chart(page, chart_key).locator("canvas")
+    canvas.scroll_into_view_if_needed()
+    (x, y, w, h) = next(c[2:] for c in chart_cells(page, chart_key) if c[:2] == [layer, head])
+    canvas.click(position={"x": x + w / 2, "y": y + h / 2})
+    settle(page, {"layer": str(layer), "head": str(head)})

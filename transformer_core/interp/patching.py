@@ -32,7 +32,7 @@ from transformer_core.interp.importance import kinds_of
 from transformer_core.io.data import encode_source
 from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.losses import mean_token_nll
-from transformer_core.models import GPT, Seq2Seq, require_transformer
+from transformer_core.models import GPT, Seq2Seq, require_next_token, require_transformer
 from transformer_core.vocab import EOS_ID, SOS_ID
 
 LOGIT_DIFF = "logit_diff"
@@ -185,6 +185,7 @@ def activation_patching(
 ) -> Patching:
     """Patch every head of every kind from the clean into the corrupted run (module docstring)."""
     require_transformer(model, "patch")
+    require_next_token(model, "patch")
     run = patching_run(model, tokenizer, Contrast(clean, corrupted, answer, wrong))
     with torch.no_grad():
         clean_metric = float(run.metric(model(*run.clean)))

@@ -29,7 +29,7 @@ from transformer_core.interp.patching import Patching, activation_patching
 from transformer_core.io.checkpoint import Checkpoint
 from transformer_core.io.data import INDUCTION_PROBE
 from transformer_core.io.held_out import held_out_data
-from transformer_core.models import GPT, require_transformer
+from transformer_core.models import GPT, require_next_token, require_transformer
 from transformer_core.vocab import EOS_ID
 
 
@@ -122,6 +122,7 @@ def analyze_heads(ckpt: Checkpoint, texts: Sequence[str] | None = None) -> HeadR
     """Run every detector, the ablation sweep, the gradient proxy, rollout and the logit
     lens on one probe set (default: `default_probe_set`; texts replace its texts)."""
     require_transformer(ckpt.model, "heads")
+    require_next_token(ckpt.model, "heads")
     rollout, rollout_tokens, lens = report_flow(ckpt, texts)
     cfg = ckpt.config
     return HeadReport(

@@ -26,7 +26,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 
-from transformer_core.config import RECURRENT_KINDS, ModelConfig
+from transformer_core.config import ARCH_TASKS, RECURRENT_KINDS, ModelConfig
 from transformer_core.errors import CheckpointError, ConfigError
 from transformer_core.io.tokenizer import Tokenizer
 from transformer_core.io.tokenizers import tokenizer_from_meta
@@ -52,6 +52,7 @@ SHIPPED_NAMES = (
     *(f"reverse-{kind}" for kind in RECURRENT_KINDS),  # the recurrent baselines (train --arch)
     "reverse-postln",  # reverse-sinusoidal's recipe with Post-LN blocks (train --norm-position post)
     "gpt-induction",  # attention-only: a previous-token head feeding an induction head
+    "bert-char",  # the GPTs' corpus read both ways: a masked-character model (train --task mlm)
 )
 MAX_PARAMS_ENV, DEFAULT_MAX_PARAMS = "ATTENTION_LAB_MAX_PARAMS", 200_000_000
 
@@ -108,7 +109,7 @@ class Checkpoint:
 
     @property
     def task(self) -> str:
-        return "reverse" if self.config.arch == "seq2seq" else "lm"
+        return ARCH_TASKS[self.config.arch]
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -148,7 +149,7 @@ def save_checkpoint(
         "format": FORMAT,
         "name": folder.name,
         "label": label or folder.name,
-        "task": "reverse" if model.config.arch == "seq2seq" else "lm",
+        "task": ARCH_TASKS[model.config.arch],
         "config": model.config.to_dict(),
         "tokenizer": tokenizer_meta,
         "vocab": None if "file" in tokenizer_meta else tokenizer.vocab,

@@ -1,4 +1,4 @@
-"""Tasks: string reversal, and character language modelling on a corpus."""
+"""Tasks' data: string reversal, and character language modelling (next or masked) on a corpus."""
 
 from __future__ import annotations
 
@@ -121,6 +121,32 @@ def corpus_tokenizer(text: str, min_count: int = 1, max_vocab: int = 250) -> Cha
     counts = Counter(text)
     common = [c for c, n in counts.most_common(max_vocab) if n >= min_count]
     return CharTokenizer(sorted(common))
+
+
+MASK_CHAR = "\u2588"  # the character a masked-LM vocabulary ends with: BERT's [MASK], drawn as a block
+
+
+def mlm_tokenizer(text: str) -> CharTokenizer:
+    """corpus_tokenizer's characters plus MASK_CHAR last (a corpus's own MASK_CHAR is not kept)."""
+    return CharTokenizer([*corpus_tokenizer(text.replace(MASK_CHAR, "")).chars, MASK_CHAR])
+
+
+def mask_tokens(
+    ids: torch.Tensor, mask_id: int, ordinary: torch.Tensor, generator: torch.Generator, rate: float = 0.15
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masking (Devlin et al. 2019) of ids (B, T): each position is chosen with
+    probability `rate` (at least one per row); a chosen one becomes mask_id 80% of the time,
+    a random id of `ordinary` (K,) 10%, itself 10%. -> (inputs (B, T), targets (B, T)): targets
+    hold the original id at chosen positions and -100 (ignored by the loss) elsewhere."""
+    B, T = ids.shape
+    chosen = torch.rand(B, T, generator=generator) < rate  # (B, T)
+    chosen[torch.arange(B), torch.randint(0, T, (B,), generator=generator)] = True
+    action = torch.rand(B, T, generator=generator)  # < 0.8 mask, < 0.9 random, else kept
+    random_ids = ordinary[torch.randint(0, len(ordinary), (B, T), generator=generator)]
+    inputs = torch.where(chosen & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(chosen & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    targets = torch.where(chosen, ids, torch.full_like(ids, -100))
+    return inputs, targets
 
 
 def split_ids(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:

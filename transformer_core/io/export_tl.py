@@ -47,7 +47,7 @@ def check_exportable(model: GPT | Seq2Seq) -> None:
     cfg = model.config
     if not isinstance(model, GPT) or cfg.arch != "gpt":
         raise ConfigError(
-            "export: only GPT (decoder-only) models map onto HookedTransformer; this is seq2seq"
+            f"export: only GPT (decoder-only) models map onto HookedTransformer; this is {cfg.arch}"
         )
     if cfg.norm_position != "pre":
         raise ConfigError("export: HookedTransformer blocks are pre-LN; this model is post-LN")

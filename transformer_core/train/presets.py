@@ -16,6 +16,7 @@ from transformer_core.config import RECURRENT_KINDS, ModelConfig
 from transformer_core.device import resolve_device
 from transformer_core.errors import ConfigError
 from transformer_core.models import Model, build_model
+from transformer_core.train.mlm import MaskedLanguageModelTask
 from transformer_core.train.registry import DEFAULT_SIZE, task_recipe
 from transformer_core.train.tasks import LanguageModelTask, ReversalTask, Task
 from transformer_core.train.trainer import TrainConfig
@@ -71,7 +72,7 @@ def prepare_run(
         raise ConfigError("random_positions: only the reversal task supports it")
     task = task_recipe(train.task).build(train, text)
     overrides = dict(overrides)
-    if isinstance(task, LanguageModelTask):
+    if isinstance(task, (LanguageModelTask, MaskedLanguageModelTask)):
         overrides.setdefault("max_len", task.block_size)
     config = model_config(train.task, positions, len(task.tokenizer), size, **overrides)
     if train.random_positions and config.model != "transformer":

@@ -12,9 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from transformer_core.config import ARCH_TASKS
 from transformer_core.errors import ConfigError
 from transformer_core.io.data import corpus_tokenizer, load_corpus, reversal_tokenizer
 from transformer_core.train.induction import InductionTask
+from transformer_core.train.mlm import MaskedLanguageModelTask
 from transformer_core.train.tasks import LanguageModelTask, ReversalTask, Task
 
 REPORT_LENGTHS: tuple[int, ...] = (3, 5, 7, 10, 12, 15)  # reversal: training lengths and beyond
@@ -62,7 +64,7 @@ class TaskRecipe:
     name: str
     title: str  # for people: "String reversal (encoder-decoder)"
     short: str  # in run labels: "my-<short>-<scheme>"
-    arch: Literal["gpt", "seq2seq"]
+    arch: Literal["gpt", "seq2seq", "bert"]
     shape: dict[str, int | bool]
     sizes: dict[str, dict[str, int]]
     optim: OptimDefaults
@@ -94,7 +96,7 @@ class TaskRecipe:
     @property
     def model_task(self) -> str:
         """The task its checkpoints report (Checkpoint.task): an induction run is a GPT ("lm")."""
-        return "reverse" if self.arch == "seq2seq" else "lm"
+        return ARCH_TASKS[self.arch]
 
 
 def build_reversal(settings: TaskSettings, text: str | None = None) -> Task:
@@ -107,6 +109,12 @@ def build_language_model(settings: TaskSettings, text: str | None = None) -> Tas
     """Next-character prediction on `text`, else the configured corpus (default: Python's docs)."""
     text = load_corpus(settings.corpus) if text is None else text
     return LanguageModelTask.from_text(corpus_tokenizer(text), text, settings.block_size)
+
+
+def build_masked_language_model(settings: TaskSettings, text: str | None = None) -> Task:
+    """Masked characters of `text`, else the configured corpus: the GPTs' data, read both ways."""
+    text = load_corpus(settings.corpus) if text is None else text
+    return MaskedLanguageModelTask.from_text(text, settings.block_size)
 
 
 def build_induction(settings: TaskSettings, text: str | None = None) -> Task:
@@ -158,6 +166,24 @@ TASKS: dict[str, TaskRecipe] = {
         build=build_language_model,
         patch_pair=("The cat sat on the mat. The cat sat", "The dog ran to the bus. The cat sat"),
     ),
+    # BERT's objective (Devlin et al. 2019) on the GPTs' corpus and sizes: fill in hidden characters
+    "mlm": TaskRecipe(
+        name="mlm",
+        title="Masked language model (BERT, bidirectional)",
+        short="bert",
+        arch="bert",
+        shape=dict(max_len=128),
+        sizes={
+            "tiny": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256),
+            "small": dict(d_model=128, n_layers=4, n_heads=4, d_ff=512),
+            "medium": dict(d_model=192, n_layers=6, n_heads=6, d_ff=768),
+        },
+        optim=OptimDefaults(steps=3000, batch_size=32, lr=3e-3),  # bert-char's (train_all.sh)
+        watched_optim=OptimDefaults(steps=600, batch_size=32, lr=3e-3),
+        watched_size="tiny",
+        build=build_masked_language_model,
+        patch_pair=("The cat sat on the mat.", "The dog ran to the bus."),
+    ),
     # attention-only (Olsson et al. 2022): a previous-token head feeds an induction head
     "induction": TaskRecipe(
         name="induction",
@@ -190,4 +216,4 @@ def checkpoint_recipe(arch: str, training_task: str | None) -> TaskRecipe:
     GPT), else its architecture's ("reverse" for an encoder-decoder, "lm" for a GPT)."""
     if training_task in TASKS and TASKS[training_task].arch == arch:
         return TASKS[training_task]
-    return TASKS["reverse" if arch == "seq2seq" else "lm"]
+    return TASKS[ARCH_TASKS[arch]]
