@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -32,12 +33,14 @@ from transformer_core import (
 )
 from transformer_core.config import MODEL_KINDS
 from transformer_core.eval_command import evaluate_checkpoint
+from transformer_core.explain_command import EXPLAIN_HELP, cmd_explain, explain_arguments
 from transformer_core.generate_command import GENERATE_DESCRIPTION, cmd_generate, generate_arguments
 from transformer_core.interp import analyze_heads, heads_json, report_composition, trace_gpt, trace_seq2seq
+from transformer_core.interp.attribution import weighted_attention
 from transformer_core.interp.fill import fill_masks, mark_masks
 from transformer_core.interp.generated import GENERATE_HELP, trace_seq2seq_beam, trace_with_sample
 from transformer_core.interp.patching import PATCH_HELP, activation_patching, patching_json, patching_table
-from transformer_core.interp.trace import TRACE_JSON_HELP
+from transformer_core.interp.trace import JSON_DECIMALS, TRACE_JSON_HELP
 from transformer_core.io import (
     export_transformer_lens,
     list_checkpoints,
@@ -158,6 +161,11 @@ def cmd_trace(args: argparse.Namespace) -> None:
         tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, args.text, options)
         text = f"{ckpt.name}: {args.text!r} -> {tr.output!r}"
     payload = {**tr.to_json(ckpt.name), **extra}
+    if args.value_weighted:  # ||alpha_ij v_j W_O^h|| beside the weights, same layout
+        weighted = weighted_attention(ckpt.model, tr.capture)
+        payload["weighted"] = {
+            k: np.round(w.astype(float), JSON_DECIMALS).tolist() for k, w in weighted.items()
+        }
     text += "\n" + (", ".join(f"{kind} {w.shape}" for kind, w in tr.attention.items()) or NOTHING_TO_ATTEND)
     if tr.unknown:
         text += f"\nreplaced by <unk>: {payload['unknown_characters']}"
@@ -328,6 +336,11 @@ def trace_arguments(sp: argparse.ArgumentParser) -> None:
         metavar="W",
         help="sliding-window self-attention: each query sees only keys fewer than W positions away",
     )
+    sp.add_argument(
+        "--value-weighted",
+        action="store_true",
+        help='add "weighted": ||alpha_ij v_j W_O^h||, what each key sends (Kobayashi et al. 2020)',
+    )
     with_device(sp, "cpu")
 
 
@@ -437,6 +450,8 @@ COMMANDS: dict[str, Command] = {
         Command("import", IMPORT_HELP, import_arguments, cmd_import),
         Command("patch", "activation patching: each head's output from the clean run into the corrupted one",
                 patch_arguments, cmd_patch, description=PATCH_HELP),
+        Command("explain", "why a head attends: its score split into the residual stream's parts, both sides",
+                explain_arguments, cmd_explain, description=EXPLAIN_HELP),
     )
 }  # fmt: skip
 

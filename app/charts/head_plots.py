@@ -9,6 +9,7 @@ import pandas as pd
 from attention_lab.charts import specs as charts
 from attention_lab.models.compute import shared_cache
 from transformer_core.interp import Attribution, Composition, HeadScores, Importance, Patching
+from transformer_core.interp.decompose import ScoreParts
 from transformer_core.interp.lens import LogitLens
 
 KIND_NAMES = {
@@ -231,3 +232,43 @@ def lens_table(lens: LogitLens) -> pd.DataFrame:
                 column.append(f"{guess} · {lens.tokens[i + 1]}\u00a0{lens.correct_probs[r, i]:.2f}")
         cells[f"{i}:{tok}"] = column
     return pd.DataFrame(cells, index=lens.rows)
+
+
+def score_part_map(parts: ScoreParts, key: int, queries: list[str], keys: list[str]) -> dict:
+    """One (query, key) cell's score as query part (rows) x key part (columns), red above zero."""
+    cell = parts.contributions[key]
+    bound = float(np.abs(cell).max()) or 1.0
+    title = f"Score parts: query {parts.query} '{queries[parts.query]}' → key {key} '{keys[key]}'"
+    return charts.head_spec(
+        cell,
+        [f"q {n}" for n in parts.query_parts],
+        [f"k {n}" for n in parts.key_parts],
+        title,
+        zmin=-bound,
+        zmax=bound,
+        value_name="score part",
+        colorscale="RdBu_r",
+        height=max(300, 26 * len(parts.query_parts) + 140),
+        cell_digits=2 if len(parts.key_parts) <= 10 else None,
+        file=f"heads_score_parts_{parts.kind}_L{parts.layer}H{parts.head}_q{parts.query}_k{key}",
+        description=f"{len(parts.query_parts)} query parts by {len(parts.key_parts)} key parts; "
+        f"they sum to the score {float(parts.scores[key]):.3f}",
+    )
+
+
+def score_part_bars(parts: ScoreParts, key: int, top: int = 10) -> dict:
+    """The `top` largest (query part, key part) pairs of one cell by size, with their sign."""
+    cell = parts.contributions[key]
+    order = np.argsort(-np.abs(cell), axis=None)[:top]
+    pairs = [np.unravel_index(i, cell.shape) for i in order]
+    labels = [f"{parts.query_parts[a]} × {parts.key_parts[b]}" for a, b in pairs]
+    values = np.array([cell[a, b] for a, b in pairs])
+    return charts.bars_spec(
+        labels,
+        {"part of the score": values},
+        f"The {len(labels)} largest parts (query × key)",
+        y_title="part of the score",
+        file=f"heads_score_bars_{parts.kind}_L{parts.layer}H{parts.head}_q{parts.query}_k{key}",
+        values_shown="{:+.2f}",
+        width_px=420,
+    )

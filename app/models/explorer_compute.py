@@ -17,6 +17,7 @@ import torch
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
 from transformer_core.attention import KVCache
 from transformer_core.interp import GPTTrace, Seq2SeqTrace, record_arrays, trace_gpt, trace_seq2seq
+from transformer_core.interp.decompose import Explained, explain
 from transformer_core.interp.report import report_detectors
 from transformer_core.interp.trace import trace_gpt_ids
 from transformer_core.io import PAD_ID, CharTokenizer, Checkpoint, encode_source
@@ -233,3 +234,8 @@ def padding_view(ckpt: Checkpoint, texts: tuple[str, ...], options: InferenceOpt
         attention=attention,
         outputs=[tok.decode(o) for o in outputs],
     )
+
+
+def score_parts(ckpt: Checkpoint, text: str, kind: str, layer: int, head: int, query: int) -> Explained:
+    """One query row of a head's scores split into the residual stream's parts (/heads 9)."""
+    return explain(ckpt, text, kind, layer, head, query)

@@ -13,7 +13,8 @@ from attention_lab.charts import head_plots as hp
 from attention_lab.charts import specs as charts
 from attention_lab.explorers.model_input import checkpoint_note, token_unit
 from attention_lab.frame import state, tables
-from attention_lab.models.compute import view_cached
+from attention_lab.models.compute import run_cached, view_cached
+from attention_lab.models.explorer_compute import score_parts
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.heads import BEST, HeadsRequest, PatchRequest, heads_page, patch_view
 from transformer_core import CheckpointError, ConfigError, InputError
@@ -306,4 +307,55 @@ else:
     st.caption(
         "Same as TransformerLens's `get_act_patch_attn_head_out_all_pos` on the exported model. "
         f"`python -m transformer_core patch {name} --clean TEXT --corrupt TEXT --json` prints the raw metric."
+    )
+
+# ---------------------------------------------------------------- 9 why a head attends
+st.subheader("9 · Why this head attends")
+st.markdown(
+    "A head's score for a query and a key is q·k/√d_k. Both q and k are read from the residual stream, "
+    "which is a **sum of parts**: the token embedding, the position code (where the scheme adds one), "
+    "what every earlier head and MLP wrote, and the biases. With the layer norm's scale frozen at its "
+    "value in this pass, every step is linear, so the score splits exactly into one term per pair "
+    "(query part, key part), plus ALiBi's or T5's bias. An induction head finds its key through a "
+    "layer-0 head's output on the key side: K-composition, seen on one cell."
+)
+explained = None
+try:
+    query_axis = scores.pattern_tokens[kind_open][0]
+    q_col, k_col = st.columns(2)
+    state.clamp_state(P + "why_query", list(range(len(query_axis))), len(query_axis) - 1)
+    why_query = q_col.selectbox(
+        "Query position",
+        list(range(len(query_axis))),
+        key=P + "why_query",
+        format_func=lambda i: f"{i} · {query_axis[i]}",
+        help="The position asking, on the first probe text.",
+    )
+    explained = run_cached(score_parts, name, first_probe, kind_open, layer_open, head_open, why_query)
+except (ConfigError, InputError) as e:
+    st.info(str(e), icon=":material/info:")
+if explained is not None:
+    parts = explained.parts
+    best = int(parts.weights.argmax())
+    key_options = list(range(len(explained.keys)))
+    why_key = k_col.selectbox(
+        "Key position",
+        key_options,
+        index=best,
+        key=P + f"why_key_{why_query}",
+        format_func=lambda j: f"{j} · {explained.keys[j]}" + (" (attended most)" if j == best else ""),
+        help="The position answering; it opens on the key this head gives the most weight.",
+    )
+    map_col, bars_col = st.columns([1.1, 1])
+    charts.show(
+        hp.score_part_map(parts, why_key, explained.queries, explained.keys), key=P + "why_map", where=map_col
+    )
+    charts.show(hp.score_part_bars(parts, why_key), key=P + "why_bars", where=bars_col)
+    position = f" + position bias {parts.position[why_key]:+.3f}" if parts.position[why_key] else ""
+    st.caption(
+        f"{hp.KIND_NAMES[kind_open].capitalize()} layer {layer_open} head {head_open}: score "
+        f"{parts.scores[why_key]:.3f} (weight {parts.weights[why_key]:.3f}) = the parts above{position}; "
+        f"their sum differs from the model's own score by {parts.gap:.1e}. "
+        f"`python -m transformer_core explain {name} TEXT --head {kind_open}:{layer_open}.{head_open} "
+        f"--query {why_query} --key {why_key} --json` prints the same numbers."
     )

@@ -3,12 +3,13 @@ to the head's explorer and land at that layer and head."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from playwright.sync_api import Page
+from playwright.sync_api import Browser, Page
 
-from tests.support.browser import assert_no_exception, open_page, wait_for_app
+from tests.support.browser import assert_no_exception, chart, chart_title, open_page, wait_for_app
 
 
 def params(page: Page) -> dict[str, str]:
@@ -43,3 +44,47 @@ def test_heads_for_a_reversal_model_then_click_through(page: Page, app_url: str,
     follow_open_link(page, "reversal", tmp_path / "reversal-from-heads.png")
     got = params(page)
     assert got["checkpoint"] == "reverse-rope" and got["layer"] == "1" and got["head"] == "2"
+
+
+def test_why_a_head_attends_with_the_keyboard(page: Page, app_url: str, tmp_path: Path) -> None:
+    """/heads 9 on gpt-induction's induction head: the last query 'x' opens on its induction target
+    (the 'q' after the earlier 'x'), where the largest part is the token embedding against a
+    layer-0 head; another query picked from the keyboard splits again and still sums."""
+    open_page(page, f"{app_url}/heads?checkpoint=gpt-induction&open=self:1.1")
+    chart_title(page, "heads_why_map", "Score parts: query 23 'x' → key 12 'q'")
+    bars = chart(page, "heads_why_bars")
+    bars.scroll_into_view_if_needed()
+    bars.locator(".table-button").click()
+    lines = bars.locator(".data-table").inner_text().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("label"))
+    assert lines[header + 1].startswith("embed × L0H"), lines  # the largest part, first
+    caption = page.locator('[data-testid="stCaptionContainer"]').filter(
+        has_text="differs from the model's own score"
+    )
+    gap = float(re.search(r"own score by ([0-9.e+-]+)\.", caption.inner_text()).group(1))
+    assert gap < 1e-4
+    box = page.get_by_role("combobox", name="Query position")
+    box.focus()
+    page.keyboard.type("15 ")
+    page.keyboard.press("Enter")
+    wait_for_app(page)
+    assert_no_exception(page)
+    chart_title(page, "heads_why_map", "Score parts: query 15 'z' → key 4 'k'")
+    page.screenshot(path=str(tmp_path / "heads_why.png"))
+
+
+def test_why_a_head_attends_on_a_phone_in_the_dark(browser: Browser, app_url: str, tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme="dark")
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        open_page(page, f"{app_url}/heads?checkpoint=reverse-alibi&open=cross:1.0")
+        chart_title(page, "heads_why_map", "Score parts: query")
+        width = (
+            chart(page, "heads_why_bars").locator("canvas").evaluate("c => c.getBoundingClientRect().width")
+        )
+        assert 300 < width <= 390
+        chart(page, "heads_why_map").scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "heads_why_phone_dark.png"))
+    finally:
+        context.close()

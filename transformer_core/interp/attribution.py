@@ -26,7 +26,7 @@ from torch import nn
 from transformer_core.capture import AttentionCapture
 from transformer_core.errors import ConfigError, InputError
 from transformer_core.layers import RMSNorm
-from transformer_core.models import GPT
+from transformer_core.models import GPT, Seq2Seq
 
 
 @dataclass(frozen=True)
@@ -97,3 +97,32 @@ def direct_logit_attribution(model: GPT, ids: list[int]) -> Attribution:
     per_position = (normed[:, :, 0, :-1] * logit_directions(model, targets)).sum(-1)  # (L, H, T-1)
     values = per_position.float().cpu().numpy()
     return Attribution(targets=list(ids[1:]), per_position=values, heads=values.mean(-1))
+
+
+def value_weighted(weights: torch.Tensor, v: torch.Tensor, w_o: torch.Tensor) -> torch.Tensor:
+    """||alpha_ij v_j W_O^h||, what key j actually sends query i through head h (Kobayashi et al.
+    2020, "attention is not only a weight"): weights (B, H, Tq, Tk), v (B, H, Tk, d_head) and
+    W_O (d_model, H * d_head) -> (B, H, Tq, Tk). A large weight on a key whose value the head
+    maps to almost nothing sends almost nothing."""
+    sent = head_results(v, w_o).norm(dim=-1)  # (B, H, Tk): ||v_j W_O^h||
+    return weights * sent[:, :, None, :]
+
+
+@torch.no_grad()
+def weighted_attention(model: nn.Module, capture: AttentionCapture) -> dict[str, np.ndarray]:
+    """Every captured kind's value-weighted attention (L, H, Tq, Tk), batch row 0, beside the
+    trace's "attention": the output projection of each layer read from the model."""
+    if not isinstance(model, GPT | Seq2Seq):
+        raise ConfigError("value-weighted attention needs Transformer heads (an output projection W_O)")
+    modules = {"self": "blocks", "encoder_self": "encoder", "decoder_self": "decoder", "cross": "decoder"}
+    out = {}
+    for kind in capture.kinds():
+        blocks = getattr(model, modules[kind])
+        layers = sorted((r for r in capture.records if r.kind == kind), key=lambda r: r.layer)
+        per_layer = []
+        for r in layers:
+            attn = blocks[r.layer].cross_attn if kind == "cross" else blocks[r.layer].self_attn
+            per_layer.append(value_weighted(r.weights[:1], r.v[:1], attn.out_proj.weight)[0])
+        stacked = torch.stack(per_layer)  # (L, H, Tq, Tk)
+        out[kind] = stacked.float().cpu().numpy()
+    return out
