@@ -7,9 +7,11 @@ import numpy as np
 import pandas as pd
 
 from attention_lab.charts import specs as charts
+from attention_lab.charts import xy_charts as xy
 from attention_lab.models.compute import shared_cache
 from transformer_core.interp import Attribution, Composition, HeadScores, Importance, Patching
 from transformer_core.interp.decompose import ScoreParts
+from transformer_core.interp.geometry import Geometry
 from transformer_core.interp.lens import LogitLens
 
 KIND_NAMES = {
@@ -271,4 +273,55 @@ def score_part_bars(parts: ScoreParts, key: int, top: int = 10) -> dict:
         file=f"heads_score_bars_{parts.kind}_L{parts.layer}H{parts.head}_q{parts.query}_k{key}",
         values_shown="{:+.2f}",
         width_px=420,
+    )
+
+
+POSITION_BANDS = 4  # the geometry's points coloured in this many ranges of position
+
+
+def geometry_chart(geometry: Geometry) -> dict:
+    """Queries (left) and keys (right) of one head on the same two principal axes, coloured by
+    position range (early to late), each point named by its token and position on hover."""
+    g = geometry
+    top = int(g.positions.max()) + 1
+    edges = np.linspace(0, top, POSITION_BANDS + 1).astype(int)
+    pad = 0.05 * float(np.abs(g.coords).max() or 1.0)
+    lo, hi = g.coords.min(0) - pad, g.coords.max(0) + pad
+    panels = []
+    for title, part in (("queries", slice(0, g.n_queries)), ("keys", slice(g.n_queries, None))):
+        coords, positions = g.coords[part], g.positions[part]
+        tokens = g.tokens[part]
+        series = []
+        for band in range(POSITION_BANDS):
+            inside = (positions >= edges[band]) & (positions < edges[band + 1])
+            labels = [f"'{t}' at {p}" for t, p, keep in zip(tokens, positions, inside, strict=True) if keep]
+            series.append(
+                xy.points(
+                    f"positions {edges[band]}-{edges[band + 1] - 1}",
+                    coords[inside, 0],
+                    coords[inside, 1],
+                    color=charts.SERIES_COLORS[band],
+                    sizes=np.full(int(inside.sum()), 6.0),
+                    hover_labels=labels,
+                    opacity=0.7,
+                )
+            )
+        panels.append(
+            xy.panel(
+                series,
+                title=title,
+                x_title=f"axis 1 ({g.explained[0]:.0%} of the variance)",
+                y_title=f"axis 2 ({g.explained[1]:.0%})",
+                x_range=(float(lo[0]), float(hi[0])),
+                y_range=(float(lo[1]), float(hi[1])),
+                width=0.5,
+            )
+        )
+    stage = "after RoPE's rotation" if g.rotated else "as the weights make them"
+    return xy.xy_spec(
+        panels,
+        title=f"Layer {g.layer} head {g.head}: queries and keys {stage}, on two shared axes",
+        height=380,
+        digits=2,
+        file=f"heads_geometry_L{g.layer}H{g.head}",
     )

@@ -193,9 +193,10 @@ def grid_spec(
     clickable: bool = True,
     file: str = "attention_grid",
     description: str = "",
+    value_name: str = "weight",
 ) -> dict[str, Any]:
     """Small multiples of (L, H, Tq, Tk) weights in [0, 1]: row = layer, column = head, one
-    colour scale; hover shows each cell's weight; a click selects the head."""
+    colour scale; hover shows each cell's value (value_name: what it is); a click selects the head."""
     L, H, _, _ = attention.shape
     panels = [
         {
@@ -217,9 +218,9 @@ def grid_spec(
         selected=list(selected) if selected is not None else None,
         clickable=clickable,
         zmax=float(zmax),
-        colorbar=_colorbar("weight") if colorbar else None,
+        colorbar=_colorbar(value_name) if colorbar else None,
         digits=WEIGHT_DIGITS,
-        value_name="weight",
+        value_name=value_name,
         file=file,
         description=description,
     )

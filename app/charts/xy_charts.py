@@ -44,13 +44,16 @@ def points(
     labels: list[str] | None = None,
     star: bool = False,
     opacity: float = 1.0,
+    hover_labels: list[str] | None = None,
 ) -> dict[str, Any]:
     """Markers at (x, y), (n,) each, of `sizes` px (default 10), each named by `labels`
-    beside it; a star (e.g. the context vector) is named on its right."""
+    beside it (or, too many to write, by `hover_labels` in its tip and table row only); a star
+    (e.g. the context vector) is named on its right."""
     return {
         "type": "points", "name": name, "color": color, "x": _xy(x), "y": _xy(y),
         "sizes": None if sizes is None else [round(float(v), 2) for v in np.ravel(sizes)],
-        "labels": labels, "symbol": "star" if star else "circle", "opacity": opacity,
+        "labels": labels, "hover_labels": hover_labels, "symbol": "star" if star else "circle",
+        "opacity": opacity,
     }  # fmt: skip
 
 

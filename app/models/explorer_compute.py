@@ -18,9 +18,11 @@ from transformer_core import AttentionCapture, InferenceOptions, filter_logits, 
 from transformer_core.attention import KVCache
 from transformer_core.interp import GPTTrace, Seq2SeqTrace, record_arrays, trace_gpt, trace_seq2seq
 from transformer_core.interp.decompose import Explained, explain
-from transformer_core.interp.report import report_detectors
+from transformer_core.interp.geometry import Geometry, qk_geometry
+from transformer_core.interp.report import probe_set_of, report_detectors
 from transformer_core.interp.trace import trace_gpt_ids
 from transformer_core.io import PAD_ID, CharTokenizer, Checkpoint, encode_source
+from transformer_core.io.held_out import held_out_data
 
 
 @dataclass(frozen=True)
@@ -239,3 +241,18 @@ def padding_view(ckpt: Checkpoint, texts: tuple[str, ...], options: InferenceOpt
 def score_parts(ckpt: Checkpoint, text: str, kind: str, layer: int, head: int, query: int) -> Explained:
     """One query row of a head's scores split into the residual stream's parts (/heads 9)."""
     return explain(ckpt, text, kind, layer, head, query)
+
+
+GEOMETRY_TEXTS, GEOMETRY_CHARS = 16, 64  # held-out windows the geometry reads, and their length
+
+
+def head_geometry(ckpt: Checkpoint, layer: int, head: int, rotated: bool) -> tuple[Geometry, str]:
+    """A GPT head's queries and keys over GEOMETRY_TEXTS held-out windows of its own data (the
+    built-in probe texts where the checkpoint records none here), and what was read."""
+    held = held_out_data(ckpt)
+    if held is None:
+        texts, read = list(probe_set_of(ckpt, None).texts), "the built-in probe texts"
+    else:
+        texts = [ckpt.tokenizer.decode(list(s[:GEOMETRY_CHARS])) for s in held.sequences[:GEOMETRY_TEXTS]]
+        read = f"the first {GEOMETRY_CHARS} tokens of {held.description}"
+    return qk_geometry(ckpt.model, ckpt.tokenizer, texts, layer, head, rotated=rotated), read

@@ -63,6 +63,7 @@ def head_figure(
     file: str,
     boundary: int | None = None,
     label: str | None = None,
+    value_name: str = "weight",
 ) -> dict[str, Any]:
     """One head drawn large as a map spec; mark_future outlines keys after the query that get
     weight; boundary: the first sampled key, marked by a named line; label: what the map shows,
@@ -73,7 +74,15 @@ def head_figure(
     says = f"{(label or kind_label(kind, options)).capitalize()}, layer {layer} head {head}: "
     says += attention_sentence(weights, queries, keys, kind)
     spec = charts.head_spec(
-        weights, queries, keys, title, height=height, highlight=highlight, file=file, description=says
+        weights,
+        queries,
+        keys,
+        title,
+        height=height,
+        highlight=highlight,
+        file=file,
+        description=says,
+        value_name=value_name,
     )
     return {**spec, "x_marker": marker(boundary)}
 
@@ -90,6 +99,7 @@ class AttentionMaps:
     grid: dict[str, Any]
     boundary: int | None = None
     label: str | None = None  # what the maps show, if not kind_label's words (a BERT's self-attention)
+    value_name: str = "weight"  # what a cell holds, in tooltips and the colour bar
 
     def grid_with(self, layer: int, head: int, stem: tuple[str, ...], cell_px: int) -> dict[str, Any]:
         """The grid, (layer, head) outlined, cells of cell_px; stem: (page, checkpoint, ...) of its
@@ -119,6 +129,7 @@ class AttentionMaps:
             file=file_stem(*stem, self.kind, f"L{layer}H{head}"),
             boundary=self.boundary,
             label=self.label,
+            value_name=self.value_name,
         )
 
 
@@ -130,6 +141,7 @@ def attention_maps(
     cell_titles: list[list[str]],
     boundary: int | None = None,
     label: str | None = None,
+    value_name: str = "weight",
 ) -> AttentionMaps:
     """The maps of `kind` for a trace: the grid of every head (clickable; its size, selected head
     and file name are set where it is drawn, `grid_with`) built now,
@@ -142,8 +154,10 @@ def attention_maps(
         title=f"Every head: {label or kind_label(kind, options)}, a layer per row",
         cell_titles=cell_titles,
         description=grid_sentence(trace.attention[kind], queries, keys, kind),
+        value_name=value_name,
     )
-    return AttentionMaps(trace, kind, options, {**grid, "x_marker": marker(boundary)}, boundary, label)
+    grid = {**grid, "x_marker": marker(boundary)}
+    return AttentionMaps(trace, kind, options, grid, boundary, label, value_name)
 
 
 def titled(grid: dict[str, Any], cell_titles: list[list[str]]) -> dict[str, Any]:

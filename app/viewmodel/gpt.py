@@ -3,14 +3,18 @@ and sample), every self-attention head of it and the per-layer arrays of the que
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from attention_lab.models.explorer_compute import GPTView, Sample, gpt_view, view_and_sample
 from attention_lab.viewmodel.attention import AttentionMaps, attention_maps
 from attention_lab.viewmodel.beam import beam_samples
 from transformer_core import InferenceOptions, InputError
 from transformer_core.beam import BeamResult, beam_search
+from transformer_core.interp import GPTTrace
+from transformer_core.interp.attribution import sent_shares
 from transformer_core.interp.generated import GeneratedWindow, token_window
 from transformer_core.io import Checkpoint, Tokenizer
 from transformer_core.stepping import SpecialTokens
@@ -70,6 +74,7 @@ class GPTRequest:
     over_sample: bool  # the maps trace prompt + sample, not the prompt alone
     ablated: tuple[str, ...]  # "layer.head" of the heads switched off, named in the grid
     beam: BeamSettings | None = None  # beam search instead of sampling
+    weighted: bool = False  # the maps show each key's share of ||alpha v W_O|| instead of alpha
 
 
 @dataclass(frozen=True)
@@ -119,14 +124,28 @@ def gpt_page(ckpt: Checkpoint, request: GPTRequest) -> GPTPage:
         [f"L{l} H{h}" + (" (ablated)" if f"{l}.{h}" in request.ablated else "") for h in range(cfg.n_heads)]
         for l in range(cfg.n_layers)
     ]
+    shown = value_weighted_trace(ckpt, view) if request.weighted else view.trace
     maps = attention_maps(
-        view.trace,
+        shown,
         "self",
         request.options,
         cell_titles=titles,
         boundary=window.generated_from if window else None,
+        label=VALUE_WEIGHTED if request.weighted else None,
+        value_name="share sent" if request.weighted else "weight",
     )
     return GPTPage(prompt, samples, window, ids, view, maps, beam)
+
+
+VALUE_WEIGHTED = "value-weighted attention: each key's share of ||α·v·W_O|| (Kobayashi et al. 2020)"
+
+
+def value_weighted_trace(ckpt: Checkpoint, view: GPTView) -> GPTTrace:
+    """The view's trace with every head's weights replaced by each key's share of what it sends
+    (sent_shares): the maps then show value-weighted attention, same layout and scale."""
+    w_o = [block.self_attn.out_proj.weight.detach().float().cpu().numpy() for block in ckpt.model.blocks]
+    shares = [sent_shares(rec["weights"], rec["v"], w_o[l]) for l, rec in enumerate(view.records)]
+    return replace(view.trace, attention={"self": np.stack(shares)})
 
 
 def beam_room(ckpt: Checkpoint, prompt_length: int) -> int:

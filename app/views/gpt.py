@@ -59,6 +59,7 @@ URL_KEYS = [
     "decoding",
     "beam",
     "alpha",
+    "weighted",
 ]
 DEFAULT_PROMPT = "The with statement is used to"
 SWITCHES = (
@@ -108,6 +109,7 @@ state.init_state(
         "decoding": "sample",
         "beam": 4,
         "alpha": DEFAULT_ALPHA,
+        "weighted": False,
     },
     valid={
         "checkpoint": lambda v: v in choices,
@@ -177,7 +179,8 @@ heads_area = st.container()  # filled below, once the sample (section 2) is know
 # ---------------------------------------------------------------- 2 sampling
 st.subheader("2 · What the model writes next")
 settings, beam = decoding.decoding_settings(P, len(ckpt.tokenizer), unit)
-request = GPTRequest(text, opts, settings, over_sample, tuple(sorted(switched.ablate or ())), beam)
+weighted = bool(st.session_state.get(P + "weighted"))  # its toggle is drawn under the maps it changes
+request = GPTRequest(text, opts, settings, over_sample, tuple(sorted(switched.ablate or ())), beam, weighted)
 try:
     page = view_cached(gpt_page, name, request)  # one traced pass that sampling goes on from
 except (InputError, ConfigError) as e:
@@ -220,8 +223,17 @@ with heads_area:  # ---------------------------------------- 1 every head, on th
             if switched.window
             else ""
         )
+        + (
+            " **Value-weighted**: each cell is the key's share of what the query receives, "
+            "‖α·v·W_O‖ over its row's sum: a key with a large weight but a value the head maps to "
+            "little sends little."
+            if weighted
+            else ""
+        )
     )
-    window_picker(st.columns([1, 3])[0], P, cfg.max_len)  # it bands the maps above and the sampling below
+    window_col, weighted_col = st.columns([1, 3], vertical_alignment="bottom")
+    window_picker(window_col, P, cfg.max_len)  # it bands the maps above and the sampling below
+    gpt_panels.weighted_toggle(P, weighted_col)
 
 # ---------------------------------------------------------------- 2 sampling (continued)
 text_col, next_col = st.columns([1.5, 1], gap="medium")

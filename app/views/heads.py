@@ -14,7 +14,7 @@ from attention_lab.charts import specs as charts
 from attention_lab.explorers.model_input import checkpoint_note, token_unit
 from attention_lab.frame import state, tables
 from attention_lab.models.compute import run_cached, view_cached
-from attention_lab.models.explorer_compute import score_parts
+from attention_lab.models.explorer_compute import head_geometry, score_parts
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.heads import BEST, HeadsRequest, PatchRequest, heads_page, patch_view
 from transformer_core import CheckpointError, ConfigError, InputError
@@ -358,4 +358,28 @@ if explained is not None:
         f"their sum differs from the model's own score by {parts.gap:.1e}. "
         f"`python -m transformer_core explain {name} TEXT --head {kind_open}:{layer_open}.{head_open} "
         f"--query {why_query} --key {why_key} --json` prints the same numbers."
+    )
+
+# ---------------------------------------------------------------- 10 query/key geometry
+if is_gpt and kind_open == "self":
+    st.subheader("10 · Where this head's queries and keys lie")
+    st.markdown(
+        "A head attends where q·k is large, so where its queries and keys lie says what it looks for. "
+        "Every query and key of many held-out texts, projected together onto the two directions along "
+        "which they vary most (PCA), coloured from early to late positions. A scheme that adds position "
+        "codes (sinusoidal, learned) writes position into the vectors, so the colours sort; RoPE adds "
+        "position by rotating q and k only at the dot product; ALiBi and T5 add it to the score, so "
+        "their vectors hold none of it."
+    )
+    rotated = cfg.positions == "rope" and st.toggle(
+        "After RoPE's rotation",
+        key=P + "rotated",
+        help="The vectors the scores use: each turned by its position's angle.",
+    )
+    geometry, read = run_cached(head_geometry, name, layer_open, head_open, rotated)
+    charts.show(hp.geometry_chart(geometry), key=P + "geometry")
+    st.caption(
+        f"Read on {read}. How much of the position a straight line through this picture recovers (R², "
+        f"0 none to 1 all): queries {geometry.r2_queries:.2f}, keys {geometry.r2_keys:.2f}; the two axes "
+        f"hold {geometry.explained.sum():.0%} of the vectors' variance. Hover a point for its character."
     )

@@ -656,3 +656,26 @@ def test_the_walk_ends_with_every_head_side_by_side_and_w_o() -> None:
     proj = ckpt.model.blocks[1].self_attn.out_proj
     expected = proj.weight.detach().numpy() @ heads.reshape(-1) + proj.bias.detach().numpy()
     assert np.allclose(mixed[1], expected, atol=1e-3)
+
+
+def test_value_weighted_maps_show_each_keys_share_of_what_it_sends() -> None:
+    """The switch under the maps: every map of the grid becomes ||alpha_ij v_j W_O^h|| over its
+    row's sum (Kobayashi et al. 2020), computed here from the library's capture, and the grid's
+    title and tooltips say so; the walk below keeps the raw weights."""
+    at = open_gpt({"weighted": "true"})
+    grid = charts(at)["gpt_self_grid"]
+    assert "value-weighted" in grid["title"] and grid["value_name"] == "share sent"
+    maps = heatmaps(grid)
+    ckpt = load_checkpoint("gpt-sinusoidal")
+    capture = trace_gpt(ckpt.model, ckpt.tokenizer, PROMPT).capture
+    for layer in range(4):
+        record = capture[f"self.{layer}"]
+        w_o = ckpt.model.blocks[layer].self_attn.out_proj.weight.detach()
+        for head in range(4):
+            sent = (record.v[0, head] @ w_o[:, head * 32 : (head + 1) * 32].T).norm(dim=-1)  # (T,)
+            weighted = record.weights[0, head] * sent
+            expected = (weighted / weighted.sum(-1, keepdim=True)).numpy()
+            assert np.allclose(maps[layer * 4 + head], expected, atol=2e-4)
+    assert any("**Value-weighted**" in c.value for c in at.caption)
+    raw = heatmaps(charts(open_gpt())["gpt_self_grid"])
+    assert not np.allclose(raw[0], maps[0], atol=1e-2)

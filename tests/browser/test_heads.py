@@ -71,6 +71,13 @@ def test_why_a_head_attends_with_the_keyboard(page: Page, app_url: str, tmp_path
     assert_no_exception(page)
     chart_title(page, "heads_why_map", "Score parts: query 15 'z' → key 4 'k'")
     page.screenshot(path=str(tmp_path / "heads_why.png"))
+    geometry = chart(page, "heads_geometry")  # section 10: the same head's queries and keys
+    chart_title(page, "heads_geometry", "Layer 1 head 1: queries and keys")
+    geometry.scroll_into_view_if_needed()
+    geometry.locator(".table-button").click()
+    rows = geometry.locator(".data-table").inner_text()
+    assert re.search(r"'[a-z]' at \d+", rows)  # every point named by its character and position
+    page.screenshot(path=str(tmp_path / "heads_geometry.png"))
 
 
 def test_why_a_head_attends_on_a_phone_in_the_dark(browser: Browser, app_url: str, tmp_path: Path) -> None:

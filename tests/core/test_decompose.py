@@ -24,6 +24,7 @@ from transformer_core.interp.decompose import (
     project,
     stream_parts,
 )
+from transformer_core.interp.geometry import pca_2d, position_r2, qk_geometry
 from transformer_core.io import load_checkpoint
 from transformer_core.io.data import induction_ids, reversal_tokenizer
 from transformer_core.models import build_model
@@ -166,3 +167,30 @@ def test_explain_and_value_weighted_trace_from_the_command_line() -> None:
     traced = json.loads(cli("trace", "reverse-rope", "abc", "--value-weighted", "--json").stdout)
     assert set(traced["weighted"]) == set(traced["attention"]) == {"encoder_self", "decoder_self", "cross"}
     assert np.asarray(traced["weighted"]["cross"]).shape == np.asarray(traced["attention"]["cross"]).shape
+
+
+def test_pca_recovers_the_two_directions_of_a_low_rank_toy() -> None:
+    rng = np.random.default_rng(0)
+    u, v = np.linalg.qr(rng.normal(size=(16, 2)))[0].T  # two orthonormal directions in 16-D
+    a, b = rng.normal(scale=3.0, size=(2, 500))
+    x = np.outer(a, u) + np.outer(b, v) + rng.normal(scale=0.01, size=(500, 16)) + 5.0
+    coords, axes, explained = pca_2d(x)
+    basis = np.stack([u, v])
+    assert np.allclose(np.abs(np.linalg.svd(axes @ basis.T)[1]), 1.0, atol=1e-3)  # the same plane
+    assert explained.sum() > 0.999 and coords.shape == (500, 2)
+    assert position_r2(coords, a) > 0.999  # a is a linear read-out of the plane
+    assert position_r2(coords, rng.normal(size=500)) < 0.05
+
+
+def test_absolute_schemes_put_position_in_the_geometry_rope_in_the_rotation_alibi_nowhere() -> None:
+    texts = ["The with statement is used to wrap the execution of a block with",
+             "Return the value of the named attribute of object. name must be"]  # fmt: skip
+
+    def keys_r2(name: str, rotated: bool = False) -> float:
+        ckpt = load_checkpoint(name)
+        return float(np.median([qk_geometry(ckpt.model, ckpt.tokenizer, texts, 0, h, rotated=rotated).r2_keys
+                                for h in range(4)]))  # fmt: skip
+
+    assert keys_r2("gpt-sinusoidal") > 0.6 and keys_r2("gpt-learned") > 0.3
+    assert keys_r2("gpt-rope") < 0.1 < 0.4 < keys_r2("gpt-rope", rotated=True)
+    assert keys_r2("gpt-alibi") < 0.1

@@ -126,3 +126,15 @@ def weighted_attention(model: nn.Module, capture: AttentionCapture) -> dict[str,
         stacked = torch.stack(per_layer)  # (L, H, Tq, Tk)
         out[kind] = stacked.float().cpu().numpy()
     return out
+
+
+def sent_shares(weights: np.ndarray, v: np.ndarray, w_o: np.ndarray) -> np.ndarray:
+    """Each key's share of what a query receives, by norm: ||alpha_ij v_j W_O^h|| / sum over j,
+    per head and query (0 for a row that receives nothing). weights (H, Tq, Tk), v (H, Tk, d_head),
+    W_O (d_model, H * d_head) -> (H, Tq, Tk) in [0, 1], drawn like attention weights."""
+    H, _, d_head = v.shape
+    per_head = w_o.reshape(w_o.shape[0], H, d_head)  # (d_model, H, d_head)
+    sent = np.linalg.norm(np.einsum("hkd,mhd->hkm", v, per_head), axis=-1)  # (H, Tk)
+    weighted = weights * sent[:, None, :]
+    total = weighted.sum(-1, keepdims=True)
+    return np.divide(weighted, total, out=np.zeros_like(weighted), where=total > 0)

@@ -223,7 +223,8 @@ function fields(spec, data, h) {
   const p = spec.panels[h.i], s = p.series[h.j], d = data[h.i][h.j], digits = spec.digits ?? 4;
   const xText = s.type === "bars" && s.bar_width ? `${numText(d.x[h.n], digits)} ± ${numText(s.bar_width / 2, digits)}` : numText(d.x[h.n], digits);
   const out = [[p.x_title || "x", xText], [p.y_title || p.title || "y", numText(d.y[h.n], digits)]];
-  if (s.labels) out.unshift(["name", s.labels[h.n]]);
+  const names = s.labels || s.hover_labels; // hover_labels: named in tips and tables only
+  if (names) out.unshift(["name", names[h.n]]);
   return out;
 }
 
