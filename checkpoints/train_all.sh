@@ -27,3 +27,7 @@ done
 # stack has no other sense of order, and learned positions start too faint to find one in this budget)
 python -m transformer_core train --task mlm --positions rope --steps 3000 \
   --device cpu --quiet --out checkpoints/bert-char
+# every GPT's heads over 64 held-out windows, kept beside it as profiles.json (/heads section 11)
+for name in gpt-induction $(for scheme in $schemes; do echo "gpt-$scheme"; done); do
+  python -m transformer_core profile "$name" --write
+done

@@ -52,6 +52,7 @@ from transformer_core.io import (
 from transformer_core.io.importers.command import IMPORT_HELP, cmd_import, import_arguments
 from transformer_core.models import BERT
 from transformer_core.plugins import COMMANDS_GROUP, load_plugins
+from transformer_core.profile_command import PROFILE_HELP, cmd_profile, profile_arguments
 from transformer_core.train import (
     REPORT_LENGTHS,
     TASKS,
@@ -450,6 +451,8 @@ COMMANDS: dict[str, Command] = {
         Command("import", IMPORT_HELP, import_arguments, cmd_import),
         Command("patch", "activation patching: each head's output from the clean run into the corrupted one",
                 patch_arguments, cmd_patch, description=PATCH_HELP),
+        Command("profile", "every head's scores over many held-out windows, and its top pairs (--write)",
+                profile_arguments, cmd_profile, description=PROFILE_HELP),
         Command("explain", "why a head attends: its score split into the residual stream's parts, both sides",
                 explain_arguments, cmd_explain, description=EXPLAIN_HELP),
     )

@@ -19,6 +19,7 @@ from transformer_core.attention import KVCache
 from transformer_core.interp import GPTTrace, Seq2SeqTrace, record_arrays, trace_gpt, trace_seq2seq
 from transformer_core.interp.decompose import Explained, explain
 from transformer_core.interp.geometry import Geometry, qk_geometry
+from transformer_core.interp.profiles import HeadProfiles, head_profiles
 from transformer_core.interp.report import probe_set_of, report_detectors
 from transformer_core.interp.trace import trace_gpt_ids
 from transformer_core.io import PAD_ID, CharTokenizer, Checkpoint, encode_source
@@ -256,3 +257,16 @@ def head_geometry(ckpt: Checkpoint, layer: int, head: int, rotated: bool) -> tup
         texts = [ckpt.tokenizer.decode(list(s[:GEOMETRY_CHARS])) for s in held.sequences[:GEOMETRY_TEXTS]]
         read = f"the first {GEOMETRY_CHARS} tokens of {held.description}"
     return qk_geometry(ckpt.model, ckpt.tokenizer, texts, layer, head, rotated=rotated), read
+
+
+def dataset_profiles(ckpt: Checkpoint) -> HeadProfiles:
+    """Every head's scores over many held-out windows and its top pairs (/heads 11): the file kept
+    beside the checkpoint for these weights, else computed now (a few seconds)."""
+    return head_profiles(ckpt)
+
+
+def marked_pair(tokens: list[str], query: int, key: int, around: int = 8) -> str:
+    """The window's text around a (query, key) pair, the key as [k] and the query as {q}."""
+    start, end = max(0, min(query, key) - around), min(len(tokens), max(query, key) + 3)
+    shown = [f"[{t}]" if i == key else f"{{{t}}}" if i == query else t for i, t in enumerate(tokens)]
+    return ("…" if start else "") + "".join(shown[start:end]) + ("…" if end < len(tokens) else "")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from attention_lab.charts import head_plots as hp
@@ -14,7 +16,7 @@ from attention_lab.charts import specs as charts
 from attention_lab.explorers.model_input import checkpoint_note, token_unit
 from attention_lab.frame import state, tables
 from attention_lab.models.compute import run_cached, view_cached
-from attention_lab.models.explorer_compute import head_geometry, score_parts
+from attention_lab.models.explorer_compute import dataset_profiles, head_geometry, marked_pair, score_parts
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.heads import BEST, HeadsRequest, PatchRequest, heads_page, patch_view
 from transformer_core import CheckpointError, ConfigError, InputError
@@ -383,3 +385,47 @@ if is_gpt and kind_open == "self":
         f"0 none to 1 all): queries {geometry.r2_queries:.2f}, keys {geometry.r2_keys:.2f}; the two axes "
         f"hold {geometry.explained.sum():.0%} of the vectors' variance. Hover a point for its character."
     )
+
+# ---------------------------------------------------------------- 11 heads across a dataset
+if is_gpt and kind_open == "self":
+    st.subheader("11 · Every head across a dataset")
+    st.markdown(
+        "Section 1 scores each head on a few probe texts. Here every head is scored on each of many "
+        "held-out windows of the model's own data, so each score is a distribution: its median and "
+        "middle half. A head that looks like one thing on a probe often does it only some of the time."
+    )
+    try:
+        profiles = run_cached(dataset_profiles, name)
+    except ConfigError as e:
+        st.info(str(e), icon=":material/info:")
+    else:
+        shown_scores = [s for s in SCORES if np.isfinite(profiles.scores[s]).any()]
+        picked = st.selectbox(
+            "Score across the dataset", shown_scores, format_func=lambda s: hp.LABELS[s], key=P + "profile"
+        )
+        q1, median, q3 = profiles.quartiles(picked)
+        probe_scores = scores.scores["self"][picked]
+        rows = [
+            {"head": f"{l}.{h}", "median": median[l, h], "25%": q1[l, h], "75%": q3[l, h],
+             "on the probes (section 1)": probe_scores[l, h]}
+            for l in range(cfg.n_layers) for h in range(cfg.n_heads)
+        ]  # fmt: skip
+        bound = float(np.nanmax(q3)) if np.isfinite(q3).any() else 1.0
+        tables.show(
+            pd.DataFrame(rows), key=P + "profile_table", index=False, digits=3, bars={"median": (0.0, bound)}
+        )
+        st.caption(f"Read on {profiles.data}.")
+        top = profiles.top[layer_open, head_open]
+        pairs = [
+            {"weight": w, "window": int(win), "query": int(q), "key": int(k),
+             "in context": marked_pair(profiles.windows[int(win)], int(q), int(k))}
+            for win, q, k, w in top
+        ]  # fmt: skip
+        st.markdown(
+            f"**Layer {layer_open} head {head_open}'s {len(pairs)} largest weights** across the windows"
+        )
+        tables.show(pd.DataFrame(pairs), key=P + "profile_pairs", index=False, digits=3)
+        st.caption(
+            "In context: the key is written [k], the query {q}. A window's first query is left out: "
+            "it can only see itself."
+        )

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, expect
 
 from tests.support.browser import assert_no_exception, chart, chart_title, open_page, wait_for_app
 
@@ -78,6 +78,11 @@ def test_why_a_head_attends_with_the_keyboard(page: Page, app_url: str, tmp_path
     rows = geometry.locator(".data-table").inner_text()
     assert re.search(r"'[a-z]' at \d+", rows)  # every point named by its character and position
     page.screenshot(path=str(tmp_path / "heads_geometry.png"))
+    profile = page.locator('.lab-table[data-key="heads_profile_table"]')  # section 11: over 64 windows
+    expect(profile.locator("tbody tr")).to_have_count(8)  # 2 layers x 4 heads
+    pairs = page.locator('.lab-table[data-key="heads_profile_pairs"] tbody tr')
+    expect(pairs).to_have_count(20)
+    assert re.search(r"\[[a-z]\].*\{[a-z]\}", pairs.first.inner_text())  # the key, then the query
 
 
 def test_why_a_head_attends_on_a_phone_in_the_dark(browser: Browser, app_url: str, tmp_path: Path) -> None:

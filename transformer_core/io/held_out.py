@@ -87,14 +87,14 @@ def induction_rows_held_out(ckpt: Checkpoint, windows: int = WINDOWS, seed: int 
     )
 
 
-def held_out_data(ckpt: Checkpoint) -> HeldOut | None:
-    """A GPT's own kind of data that training never saw, by the task its checkpoint records;
-    None for an encoder-decoder (its probe strings are its data) or when the record is
-    missing or the corpus is not on this machine."""
+def held_out_data(ckpt: Checkpoint, windows: int = WINDOWS) -> HeldOut | None:
+    """`windows` sequences of a GPT's own kind of data that training never saw, by the task its
+    checkpoint records; None for an encoder-decoder (its probe strings are its data) or when
+    the record is missing or the corpus is not on this machine."""
     if ckpt.config.arch != "gpt":
         return None
     if ckpt.training_task == "induction":
-        return induction_rows_held_out(ckpt)
+        return induction_rows_held_out(ckpt, windows)
     if ckpt.training_task == "lm":
-        return corpus_windows(ckpt)
+        return corpus_windows(ckpt, windows)
     return None
