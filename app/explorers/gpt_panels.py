@@ -337,20 +337,6 @@ def sample_toggle(prefix: str) -> bool:
     )
 
 
-def weighted_toggle(prefix: str, where: Any) -> bool:
-    """Whether the maps show attention weights or what each key actually sends (the view reads
-    the state before this draws it, under the maps it changes)."""
-    return bool(
-        where.toggle(
-            "Value-weighted: what each key sends",
-            key=prefix + "weighted",
-            persist_state="session",
-            help="Weigh each weight by the size of the key's value after the output projection, "
-            "‖α·v·W_O‖ (Kobayashi et al. 2020), shown as each key's share of its row.",
-        )
-    )
-
-
 def window_note(window: GeneratedWindow, n_sampled: int, max_len: int, unit: str) -> None:
     """Say that prompt + sample is traced, and what was cut when it is longer than the model's block."""
     if not window.dropped:

@@ -99,3 +99,17 @@ def draw_maps(
         layer, head, title=head_title, height=height or fitted, stem=stem, mark_future=mark_future
     )
     charts.show(large, key=head_key, where=right)
+
+
+def weighted_toggle(prefix: str, where: Any) -> bool:
+    """Whether the maps show attention weights or what each key actually sends (the view reads
+    the state before this draws it, under the maps it changes)."""
+    return bool(
+        where.toggle(
+            "Value-weighted: what each key sends",
+            key=prefix + "weighted",
+            persist_state="session",
+            help="Weigh each weight by the size of the key's value after the output projection, "
+            "‖α·v·W_O‖ (Kobayashi et al. 2020), shown as each key's share of its row.",
+        )
+    )

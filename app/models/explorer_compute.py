@@ -17,6 +17,7 @@ import torch
 from transformer_core import AttentionCapture, InferenceOptions, filter_logits, generate, greedy_decode
 from transformer_core.attention import KVCache
 from transformer_core.interp import GPTTrace, Seq2SeqTrace, record_arrays, trace_gpt, trace_seq2seq
+from transformer_core.interp.attribution import row_shares, weighted_attention
 from transformer_core.interp.decompose import Explained, explain
 from transformer_core.interp.geometry import Geometry, qk_geometry
 from transformer_core.interp.profiles import HeadProfiles, head_profiles
@@ -216,6 +217,18 @@ def reversal_view(
         ckpt.model, ckpt.tokenizer, text, options, max_new_tokens=len(text) + 2, output_ids=written
     )
     return replace(tr, capture=AttentionCapture())
+
+
+def reversal_sent(
+    ckpt: Checkpoint, text: str, options: InferenceOptions, output_ids: tuple[int, ...] | None = None
+) -> dict[str, np.ndarray]:
+    """reversal_view's maps value-weighted: per kind (L, H, Tq, Tk), each key's share of
+    ||alpha v W_O|| in its row (what /reversal's switch draws)."""
+    written = None if output_ids is None else list(output_ids)
+    tr = trace_seq2seq(
+        ckpt.model, ckpt.tokenizer, text, options, max_new_tokens=len(text) + 2, output_ids=written
+    )
+    return {kind: row_shares(w) for kind, w in weighted_attention(ckpt.model, tr.capture).items()}
 
 
 @torch.inference_mode()

@@ -168,9 +168,27 @@ def titled(grid: dict[str, Any], cell_titles: list[list[str]]) -> dict[str, Any]
 
 
 def maps_of(
-    trace: Trace, kinds: tuple[str, ...], options: InferenceOptions, titles: dict[str, list[list[str]]]
+    trace: Trace,
+    kinds: tuple[str, ...],
+    options: InferenceOptions,
+    titles: dict[str, list[list[str]]],
+    *,
+    weighted: bool = False,
 ) -> dict[str, AttentionMaps]:
-    """The maps of each kind, its small maps titled by `titles[kind]` (else "L<layer> H<head>")."""
+    """The maps of each kind, its small maps titled by `titles[kind]` (else "L<layer> H<head>");
+    weighted: the trace holds each key's share of ||alpha v W_O||, and the maps say so."""
     n_layers, n_heads = trace.attention[kinds[0]].shape[:2]
     plain = [[f"L{l} H{h}" for h in range(n_heads)] for l in range(n_layers)]
-    return {k: attention_maps(trace, k, options, cell_titles=titles.get(k, plain)) for k in kinds}
+    return {
+        k: attention_maps(
+            trace,
+            k,
+            options,
+            cell_titles=titles.get(k, plain),
+            label=f"value-weighted {kind_label(k, options)}: each key's share of ||α·v·W_O||"
+            if weighted
+            else None,
+            value_name="share sent" if weighted else "weight",
+        )
+        for k in kinds
+    }

@@ -3,11 +3,11 @@ anti-diagonal score and the lesson's head, and the maps of its three attention k
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from attention_lab.models.explorer_compute import reversal_view
+from attention_lab.models.explorer_compute import reversal_sent, reversal_view
 from attention_lab.viewmodel.attention import AttentionMaps, maps_of
 from transformer_core import InferenceOptions
 from transformer_core.beam import BeamResult, beam_search
@@ -41,6 +41,7 @@ class ReversalRequest:
     text: str
     options: InferenceOptions
     decoding: ReversalDecoding = ReversalDecoding()  # noqa: RUF009 (frozen)
+    weighted: bool = False  # the maps show each key's share of ||alpha v W_O|| instead of alpha
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,11 @@ def reversal_page(ckpt: Checkpoint, request: ReversalRequest) -> ReversalPage:
     scores = anti_diagonal_scores(trace.attention["cross"], len(request.text))
     best = tuple(int(i) for i in np.unravel_index(int(scores.argmax()), scores.shape))
     scored = [[f"L{l} H{h} · {scores[l, h]:.2f}" for h in range(cfg.n_heads)] for l in range(cfg.n_layers)]
-    maps = maps_of(trace, kinds, request.options, {"cross": scored})
+    shown = trace
+    if request.weighted:  # the scores above read the weights; the maps, what each key sends
+        sent = reversal_sent(ckpt, request.text, request.options, written)
+        shown = replace(trace, attention={**trace.attention, **sent})
+    maps = maps_of(shown, kinds, request.options, {"cross": scored}, weighted=request.weighted)
     return ReversalPage(trace, scores, best, maps, beam)
 
 

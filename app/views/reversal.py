@@ -11,6 +11,7 @@ from attention_lab.explorers.head_view import (
     map_sizes,
     names_no_head,
     open_on_lesson,
+    weighted_toggle,
 )
 from attention_lab.explorers.model_input import (
     char_name,
@@ -46,6 +47,7 @@ URL_KEYS = [
     "beam",
     "temperature",
     "seed",
+    "weighted",
 ]
 SWITCHES = (
     NO_POSITIONS,
@@ -87,6 +89,7 @@ state.init_state(
         "beam": 4,
         "temperature": 1.0,
         "seed": 0,
+        "weighted": False,
     },
     valid={
         "checkpoint": lambda v: v in choices,
@@ -147,7 +150,8 @@ opts = InferenceOptions() if recurrent else switched.options()
 cell_px, _ = map_sizes(cfg.n_layers, cfg.n_heads, selectors_above=True)
 if projected:  # the answer stands above the grid: a three-line verdict still leaves it on the screen
     cell_px = min(cell_px, 90)
-request = ReversalRequest(text, opts, how)
+weighted = bool(st.session_state.get(P + "weighted")) and not recurrent  # its toggle is under section 1
+request = ReversalRequest(text, opts, how, weighted)
 try:
     view = view_cached(reversal_page, name, request)
 except (InputError, ConfigError) as e:
@@ -199,6 +203,8 @@ st.caption(
     "The layer and head chosen here, or by a click on a small map, are drawn large in every section."
 )
 decoding.reversal_decoding_controls(P, st, how)  # how the output above was written
+if not recurrent:  # an additive attention has no W_O: nothing to weigh by
+    weighted_toggle(P, st)
 
 # ------------------------------------------------------------ 2 decoder
 st.subheader("2 · Decoder masked self-attention: what was already written")

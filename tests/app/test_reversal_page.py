@@ -19,6 +19,7 @@ from tests.app.figures import charts, download_files, heatmaps, saved_runs, text
 from tests.support.calls import count_calls
 from transformer_core.config import InferenceOptions
 from transformer_core.interp import anti_diagonal_scores
+from transformer_core.interp.attribution import weighted_attention
 from transformer_core.interp.trace import trace_seq2seq
 from transformer_core.io.checkpoint import load_checkpoint
 
@@ -455,3 +456,25 @@ def test_only_reversal_lists_the_baselines() -> None:
     heads.switch_page("views/heads.py")
     heads.run()
     assert not {"reverse-gru", "reverse-bahdanau"} & set(heads.selectbox(key="heads_checkpoint").options)
+
+
+def test_value_weighted_maps_of_every_kind() -> None:
+    """The switch under section 1 redraws the cross, decoder and encoder maps as each key's share
+    of ||alpha_ij v_j W_O^h|| in its row, from the library's capture; the scores stay the weights'."""
+    at = open_reversal({"checkpoint": "reverse-rope", "text": "attention", "weighted": "true"})
+    assert not at.exception
+    specs = charts(at)
+    ckpt = load_checkpoint("reverse-rope")
+    capture = trace_seq2seq(ckpt.model, ckpt.tokenizer, "attention").capture
+    sent = weighted_attention(ckpt.model, capture)
+    grids = (("rev_cross_grid", "cross"), ("rev_dec_grid", "decoder_self"), ("rev_enc_grid", "encoder_self"))
+    for key, kind in grids:
+        grid = specs[key]
+        assert "value-weighted" in grid["title"] and grid["value_name"] == "share sent"
+        maps = heatmaps(grid)
+        expected = sent[kind] / sent[kind].sum(-1, keepdims=True)
+        assert np.allclose(np.stack(maps).reshape(expected.shape), expected, atol=2e-4)
+    plain = open_reversal({"checkpoint": "reverse-rope", "text": "attention"})
+    assert "value-weighted" not in charts(plain)["rev_cross_grid"]["title"]
+    gru = open_reversal({"checkpoint": "reverse-bahdanau", "text": "attention", "weighted": "true"})
+    assert not gru.exception  # no W_O to weigh by: the switch is not offered, the maps are the weights

@@ -135,6 +135,11 @@ def sent_shares(weights: np.ndarray, v: np.ndarray, w_o: np.ndarray) -> np.ndarr
     H, _, d_head = v.shape
     per_head = w_o.reshape(w_o.shape[0], H, d_head)  # (d_model, H, d_head)
     sent = np.linalg.norm(np.einsum("hkd,mhd->hkm", v, per_head), axis=-1)  # (H, Tk)
-    weighted = weights * sent[:, None, :]
+    return row_shares(weights * sent[:, None, :])
+
+
+def row_shares(weighted: np.ndarray) -> np.ndarray:
+    """Value-weighted attention (..., Tq, Tk) as each key's share of its row (0 for a row that
+    receives nothing): drawn on the same [0, 1] scale as attention weights."""
     total = weighted.sum(-1, keepdims=True)
     return np.divide(weighted, total, out=np.zeros_like(weighted), where=total > 0)
