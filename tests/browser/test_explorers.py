@@ -283,19 +283,19 @@ def test_the_reversal_beam_search_and_a_hot_sample(page: Page, app_url: str, tmp
     assert_no_exception(page)
 
 
+def switch_on_weighted(page: Page, url: str) -> None:
+    """Open the page and switch the maps to value-weighted from the keyboard alone."""
+    open_page(page, url)
+    page.get_by_role("switch", name="Value-weighted: what each key sends").focus()
+    page.keyboard.press("Space")
+    settle(page, {"weighted": "true"})
+
+
 def test_value_weighted_maps_from_the_keyboard(page: Page, app_url: str) -> None:
     """/reversal's switch under section 1, then /gpt's under its maps: each redraws its grids as
     what every key sends, and says so in the grid's title."""
-    open_page(page, app_url + "/reversal")
-    switch = page.get_by_role("switch", name="Value-weighted: what each key sends")
-    switch.focus()
-    page.keyboard.press("Space")
-    settle(page, {"weighted": "true"})
+    switch_on_weighted(page, app_url + "/reversal")
     chart_title(page, "rev_cross_grid", "value-weighted")
     chart_title(page, "rev_enc_grid", "value-weighted")
-    open_page(page, app_url + "/gpt")
-    switch = page.get_by_role("switch", name="Value-weighted: what each key sends")
-    switch.focus()
-    page.keyboard.press("Space")
-    settle(page, {"weighted": "true"})
+    switch_on_weighted(page, app_url + "/gpt")
     chart_title(page, "gpt_self_grid", "value-weighted attention")
