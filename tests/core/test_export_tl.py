@@ -205,3 +205,49 @@ def test_direct_logit_attribution_equals_transformer_lens(transformer_lens, tmp_
         theirs = (stack[:, 0] * directions).sum(-1).view(*ours.heads.shape, -1)
     np.testing.assert_allclose(ours.per_position, theirs.numpy(), atol=1e-4, rtol=0)
     assert np.abs(ours.heads).max() > 0.1
+
+
+@pytest.mark.parametrize("positions", ["learned", "none"])
+def test_the_score_split_equals_transformer_lens_residual_decomposition(
+    transformer_lens, tmp_path, positions
+):
+    """Issue 40's QK attribution against TransformerLens's own cache of the exported model: its
+    residual parts at layer 1 (hook_embed, hook_pos_embed, each layer-0 head's result, b_O, mlp_out)
+    through ln1 with its hook_scale frozen, then W_Q and W_K of one head, give our contributions."""
+    from transformer_core.interp.decompose import decompose_scores
+
+    model = _perturbed_gpt(positions)
+    export_transformer_lens(model, tmp_path)
+    hooked = load_hooked_transformer(tmp_path)
+    ids = torch.randint(0, 24, (1, 12), generator=torch.Generator().manual_seed(2))
+    capture = AttentionCapture()
+    with torch.no_grad():
+        model(ids, capture=capture)
+        _, cache = hooked.run_with_cache(ids)
+    layer, head, query = 1, 2, 9
+    ours = decompose_scores(model, capture, "self", layer, head, query)
+    results = cache.stack_head_results(layer=layer)[:, 0]  # (heads of earlier layers, T, d_model)
+    parts = [cache["hook_embed"][0]]
+    if positions == "learned":
+        parts.append(cache["hook_pos_embed"][0])
+    parts += [*results, cache["mlp_out", 0][0]]
+    block = hooked.blocks[layer]
+    bias = hooked.blocks[0].attn.b_O.expand_as(parts[0])
+    stack = torch.stack([*parts, bias])  # (P, T, d_model), ours: embed, pos, L0H0.., MLP0, bias
+    scale = cache[f"blocks.{layer}.ln1.hook_scale"][0]  # (T, 1)
+    normed = (stack - stack.mean(-1, keepdim=True)) / scale * block.ln1.w
+    normed[-1] += block.ln1.b
+    q = normed[:, query] @ block.attn.W_Q[head]  # (P, d_head)
+    k = normed @ block.attn.W_K[head]  # (P, T, d_head)
+    q[-1] += block.attn.b_Q[head]
+    k[-1] += block.attn.b_K[head]
+    theirs = torch.einsum("ad,bkd->kab", q, k) / block.attn.attn_scale  # (T, Pq, Pk)
+    order = ours.query_parts
+    assert order[-2:] == ["MLP0", "bias"] and len(order) == len(parts) + 1
+    np.testing.assert_allclose(ours.contributions, theirs.detach().numpy(), atol=1e-4)
+    torch.testing.assert_close(
+        torch.tensor(ours.contributions.sum((1, 2)))[: query + 1],
+        cache["attn_scores", layer][0, head, query, : query + 1],
+        atol=1e-4,
+        rtol=0,
+    )
