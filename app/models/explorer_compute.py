@@ -281,5 +281,6 @@ def dataset_profiles(ckpt: Checkpoint) -> HeadProfiles:
 def marked_pair(tokens: list[str], query: int, key: int, around: int = 8) -> str:
     """The window's text around a (query, key) pair, the key as [k] and the query as {q}."""
     start, end = max(0, min(query, key) - around), min(len(tokens), max(query, key) + 3)
-    shown = [f"[{t}]" if i == key else f"{{{t}}}" if i == query else t for i, t in enumerate(tokens)]
+    marks = {key: "[{}]", query: "{{{}}}"} if key != query else {key: "[{{{}}}]"}  # a query on itself: both
+    shown = [marks[i].format(t) if i in marks else t for i, t in enumerate(tokens)]
     return ("…" if start else "") + "".join(shown[start:end]) + ("…" if end < len(tokens) else "")

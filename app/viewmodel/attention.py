@@ -185,9 +185,7 @@ def maps_of(
             k,
             options,
             cell_titles=titles.get(k, plain),
-            label=f"value-weighted {kind_label(k, options)}: each key's share of ||α·v·W_O||"
-            if weighted
-            else None,
+            label=f"value-weighted {kind_label(k, options)}" if weighted else None,
             value_name="share sent" if weighted else "weight",
         )
         for k in kinds

@@ -137,7 +137,7 @@ def gpt_page(ckpt: Checkpoint, request: GPTRequest) -> GPTPage:
     return GPTPage(prompt, samples, window, ids, view, maps, beam)
 
 
-VALUE_WEIGHTED = "value-weighted attention: each key's share of ||α·v·W_O|| (Kobayashi et al. 2020)"
+VALUE_WEIGHTED = "value-weighted attention (shares of ‖α·v·W_O‖)"
 
 
 def value_weighted_trace(ckpt: Checkpoint, view: GPTView) -> GPTTrace:

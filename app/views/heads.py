@@ -21,6 +21,7 @@ from attention_lab.models.resources import checkpoint_labels, load_model, model_
 from attention_lab.viewmodel.heads import BEST, HeadsRequest, PatchRequest, heads_page, patch_view
 from transformer_core import CheckpointError, ConfigError, InputError
 from transformer_core.interp import DESCRIPTIONS, SCORES, heads_json
+from transformer_core.interp.decompose import check_decomposable
 from transformer_core.interp.report import probe_set_of
 from transformer_core.train import checkpoint_recipe
 
@@ -318,11 +319,12 @@ st.markdown(
     "which is a **sum of parts**: the token embedding, the position code (where the scheme adds one), "
     "what every earlier head and MLP wrote, and the biases. With the layer norm's scale frozen at its "
     "value in this pass, every step is linear, so the score splits exactly into one term per pair "
-    "(query part, key part), plus ALiBi's or T5's bias. An induction head finds its key through a "
-    "layer-0 head's output on the key side: K-composition, seen on one cell."
+    "(query part, key part), plus ALiBi's or T5's bias. On `gpt-induction`'s induction head 1.1, the "
+    "largest part at its target is the token embedding against a layer-0 head's output: K-composition."
 )
 explained = None
 try:
+    check_decomposable(ckpt.model)
     query_axis = scores.pattern_tokens[kind_open][0]
     q_col, k_col = st.columns(2)
     state.clamp_state(P + "why_query", list(range(len(query_axis))), len(query_axis) - 1)
@@ -335,7 +337,7 @@ try:
     )
     explained = run_cached(score_parts, name, first_probe, kind_open, layer_open, head_open, why_query)
 except (ConfigError, InputError) as e:
-    st.info(str(e), icon=":material/info:")
+    st.info(str(e).removeprefix("explain: ").capitalize(), icon=":material/info:")
 if explained is not None:
     parts = explained.parts
     best = int(parts.weights.argmax())
@@ -363,7 +365,12 @@ if explained is not None:
     )
 
 # ---------------------------------------------------------------- 10 query/key geometry
-if is_gpt and kind_open == "self":
+if not (is_gpt and kind_open == "self"):
+    st.caption(
+        "Sections 10 and 11 (where a head's queries and keys lie, and every head across a dataset) "
+        "read a GPT's self-attention heads: open a GPT to see them."
+    )
+else:
     st.subheader("10 · Where this head's queries and keys lie")
     st.markdown(
         "A head attends where q·k is large, so where its queries and keys lie says what it looks for. "

@@ -201,6 +201,7 @@ st.caption(
     "small map's title gives that head's anti-diagonal score, the mean weight on the mirrored letter "
     f"(1.00 = perfect); the most anti-diagonal head is **L{best[0]} H{best[1]}** ({scores[best]:.2f}). "
     "The layer and head chosen here, or by a click on a small map, are drawn large in every section."
+    + (" The scores stay those of the attention weights, whatever the maps show." if weighted else "")
 )
 decoding.reversal_decoding_controls(P, st, how)  # how the output above was written
 if not recurrent:  # an additive attention has no W_O: nothing to weigh by

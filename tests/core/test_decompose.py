@@ -70,8 +70,8 @@ def test_the_split_queries_and_keys_are_the_captured_ones() -> None:
     stream = stream_parts(model, capture, "self", layer)
     assert torch.allclose(stream.parts.sum(0), capture.residuals[f"self.{layer}.resid_pre"][0], atol=1e-5)
     normed = normed_parts(stream, model.blocks[layer].norm_self)
-    q = project(normed, model.blocks[layer].self_attn, 0, head, stream.names).sum(0)
-    k = project(normed, model.blocks[layer].self_attn, 1, head, stream.names).sum(0)
+    q = project(normed, model.blocks[layer].self_attn, 0, head).sum(0)
+    k = project(normed, model.blocks[layer].self_attn, 1, head).sum(0)
     record = capture[f"self.{layer}"]
     assert torch.allclose(q, record.q[0, head], atol=1e-5) and torch.allclose(k, record.k[0, head], atol=1e-5)
 
@@ -84,9 +84,9 @@ def test_the_parts_are_named_by_what_wrote_them() -> None:
     assert decompose_scores(model, capture, "self", 1, 0, 3).query_parts == ["embed", "L0H0", "L0H1", BIAS]
     model, capture = captured("seq2seq", "sinusoidal")
     cross = decompose_scores(model, capture, "cross", 1, 0, 2)
-    assert cross.query_parts[:6] == ["embed", POSITION, "L0H0", "L0H1", "L0xH0", "L0xH1"]
-    assert cross.query_parts[-3:] == ["L1H0", "L1H1", BIAS]  # the block's own self-attention first
-    assert cross.key_parts[-2:] == ["MLP2", BIAS]  # the encoder's whole stream
+    assert cross.query_parts[:6] == ["dec embed", "dec pos", "dec L0H0", "dec L0H1", "dec L0xH0", "dec L0xH1"]
+    assert cross.query_parts[-3:] == ["dec L1H0", "dec L1H1", "dec bias"]  # the block's own self-attention
+    assert cross.key_parts[-2:] == ["enc MLP2", "enc bias"]  # the encoder's whole stream
 
 
 def test_post_ln_and_recurrent_models_are_refused() -> None:

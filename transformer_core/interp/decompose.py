@@ -158,6 +158,11 @@ def _merge_bias(stream: Stream) -> Stream:
     return Stream([*(stream.names[i] for i in keep), BIAS], torch.cat([stream.parts[keep], bias]))
 
 
+def named(prefix: str, stream: Stream) -> Stream:
+    """The stream with its parts' names prefixed (which stack wrote them)."""
+    return Stream([prefix + n for n in stream.names], stream.parts)
+
+
 def normed_parts(stream: Stream, norm: nn.Module) -> torch.Tensor:
     """Parts (P, T, d) as the norm sees them with its scale frozen at the full stream's:
     LayerNorm centres each part and adds its shift to 'bias'; RMSNorm only divides."""
@@ -170,20 +175,18 @@ def normed_parts(stream: Stream, norm: nn.Module) -> torch.Tensor:
         parts = parts - parts.mean(-1, keepdim=True)
     out = parts / scale * norm.weight
     if getattr(norm, "bias", None) is not None:
-        out[stream.names.index(BIAS)] += norm.bias
+        out[-1] += norm.bias  # the 'bias' part, always last
     return out
 
 
-def project(
-    parts: torch.Tensor, attn: MultiHeadAttention, which: int, head: int, names: list[str]
-) -> torch.Tensor:
+def project(parts: torch.Tensor, attn: MultiHeadAttention, which: int, head: int) -> torch.Tensor:
     """Normed parts (P, T, d_model) -> (P, T, d_head) through W_Q (which 0) or W_K (1) of one
     head, its bias added to the 'bias' part."""
     d, d_head = attn.d_model, attn.d_head
     rows = slice(which * d + head * d_head, which * d + (head + 1) * d_head)
     out = parts @ attn.in_proj.weight[rows].T
     if attn.in_proj.bias is not None:
-        out[names.index(BIAS)] += attn.in_proj.bias[rows]
+        out[-1] += attn.in_proj.bias[rows]  # the 'bias' part, always last
     return out
 
 
@@ -198,18 +201,18 @@ def decompose_scores(
     stack = "decoder_self" if kind == "cross" else kind
     blocks, scheme = _stack(model, stack)
     block = blocks[layer]
-    if kind == "cross":
+    if kind == "cross":  # decoder parts ask, encoder parts answer: named apart ("dec L0H1", "enc L0H1")
         attn = block.cross_attn
-        q_stream = stream_parts(model, capture, "decoder_self", layer, with_self=True)
-        k_stream = stream_parts(model, capture, "encoder_self", model.config.n_layers)
+        q_stream = named("dec ", stream_parts(model, capture, "decoder_self", layer, with_self=True))
+        k_stream = named("enc ", stream_parts(model, capture, "encoder_self", model.config.n_layers))
         q_in = normed_parts(q_stream, block.norm_cross)
         k_in = normed_parts(k_stream, model.encoder_norm)
     else:
         attn = block.self_attn
         q_stream = k_stream = stream_parts(model, capture, stack, layer)
         q_in = k_in = normed_parts(q_stream, block.norm_self)
-    q = project(q_in, attn, 0, head, q_stream.names)  # (Pq, Tq, d_head)
-    k = project(k_in, attn, 1, head, k_stream.names)  # (Pk, Tk, d_head)
+    q = project(q_in, attn, 0, head)  # (Pq, Tq, d_head)
+    k = project(k_in, attn, 1, head)  # (Pk, Tk, d_head)
     rotation = None if kind == "cross" else scheme.rotation(torch.arange(q.size(1), device=q.device))
     if rotation is not None:  # RoPE turns every part by its position's angle: still linear
         q, k = apply_rope(q, *rotation), apply_rope(k, *rotation)
