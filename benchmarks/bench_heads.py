@@ -1,7 +1,9 @@
 """Time of the full /heads analysis of one checkpoint: detectors, the ablation sweep and
 gradient proxy on held-out data, the induction-probe sweep, rollout and logit lens,
 composition, direct logit attribution and activation patching (what the /heads page computes
-once per checkpoint weights and inputs).
+once per checkpoint weights and inputs), and the "why a head attends" analyses: one query row's
+score split (the last layer's head 0, query 1 of the first probe), one head's query/key geometry
+and the profiles over 64 held-out windows (a GPT's self-attention only; "-" otherwise).
 
     python benchmarks/bench_heads.py [gpt-rope reverse-rope ...] [--repeats 3] [--threads 2]
 
@@ -18,7 +20,11 @@ from collections.abc import Callable
 
 import torch
 
+from transformer_core.interp.decompose import explain
+from transformer_core.interp.geometry import qk_geometry
+from transformer_core.interp.profiles import profile_heads
 from transformer_core.interp.report import (
+    probe_set_of,
     report_attribution,
     report_composition,
     report_detectors,
@@ -28,6 +34,7 @@ from transformer_core.interp.report import (
     report_patching,
 )
 from transformer_core.io.checkpoint import SHIPPED_NAMES, Checkpoint, load_checkpoint
+from transformer_core.models import GPT
 from transformer_core.train import checkpoint_recipe
 
 PARTS: dict[str, Callable[[Checkpoint], object]] = {
@@ -38,7 +45,20 @@ PARTS: dict[str, Callable[[Checkpoint], object]] = {
     "compose": report_composition,
     "dla": lambda c: report_attribution(c, None),
     "patch": lambda c: report_patching(c, *checkpoint_recipe(c.config.arch, c.training_task).patch_pair),
+    "explain": lambda c: explain(
+        c, probe_set_of(c, None).texts[0], KIND[c.config.arch], c.config.n_layers - 1, 0, 1
+    ),
+    "geometry": lambda c: (
+        qk_geometry(c.model, c.tokenizer, probe_set_of(c, None).texts, 0, 0) if gpt(c) else None
+    ),
+    "profile": lambda c: profile_heads(c) if gpt(c) else None,
 }
+KIND = {"gpt": "self", "seq2seq": "cross"}  # the kind a head is split in
+GPT_ONLY = ("geometry", "profile")
+
+
+def gpt(ckpt: Checkpoint) -> bool:
+    return isinstance(ckpt.model, GPT)
 
 
 def median_seconds(fn: Callable[[], object], repeats: int) -> float:
@@ -68,7 +88,9 @@ def main() -> None:
         cfg = ckpt.config
         n = cfg.n_layers * cfg.n_heads * (1 if cfg.arch == "gpt" else 3)
         parts = [median_seconds(lambda f=f, c=ckpt: f(c), args.repeats) for f in PARTS.values()]
-        print(f"{name:<16}{n:>6}" + "".join(f"{t:>9.2f}" for t in parts) + f"{sum(parts):>9.2f}")
+        skipped = () if gpt(ckpt) else GPT_ONLY  # what reads a GPT's self-attention only
+        shown = ["        -" if p in skipped else f"{t:>9.2f}" for p, t in zip(PARTS, parts, strict=True)]
+        print(f"{name:<16}{n:>6}" + "".join(shown) + f"{sum(parts):>9.2f}")
 
 
 if __name__ == "__main__":
