@@ -24,7 +24,13 @@ from attention_lab.frame import state, tables
 from attention_lab.models.bert_compute import gpt_guesses, held_out_accuracy, held_out_chance
 from attention_lab.models.compute import run_cached, view_cached
 from attention_lab.models.explorer_compute import gpt_view
-from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
+from attention_lab.models.resources import (
+    checkpoint_labels,
+    installed_models,
+    load_model,
+    model_choices,
+    shipped_checkpoints,
+)
 from attention_lab.viewmodel.attention import head_figure
 from attention_lab.viewmodel.bert import BOTH_WAYS, bert_page
 from transformer_core import CheckpointError, ConfigError, InferenceOptions, InputError
@@ -43,7 +49,12 @@ st.caption(
 )
 
 choices = model_choices("mlm")
-gpts = [n for n in model_choices("lm") if n != "gpt-induction"]  # the induction GPT knows 26 letters
+metas = {**shipped_checkpoints(), **installed_models()}  # a BPE model's positions are not characters
+gpts = [
+    n
+    for n in model_choices("lm")
+    if n != "gpt-induction" and (metas.get(n, {}).get("tokenizer") or {}).get("kind") != "bpe"
+]  # the induction GPT knows 26 letters; an imported GPT-2 reads pieces of words
 if not choices or not gpts:
     st.warning(
         "This page needs `bert-char` and a character GPT in checkpoints/. Train them with "
