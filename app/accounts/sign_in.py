@@ -19,10 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention_lab.frame.markdown_safe import md_text
-from attention_lab.frame.streamlit_private import XSRF_COOKIE, browser_token
+from attention_lab.frame.streamlit_private import XSRF_COOKIE, browser_token, script_session_id
 
 RETURN_KEY = "attention_lab_return"  # sessionStorage: the link a person opened before signing in
 _RETURNED = "_access_returned"  # session_state: the link after sign-in was reopened (once a session)
@@ -67,9 +66,8 @@ def person_id() -> str:
     XSRF token (else of this session, where the cookie is missing)."""
     if email := signed_in_email():
         return email
-    ctx = get_script_run_ctx()
     cookie = st.context.cookies.get(XSRF_COOKIE, "")  # not a str where there is no browser (AppTest)
-    seed = browser_token(cookie if isinstance(cookie, str) else "") or (ctx.session_id if ctx else "")
+    seed = browser_token(cookie if isinstance(cookie, str) else "") or script_session_id()
     return "browser " + hashlib.sha256(seed.encode()).hexdigest()[:16]
 
 

@@ -32,6 +32,7 @@ import streamlit
 from streamlit import runtime
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.session_state import SessionState
 
 _LOG = logging.getLogger(__name__)
@@ -371,3 +372,9 @@ def browser_token(cookie: str) -> str:
     if len(parts) != 4 or parts[0] != "2" or not mask:
         return ""
     return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex()
+
+
+def script_session_id() -> str:
+    """The id of the session whose script run is calling ("" outside a run, e.g. a thread)."""
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx else ""

@@ -28,10 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.runtime.state.session_state import SessionState
-
 from attention_lab.frame import streamlit_private as private
+from attention_lab.frame.streamlit_private import ForwardMsg, SessionState
 
 FINAL = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)  # a run's last finish
 RECORD_SECONDS = 40.0  # a leader's run not finished by then (its turn, TURN_WAIT_SECONDS, and more)

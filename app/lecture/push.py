@@ -35,8 +35,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streamlit.proto.ClientState_pb2 import ClientState
-
 from attention_lab.frame import streamlit_private as private
 from attention_lab.lecture.mirror import Mirrors, Recording, state_value
 
@@ -180,7 +178,7 @@ def rerun_session(session_id: str) -> bool:
     info = private.session_manager().get_active_session_info(session_id)
     if info is None or private.is_running(info.session):
         return False
-    state = ClientState()
+    state = private.ClientState()
     state.CopyFrom(private.client_state(info.session))  # the last run's page and URL
     state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not a fragment
     info.session.request_rerun(state)
