@@ -249,6 +249,13 @@ def test_shipped_checkpoints_are_package_data(installed: Installed) -> None:
     assert done.returncode == 0, done.stderr
     listed = sorted(c["name"] for c in json.loads(done.stdout)["checkpoints"])
     assert SHIPPED and listed == SHIPPED
+    kept = (  # /heads 11 reads the shipped profiles, it does not compute them again
+        "from transformer_core.interp.profiles import stored_profiles as s\n"
+        "from transformer_core.io import load_checkpoint as c\n"
+        "print(s(c('gpt-rope')) is not None)"
+    )
+    done = installed.run(installed.bin("python"), "-c", kept)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
 
 
 def assert_maps_drawn(page: Page) -> None:
