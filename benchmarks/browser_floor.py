@@ -8,6 +8,7 @@ Streamlit itself costs a page on this machine, whatever the lab's pages do on to
 import numpy as np
 import streamlit as st
 
+from attention_lab.charts import component
 from attention_lab.charts import (
     specs as charts,  # app/ on PYTHONPATH: bench_browser.py serves a copy next to app/static
 )
@@ -28,4 +29,4 @@ for name in st.query_params.get("with", "").split(","):
         ELEMENTS[name]()
 tokens = list("heads attend")  # 12 tokens
 weights = np.random.default_rng(0).dirichlet(np.ones(len(tokens)), size=len(tokens))
-charts.show(charts.head_spec(weights, tokens, tokens, title="one map"), key="map")
+component.show(charts.head_spec(weights, tokens, tokens, title="one map"), key="map")

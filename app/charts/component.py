@@ -1,22 +1,26 @@
-"""The chart component's code in the browser: our canvas charts (app/static/charts.js and
-its modules in app/static/charts/) mounted as a Streamlit v2 component, no iframe.
+"""Streamlit's side of the charts: our canvas charts (app/static/charts.js and its modules in
+app/static/charts/, `attention_lab.charts.script`) mounted as a Streamlit v2 component, no
+iframe (`show`), and the trace download buttons under them.
 
 Where the server serves app/static, a 0.4 kB loader imports the modules once per browser page
 (preloaded all at once, their URL versioned by a hash of them all); where it does not, every
-module is bundled into one script. `attention_lab.charts.specs` builds the specs and mounts charts with it.
+module is bundled into one script. `attention_lab.charts.specs` builds the specs.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
-import re
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
-STATIC = Path(__file__).resolve().parents[1] / "static"  # served at /app/static/
-SCRIPT = STATIC / "charts.js"  # the entry module; it imports charts/*.js
+from attention_lab.charts import script as chart_script
+from attention_lab.charts.export import attention_csv, trace_json_text
+from attention_lab.charts.specs import TOOLS_PX
+from transformer_core.interp import GPTTrace, Seq2SeqTrace
+
 LOADER = """
 let loaded = null;  // the drawing module, once fetched: later charts draw without waiting
 function fetchCharts() {
@@ -55,50 +59,60 @@ def script() -> str:
     modules, once per browser page; else all of them bundled into one script, which Streamlit
     would then send with every chart of every run (45 kB each)."""
     if not st.get_option("server.enableStaticServing"):
-        return bundled()
+        return chart_script.bundled()
     base = str(st.get_option("server.baseUrlPath") or "").strip("/")
     url = f"/{base}/app/static/" if base else "/app/static/"
-    modules = sorted((STATIC / "charts").glob("*.js"))
-    version = hashlib.sha256(b"".join(f.read_bytes() for f in [SCRIPT, *modules])).hexdigest()[:12]
-    module_urls = json.dumps([f"{url}charts/{m.name}" for m in modules])
-    return LOADER % (module_urls, f"{url}charts.js?v={version}")  # a changed module: a new URL for charts.js
+    module_urls = json.dumps([f"{url}charts/{m.name}" for m in chart_script.modules()])
+    return LOADER % (module_urls, f"{url}charts.js?v={chart_script.version()}")  # a changed module: a new URL
 
 
-#: the modules' two forms of import: `import * as name from "./x.js";`, `import { a, b } from "./x.js";`
-_IMPORT = re.compile(r'^import (?:\* as (\w+)|\{([^}]*)\}) from "(\.[^"]+)";\n', re.MULTILINE)
-_EXPORT = re.compile(r"^export (?:async function|function|const) (\w+)", re.MULTILINE)
+_CHART = st.components.v2.component("attention_lab.chart", js=script(), css=chart_script.css())
 
 
-def bundled() -> str:
-    """charts.js and every module it imports as one module script: each imported module's
-    code in a function scope that returns its exports, each import a read of those."""
-    parts: list[str] = []
-    names: dict[Path, str] = {}  # module -> the constant holding its exports in the bundle
+def show(
+    spec: dict[str, Any],
+    *,
+    key: str,
+    on_head: Callable[[int, int], None] | None = None,
+    where: Any = None,
+) -> None:
+    """Mount a chart (in `where`, a container or column, else the page); on_head(layer, head)
+    runs before the rerun a click on a grid's head starts."""
 
-    def add(path: Path) -> str:
-        if path not in names:
-            text = path.read_text(encoding="utf-8")
-            body = _IMPORT.sub(lambda m: _read_import(m, add((path.parent / m[3]).resolve())), text)
-            if path == SCRIPT:
-                parts.append(body)  # the entry keeps its `export default`
-            else:
-                code = re.sub(r"^export ", "", body, flags=re.MULTILINE)
-                exports = ", ".join(_EXPORT.findall(text))
-                parts.append(f"const charts_{path.stem} = (() => {{\n{code}return {{ {exports} }};\n}})();\n")
-            names[path] = f"charts_{path.stem}"
-        return names[path]
+    def clicked() -> None:
+        picked = (st.session_state.get(key) or {}).get("head") or {}
+        try:
+            layer, head = int(picked["layer"]), int(picked["head"])
+        except (KeyError, TypeError, ValueError):
+            return  # not a head click: nothing to select
+        if on_head is not None:
+            on_head(layer, head)
 
-    add(SCRIPT)
-    return "\n".join(parts)
-
-
-def _read_import(m: re.Match[str], module: str) -> str:
-    """An import statement in the bundle: the imported names read from `module`'s exports."""
-    return f"const {m[1]} = {module};\n" if m[1] else f"const {{{m[2]}}} = {module};\n"
+    with where if where is not None else contextlib.nullcontext():
+        _CHART(key=key, data=spec, height=spec["height"] + TOOLS_PX, on_head_change=clicked)
 
 
-component = st.components.v2.component(
-    "attention_lab.chart",
-    js=script(),
-    css=(STATIC / "charts.css").read_text(encoding="utf-8"),
-)
+def download_buttons(
+    prefix: str, stem: str, checkpoint: str, trace: GPTTrace | Seq2SeqTrace, **extra: object
+) -> None:
+    """JSON (the `trace --json` object plus `extra`) and long-form CSV, built only on click;
+    `stem` from export.file_stem."""
+    row = st.container(horizontal=True)
+    row.download_button(
+        "Attention as JSON",
+        data=lambda: trace_json_text(trace, checkpoint, **extra),
+        file_name=f"{stem}.json",
+        mime="application/json",
+        on_click="ignore",
+        icon=":material/download:",
+        key=prefix + "json",
+    )
+    row.download_button(
+        "Attention as CSV",
+        data=lambda: attention_csv(trace),
+        file_name=f"{stem}.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        key=prefix + "csv",
+    )

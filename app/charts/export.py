@@ -3,7 +3,7 @@
 The JSON is `trace.to_json(checkpoint)` (exactly what `python -m transformer_core trace
 --json` prints, see transformer_core.interp.trace) plus whatever a page adds (options,
 unknown characters); the CSV has one row per weight with both tokens, for spreadsheets.
-`download_buttons` offers both under a chart section, built only when clicked.
+`attention_lab.charts.component.download_buttons` offers both under a chart section.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import re
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from transformer_core.interp import JSON_DECIMALS, GPTTrace, Seq2SeqTrace
 
@@ -56,29 +55,3 @@ def attention_csv(trace: GPTTrace | Seq2SeqTrace) -> str:
     buf = io.StringIO()
     pd.concat(frames).to_csv(buf, index=False)
     return buf.getvalue()
-
-
-def download_buttons(
-    prefix: str, stem: str, checkpoint: str, trace: GPTTrace | Seq2SeqTrace, **extra: object
-) -> None:
-    """JSON (the `trace --json` object plus `extra`) and long-form CSV, built only on click;
-    `stem` from file_stem."""
-    row = st.container(horizontal=True)
-    row.download_button(
-        "Attention as JSON",
-        data=lambda: trace_json_text(trace, checkpoint, **extra),
-        file_name=f"{stem}.json",
-        mime="application/json",
-        on_click="ignore",
-        icon=":material/download:",
-        key=prefix + "json",
-    )
-    row.download_button(
-        "Attention as CSV",
-        data=lambda: attention_csv(trace),
-        file_name=f"{stem}.csv",
-        mime="text/csv",
-        on_click="ignore",
-        icon=":material/download:",
-        key=prefix + "csv",
-    )

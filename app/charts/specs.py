@@ -22,15 +22,11 @@ uint16 steps over their colour range.
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import streamlit as st
-
-from attention_lab.charts.component import component
 
 COLORSCALE = "Blues"  # attention weights
 #: px under each chart for its buttons (Show as table, PNG, SVG), so they never cover it
@@ -448,26 +444,3 @@ def bars_spec(
 
 def _shown(fmt: str | Callable[[float], str], x: float) -> str:
     return fmt(x) if callable(fmt) else fmt.format(x)
-
-
-def show(
-    spec: dict[str, Any],
-    *,
-    key: str,
-    on_head: Callable[[int, int], None] | None = None,
-    where: Any = None,
-) -> None:
-    """Mount a chart (in `where`, a container or column, else the page); on_head(layer, head)
-    runs before the rerun a click on a grid's head starts."""
-
-    def clicked() -> None:
-        picked = (st.session_state.get(key) or {}).get("head") or {}
-        try:
-            layer, head = int(picked["layer"]), int(picked["head"])
-        except (KeyError, TypeError, ValueError):
-            return  # not a head click: nothing to select
-        if on_head is not None:
-            on_head(layer, head)
-
-    with where if where is not None else contextlib.nullcontext():
-        component(key=key, data=spec, height=spec["height"] + TOOLS_PX, on_head_change=clicked)

@@ -1,6 +1,6 @@
 """ "xy" charts for the lessons and /train: curves, points, histograms and arrows over numbers,
 in `panel`s side by side (`xy_spec`), and every column of a frame as a curve (`frame_lines`).
-Specs only; `attention_lab.charts.specs.show` mounts them."""
+Specs only; `attention_lab.charts.component.show` mounts them."""
 
 from __future__ import annotations
 

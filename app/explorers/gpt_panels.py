@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_lab.charts import export
+from attention_lab.charts import component, export
 from attention_lab.charts import specs as charts
 from attention_lab.explorers.explorer_html import sampled_text_html, walk_formula_html
 from attention_lab.explorers.query_walk import WalkStep, softmax_walk, walk_table
@@ -96,7 +96,7 @@ def next_shift(
         height=250,
         file=export.file_stem("gpt", name, "next_" + ("ablated" if change == "ablation" else "windowed")),
     )
-    charts.show(spec, key=prefix + "next")
+    component.show(spec, key=prefix + "next")
     m1, m2 = st.columns(2)
     m1.metric(
         "Total variation",
@@ -126,7 +126,7 @@ def next_character(
         ids = _union_of_top(tokenizer, 10, probs)[:14]
         labels, series = tokenizer.token_labels(ids), {"model (softmax of the logits)": probs[ids]}
         spec = charts.bars_spec(labels, series, title, height=250, file=export.file_stem("gpt", name, "next"))
-        charts.show(spec, key=prefix + "next")
+        component.show(spec, key=prefix + "next")
         st.caption(
             f"Beam search draws nothing: at every step it extends each of the {beam.width} kept outputs "
             f"by every {unit}, and keeps the {beam.width} with the highest total log-probability."
@@ -141,7 +141,7 @@ def next_character(
         height=250,
         file=export.file_stem("gpt", name, "next"),
     )
-    charts.show(spec, key=prefix + "next")
+    component.show(spec, key=prefix + "next")
     kept = int((sampled > 0).sum())
     st.caption(
         f"Sampled from: {', '.join(settings.described())}: {kept} of {len(sampled):,} {unit}s can be drawn; "
@@ -225,22 +225,22 @@ def query_and_keys(
         y_title="value",
         file=stem + "_q",
     )
-    charts.show(q_spec, key=prefix + "qvec", where=v1)
+    component.show(q_spec, key=prefix + "qvec", where=v1)
     if not rot:
         spec = charts.matrix_spec(
             steps.k, tokens, "Key vectors, one row per key", value_name="k", file=stem + "_keys"
         )
-        charts.show(spec, key=prefix + "kmat", where=v2)
+        component.show(spec, key=prefix + "kmat", where=v2)
         return
     after, before = v2.tabs([f"keys after {scheme}", f"keys before {scheme}"])
     spec = charts.matrix_spec(
         steps.k, tokens, "Key vectors, rotated: what the scores use", value_name="k", file=stem + "_keys"
     )
-    charts.show(spec, key=prefix + "kmat", where=after)
+    component.show(spec, key=prefix + "kmat", where=after)
     raw = charts.matrix_spec(
         steps.k_raw, tokens, "Key vectors before the rotation", value_name="k", file=stem + "_keys_raw"
     )
-    charts.show(raw, key=prefix + "kraw", where=before)
+    component.show(raw, key=prefix + "kraw", where=before)
     st.caption(
         "RoPE turns each pair of dimensions of q and k by an angle that grows with the position, "
         "so q·k depends on how far apart the two characters are. Hover the bars to compare."
@@ -282,7 +282,7 @@ def softmax_steps(prefix: str, steps: QuerySteps, scheme: str, tokens: list[str]
         y_title="weight",
         file=stem + "_weights",
     )
-    charts.show(weights, key=prefix + "wbars", where=right)
+    component.show(weights, key=prefix + "wbars", where=right)
     output = charts.bars_spec(
         list(range(len(steps.output))),
         {"Σ w·v": steps.output},
@@ -292,7 +292,7 @@ def softmax_steps(prefix: str, steps: QuerySteps, scheme: str, tokens: list[str]
         y_title="value",
         file=stem + "_output",
     )
-    charts.show(output, key=prefix + "out")
+    component.show(output, key=prefix + "out")
 
 
 def heads_merged(prefix: str, merge: HeadMerge, layer: int, head: int, token: str, stem: str) -> None:
@@ -317,8 +317,8 @@ def heads_merged(prefix: str, merge: HeadMerge, layer: int, head: int, token: st
         row_name="",
         file=stem + "_merged",
     )
-    charts.show(heads, key=prefix + "heads_merged")
-    charts.show(mixed, key=prefix + "heads_mixed")
+    component.show(heads, key=prefix + "heads_merged")
+    component.show(mixed, key=prefix + "heads_mixed")
 
 
 # ---------------------------------------------------------------- attention over the sample

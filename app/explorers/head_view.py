@@ -9,6 +9,7 @@ from typing import Any
 
 import streamlit as st
 
+from attention_lab.charts import component
 from attention_lab.charts import specs as charts
 from attention_lab.frame import present
 from attention_lab.frame.state import clamp_state
@@ -94,11 +95,13 @@ def draw_maps(
     left, right = columns or grid_columns()
     head_key = f"{prefix}{chart}_head"
     grid = {**maps.grid_with(layer, head, stem, cell_px or fitted_cell), "follow": head_key}
-    charts.show(grid, key=f"{prefix}{chart}_grid", on_head=functools.partial(pick_head, prefix), where=left)
+    component.show(
+        grid, key=f"{prefix}{chart}_grid", on_head=functools.partial(pick_head, prefix), where=left
+    )
     large = maps.head(
         layer, head, title=head_title, height=height or fitted, stem=stem, mark_future=mark_future
     )
-    charts.show(large, key=head_key, where=right)
+    component.show(large, key=head_key, where=right)
 
 
 def weighted_toggle(prefix: str, where: Any) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_lab.charts import export
+from attention_lab.charts import component, export
 from attention_lab.charts import specs as charts
 from attention_lab.explorers.explorer_html import labelled_output_html
 from attention_lab.frame.markdown_safe import md_code
@@ -70,7 +70,7 @@ def padded_batch(prefix: str, name: str, pv: PaddingView, layer: int, head: int)
             height=380,
             file=export.file_stem("reversal", name, "padding", f"row{b + 1}", f"L{layer}H{head}"),
         )
-        charts.show(spec, key=f"{prefix}pad{b}", where=col)
+        component.show(spec, key=f"{prefix}pad{b}", where=col)
         col.caption(_row_caption(pv, b, pad_share))
 
 
@@ -84,7 +84,7 @@ def recurrent_panel(view: ReversalPage, ckpt: Checkpoint, name: str) -> None:
         spec = view.maps["cross"].head(
             0, 0, title=f"Bahdanau alignment · anti-diagonal {score:.2f}", height=420, stem=("reversal", name)
         )
-        charts.show(spec, key="rev_bahdanau", where=st.columns([1, 1])[0])
+        component.show(spec, key="rev_bahdanau", where=st.columns([1, 1])[0])
         st.caption(
             "Bahdanau et al. (2015): before writing each letter, the decoder's GRU state s is compared "
             "with every encoder state h_j through a small network, score_j = vᵀ tanh(W s + U h_j), and a "
@@ -115,7 +115,7 @@ def recurrent_panel(view: ReversalPage, ckpt: Checkpoint, name: str) -> None:
         y_range=None,
         file=export.file_stem("reversal", name, "context"),
     )
-    charts.show(spec, key="rev_context")
+    component.show(spec, key="rev_context")
 
 
 def baselines_beside(
@@ -146,7 +146,7 @@ def baselines_beside(
             height=380,
             stem=("compare", names[side], side),
         )
-        charts.show(spec, key=f"{prefix}{side}_alignment", where=col)
+        component.show(spec, key=f"{prefix}{side}_alignment", where=col)
     st.caption(
         "A recurrent baseline has one alignment (Bahdanau) or none (the GRU), so the two sides are not "
         "compared head by head: each Transformer side shows its most anti-diagonal cross-attention head, "

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from attention_lab.charts import specs as charts
+from attention_lab.charts import component
 
 
 def in_range(lo: float, hi: float) -> Callable[[float], bool]:
@@ -20,7 +20,7 @@ def chart_writer(prefix: str) -> Callable[[dict, str], None]:
     """chart(spec, key) for a page: mounts the chart under prefix + key, so pages never share a key."""
 
     def chart(spec: dict, key: str) -> None:
-        charts.show(spec, key=prefix + key)
+        component.show(spec, key=prefix + key)
 
     return chart
 

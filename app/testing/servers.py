@@ -182,3 +182,51 @@ class Server:
         if self.proc is None:
             return float("nan")
         return sum(map(cpu_seconds, self.app_pids()))
+
+
+@contextmanager
+def running_jupyterlab(folder: Path) -> Iterator[str]:
+    """JupyterLab serving `folder` on a free loopback port (its settings, runtime files and
+    kernels' files under folder/.jupyter); yield the URL with its token; stop the server and
+    any kernel it started."""
+    port, token = free_port(), os.urandom(12).hex()
+    home = folder / ".jupyter"
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(home / "lab-settings")
+    env["JUPYTERLAB_WORKSPACES_DIR"] = str(home / "workspaces")
+    settings = home / "lab-settings" / "@jupyterlab"
+    for plugin, values in {  # no news toast, no "Select Kernel" dialog over the notebook
+        "apputils-extension/notification": '{"fetchNews": "false", "checkForUpdates": false}',
+        "notebook-extension/tracker": '{"autoStartDefaultKernel": true}',
+    }.items():
+        (settings / plugin).parent.mkdir(parents=True, exist_ok=True)
+        (settings / f"{plugin}.jupyterlab-settings").write_text(values + "\n")
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip", "127.0.0.1",
+        "--port", str(port), f"--ServerApp.token={token}", f"--ServerApp.root_dir={folder}",
+    ]  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    log = folder / "jupyterlab.log"
+    with launched(command, log, env, cwd=folder, stop_timeout=20) as proc:
+        started = []
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"jupyterlab exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+                try:
+                    with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    time.sleep(0.5)
+            else:
+                raise RuntimeError(f"jupyterlab did not answer within 120 s:\n{log.read_text()[-3000:]}")
+            yield f"{url}/lab/tree/{{path}}?token={token}"
+        finally:
+            started = descendants(proc.pid)[1:]  # its kernels: stopped with it, or killed after it
+    for pid in started:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass

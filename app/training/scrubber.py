@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from attention_lab.charts import component
 from attention_lab.charts import specs as charts
 from attention_lab.charts.gif import animated_gif
 from attention_lab.explorers.head_view import open_on_lesson
@@ -225,7 +226,7 @@ def snapshot_panel(info: RunInfo, p: RunProgress) -> None:
         title += f" — output “{snap['output']}”"
     weights = snap[kind][int(layer), int(head)]
     stem = f"train_step{snap['step']}_{kind}_L{int(layer)}H{int(head)}"
-    charts.show(charts.head_spec(weights, queries, keys, title, height=380, file=stem), key="snap_fig")
+    component.show(charts.head_spec(weights, queries, keys, title, height=380, file=stem), key="snap_fig")
     film = functools.partial(scrubber_gif, p, kind, int(layer), int(head))  # made on the click
     st.download_button("Save as GIF", film, file_name=f"train_{kind}_L{int(layer)}H{int(head)}.gif",
                        mime="image/gif", icon=":material/animated_images:", key="snap_gif")  # fmt: skip

@@ -5,8 +5,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_lab.charts import export
-from attention_lab.charts import specs as charts
+from attention_lab.charts import component, export
 from attention_lab.explorers.head_view import (
     draw_maps,
     grid_columns,
@@ -210,7 +209,7 @@ for where, trace, who, (l, h), label in (
         file=export.file_stem("bert", name, gpt_name, who.split()[0], f"L{l}H{h}"),
         label=label,
     )
-    charts.show(spec, key=f"{P}side_{who.split()[0]}", where=where)
+    component.show(spec, key=f"{P}side_{who.split()[0]}", where=where)
 st.caption(
     f"The same text, the same layer and head: the GPT's map is empty above the diagonal (the causal "
     f"mask), BERT's is not. The GPT reads each {MASK_MARK} as a character it does not know (<unk>)."
@@ -242,7 +241,7 @@ st.caption(
 
 # ---------------------------------------------------------------- downloads
 st.subheader("Take the numbers with you")
-export.download_buttons(
+component.download_buttons(
     P,
     export.file_stem("bert", name, f"L{layer}H{head}", "attention"),
     name,

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_lab.charts import export
+from attention_lab.charts import component, export
 from attention_lab.charts import specs as charts
 from attention_lab.explorers.head_view import head_selectors, names_no_head, open_on_lesson, pick_head
 from attention_lab.explorers.model_input import (
@@ -261,7 +261,7 @@ for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
         for l in range(n_layers)
     ]
     col.markdown(answer(side))
-    charts.show(
+    component.show(
         titled(
             views[side].maps[kind].grid_with(layer, head, ("compare", names[side], side), cell_px), titles
         ),
@@ -307,7 +307,7 @@ st.subheader(f"2 · Layer {layer}, head {head}: A, B and the difference")
 bound = max(float(np.abs(diff[layer, head]).max(initial=0.0)), 1e-3)
 col_a, col_b, col_d = st.columns(3, gap="small")
 for side, col in (("a", col_a), ("b", col_b)):
-    charts.show(
+    component.show(
         views[side]
         .maps[kind]
         .head(
@@ -320,7 +320,7 @@ for side, col in (("a", col_a), ("b", col_b)):
         key=f"{P}{side}_head",
         where=col,
     )
-charts.show(
+component.show(
     charts.head_spec(
         diff[layer, head],
         queries,

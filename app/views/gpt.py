@@ -4,7 +4,7 @@ import re
 
 import streamlit as st
 
-from attention_lab.charts import export
+from attention_lab.charts import component, export
 from attention_lab.explorers import decoding, gpt_panels
 from attention_lab.explorers.head_view import (
     draw_maps,
@@ -293,7 +293,7 @@ st.caption(
     "PNG and SVG: the buttons under each chart (on hover or focus). The files hold every head's weights as "
     "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`."
 )
-export.download_buttons(
+component.download_buttons(
     P,
     export.file_stem("gpt", name, f"L{layer}H{head}", "attention"),
     name,

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from attention_lab.charts import component
 from attention_lab.charts import head_plots as hp
-from attention_lab.charts import specs as charts
 from attention_lab.explorers.model_input import checkpoint_note, token_unit
 from attention_lab.frame import state, tables
 from attention_lab.models.compute import run_cached, view_cached
@@ -167,7 +167,7 @@ st.markdown(
     "simple positional heads (previous token, current token); heads that need another head's "
     "output, like induction heads, can only appear later."
 )
-charts.show(view.charts["scores"], key=P + "maps")
+component.show(view.charts["scores"], key=P + "maps")
 st.caption(
     "Blue maps are shares of attention (0 to 1, one scale: the bar at the right); grey maps are entropy "
     "(nats) and mean distance (positions), each on its own range. Hover a cell for its value."
@@ -189,7 +189,7 @@ kind_pat = (
     else kinds[0]
 )
 qt, kt = scores.pattern_tokens[kind_pat]
-charts.show(view.charts["patterns"][kind_pat], key=P + "grid")
+component.show(view.charts["patterns"][kind_pat], key=P + "grid")
 st.caption(
     f"Each head's pattern on the first probe text ({''.join(qt) if kind_pat != 'cross' else ''.join(kt)}): "
     "rows are queries, columns keys. A previous-token head is a line just below the diagonal; "
@@ -212,7 +212,7 @@ st.markdown(
     )
 )
 st.caption(f"Measured on {importance.data}.")
-charts.show(view.charts["importance"], key=P + "importance")
+component.show(view.charts["importance"], key=P + "importance")
 if induction_probe is not None:
     st.markdown(
         "**The same sweep on an induction probe**, apart: random segments repeated are not this model's "
@@ -220,7 +220,7 @@ if induction_probe is not None:
         "copying needs, not which heads the model needs for its text."
     )
     st.caption(f"Measured on {induction_probe.data}.")
-    charts.show(view.charts["importance_probe"], key=P + "importance_probe")
+    component.show(view.charts["importance_probe"], key=P + "importance_probe")
 
 # ---------------------------------------------------------------- 5 rollout
 st.subheader("5 · Attention rollout")
@@ -230,7 +230,7 @@ st.markdown(
     "renormalised) and multiply the layers together. Row i says how much of position i's final "
     f"state traces back to each input token ({'the GPT' if is_gpt else 'the encoder'}, first probe text)."
 )
-charts.show(view.charts["rollout"], key=P + "rollout", where=st.columns([1, 1])[0])
+component.show(view.charts["rollout"], key=P + "rollout", where=st.columns([1, 1])[0])
 
 # ---------------------------------------------------------------- 6 composition
 if view.composition is not None:
@@ -243,7 +243,7 @@ if view.composition is not None:
         "alone, no input. An induction head finds its key by K-composition with a previous-token head."
     )
     for spec, column in zip(view.charts["composition"], st.columns(3), strict=True):
-        charts.show(spec, key=spec["file"], where=column)  # heads_composition_q, _k, _v
+        component.show(spec, key=spec["file"], where=column)  # heads_composition_q, _k, _v
     st.caption(
         "Rows: the later head that reads; columns: the earlier head that wrote. Blank where the writer is "
         "not in an earlier layer. Same as TransformerLens's `all_composition_scores` on the exported model."
@@ -269,7 +269,7 @@ if view.lens is not None:
         "unembedding, averaged over the positions above). Other heads' and MLPs' indirect effects are "
         "not counted: a head can matter (section 4) without writing the answer itself."
     )
-    charts.show(view.charts["attribution"], key=P + "dla", where=st.columns([1, 2])[0])
+    component.show(view.charts["attribution"], key=P + "dla", where=st.columns([1, 2])[0])
 
 # ---------------------------------------------------------------- 8 activation patching
 st.subheader("8 · Activation patching")
@@ -306,7 +306,7 @@ except InputError as e:
 else:
     p = patched.patching
     st.caption(f"{patched.metric}: clean {p.clean:.3f}, corrupted {p.corrupted:.3f}.")
-    charts.show(patched.maps, key=P + "patching")
+    component.show(patched.maps, key=P + "patching")
     st.caption(
         "Same as TransformerLens's `get_act_patch_attn_head_out_all_pos` on the exported model. "
         f"`python -m transformer_core patch {name} --clean TEXT --corrupt TEXT --json` prints the raw metric."
@@ -351,10 +351,10 @@ if explained is not None:
         help="The position answering; it opens on the key this head gives the most weight.",
     )
     map_col, bars_col = st.columns([1.1, 1])
-    charts.show(
+    component.show(
         hp.score_part_map(parts, why_key, explained.queries, explained.keys), key=P + "why_map", where=map_col
     )
-    charts.show(hp.score_part_bars(parts, why_key), key=P + "why_bars", where=bars_col)
+    component.show(hp.score_part_bars(parts, why_key), key=P + "why_bars", where=bars_col)
     position = f" + position bias {parts.position[why_key]:+.3f}" if parts.position[why_key] else ""
     st.caption(
         f"{hp.KIND_NAMES[kind_open].capitalize()} layer {layer_open} head {head_open}: score "
@@ -386,7 +386,7 @@ else:
         help="The vectors the scores use: each turned by its position's angle.",
     )
     geometry, read = run_cached(head_geometry, name, layer_open, head_open, rotated)
-    charts.show(hp.geometry_chart(geometry), key=P + "geometry")
+    component.show(hp.geometry_chart(geometry), key=P + "geometry")
     st.caption(
         f"Read on {read}. How much of the position a straight line through this picture recovers (R², "
         f"0 none to 1 all): queries {geometry.r2_queries:.2f}, keys {geometry.r2_keys:.2f}; the two axes "

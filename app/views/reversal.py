@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attention_lab.charts import export
+from attention_lab.charts import component, export
 from attention_lab.explorers import decoding
 from attention_lab.explorers.head_view import (
     draw_maps,
@@ -282,7 +282,7 @@ st.caption(
     "PNG and SVG: the buttons under each chart (on hover or focus). The files hold every head's weights as "
     "[layer][head][query][key], the same layout as `python -m transformer_core trace --json`."
 )
-export.download_buttons(
+component.download_buttons(
     P,
     export.file_stem("reversal", name, f"L{layer}H{head}", text),
     name,

@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from attention_lab.charts import specs as charts
+from attention_lab.charts import component
 from attention_lab.frame import tables
 from attention_lab.frame.markdown_safe import md_code
 from attention_lab.frame.state import shown, visible, write_state
@@ -249,8 +249,8 @@ if mine := my_runs():
         )  # fmt: skip
         if len(chosen) >= 2:
             loss_fig, grads_fig = overlay_charts({labels[r]: read_progress(r) for r in chosen})
-            charts.show(loss_fig, key="train_overlay_loss")
-            charts.show(grads_fig, key="train_overlay_grads")
+            component.show(loss_fig, key="train_overlay_loss")
+            component.show(grads_fig, key="train_overlay_grads")
             st.caption(
                 "Gradient norms are each block's (encoder.0, decoder.1, …) before clipping at 1.0: "
                 "Post-LN without warm-up shows its large early gradients here."
@@ -291,14 +291,14 @@ def show_progress(info: RunInfo, p: RunProgress) -> None:
     view = run_charts(info.task, p)
     left, right = st.columns(2)
     left.markdown("**Training loss**")
-    charts.show(view.loss, key="train_loss_fig", where=left)
+    component.show(view.loss, key="train_loss_fig", where=left)
     right.markdown("**Learning rate**")
-    charts.show(view.lr, key="train_lr_fig", where=right)
+    component.show(view.lr, key="train_lr_fig", where=right)
     if info.task == "induction":
         show_induction(view)
     elif view.evaluation is not None:
         st.markdown(f"**Evaluation** ({view.eval_title})")
-        charts.show(view.evaluation, key="train_eval_fig")
+        component.show(view.evaluation, key="train_eval_fig")
     show_snapshots(info, p)
 
 
@@ -310,10 +310,10 @@ def show_induction(view: RunCharts) -> None:
         return
     left, *score_cols = st.columns(3)
     left.markdown("**Loss on the first copy vs the repeat** (nats)")
-    charts.show(view.in_context, key="train_ic_fig", where=left)
+    component.show(view.in_context, key="train_ic_fig", where=left)
     for col, (score, title) in zip(score_cols, HEAD_SCORES.items(), strict=True):
         col.markdown(f"**{title} of every head**")
-        charts.show(view.head_scores[score], key=f"train_{score}_fig", where=col)
+        component.show(view.head_scores[score], key=f"train_{score}_fig", where=col)
     st.caption(
         "The repeat becomes predictable only when a layer-0 head attends to the previous token and "
         "a layer-1 head uses it to find the earlier copy: watch the repeat loss drop as those two "

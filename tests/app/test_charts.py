@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from attention_lab.charts import component as chart_component
+from attention_lab.charts import script as chart_script
 from attention_lab.charts import specs as charts
 from attention_lab.lesson_pages import lesson_charts as lc
 from attention_lab.lesson_pages import position_charts as pc
@@ -119,7 +120,7 @@ def test_html_tables_format_floats_by_digits_and_name_what_does_not_apply() -> N
 
 # ---------------------------------------------------------------- the drawing modules (app/static)
 
-MODULES = [chart_component.SCRIPT, *sorted((chart_component.STATIC / "charts").glob("*.js"))]
+MODULES = [chart_script.SCRIPT, *chart_script.modules()]
 
 
 def test_every_module_imports_only_what_another_exports_and_stays_small() -> None:
@@ -157,9 +158,8 @@ def test_the_loaders_url_changes_with_any_module(monkeypatch: pytest.MonkeyPatch
     options = {"server.enableStaticServing": True, "server.baseUrlPath": "lab"}
     monkeypatch.setattr(chart_component.st, "get_option", options.__getitem__)
     static = tmp_path / "static"
-    shutil.copytree(chart_component.STATIC, static)
-    monkeypatch.setattr(chart_component, "STATIC", static)
-    monkeypatch.setattr(chart_component, "SCRIPT", static / "charts.js")
+    shutil.copytree(chart_script.STATIC, static)
+    monkeypatch.setattr(chart_script, "STATIC", static)
     before = chart_component.script()
     assert "/lab/app/static/charts.js?v=" in before
     with open(static / "charts" / "axes.js", "a") as module:

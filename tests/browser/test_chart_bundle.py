@@ -1,5 +1,5 @@
 """A server without static serving gets every chart module bundled into one script
-(attention_lab.charts.component.bundled): that script must load and draw in the browser, as the
+(attention_lab.charts.script.bundled): that script must load and draw in the browser, as the
 modules served one by one do."""
 
 from __future__ import annotations

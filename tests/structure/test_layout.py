@@ -66,6 +66,12 @@ ARROWS = {
         "attention_lab.models",
         "transformer_core",
     },
+    "attention_lab.notebook": {
+        "attention_lab.charts",
+        "attention_lab.explorers",
+        "attention_lab.viewmodel",
+        "transformer_core",
+    },
     "attention_lab.lesson_pages": {
         "attention_lab.charts",
         "attention_lab.frame",
