@@ -6,6 +6,7 @@ import streamlit as st
 
 from attention_lab.accounts import admin
 from attention_lab.accounts import sign_in as access
+from attention_lab.charts import save_view
 from attention_lab.frame import present, state, tables
 from attention_lab.lecture import classroom, tours
 from attention_lab.models.resources import configure_torch, device_picker
@@ -76,6 +77,8 @@ with classroom.page_turn():
     access.account_panel()
     classroom.lecturer_panel()
     tours.recorder(navigation.url_path)
+    with st.sidebar:  # its fragment reruns alone when a tab asks for the file's shell
+        save_view.save_view_button()
     present.apply()
     tables.style()  # once per run, for every table the page shows
     classroom.join_from_link()

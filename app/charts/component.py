@@ -53,17 +53,24 @@ export default function (component) {
 """
 
 
+def static_url(name: str) -> str | None:
+    """The URL the server serves app/static/`name` at, or None where it serves no static files."""
+    if not st.get_option("server.enableStaticServing"):
+        return None
+    base = str(st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"/{base}/app/static/{name}" if base else f"/app/static/{name}"
+
+
 def script() -> str:
     """The component's JS. Where the server serves app/static (server.enableStaticServing,
     set in .streamlit/config.toml) a 0.4 kB loader that imports charts.js, and with it its
     modules, once per browser page; else all of them bundled into one script, which Streamlit
     would then send with every chart of every run (45 kB each)."""
-    if not st.get_option("server.enableStaticServing"):
+    entry = static_url("charts.js")
+    if entry is None:
         return chart_script.bundled()
-    base = str(st.get_option("server.baseUrlPath") or "").strip("/")
-    url = f"/{base}/app/static/" if base else "/app/static/"
-    module_urls = json.dumps([f"{url}charts/{m.name}" for m in chart_script.modules()])
-    return LOADER % (module_urls, f"{url}charts.js?v={chart_script.version()}")  # a changed module: a new URL
+    module_urls = json.dumps([static_url(f"charts/{m.name}") for m in chart_script.modules()])
+    return LOADER % (module_urls, f"{entry}?v={chart_script.version()}")  # a changed module: a new URL
 
 
 _CHART = st.components.v2.component("attention_lab.chart", js=script(), css=chart_script.css())

@@ -121,35 +121,57 @@ def _nav(what: str) -> str:
     )
 
 
-def fragment(scenes: list[Scene]) -> str:
-    """The view as an HTML fragment (a notebook's text/html output): its own styles and script,
-    ids unique to it, so many can share a page."""
+def body(scenes: list[Scene]) -> str:
+    """The inside of a view's root: Previous / Next where there are several scenes, the scenes
+    (the first shown), and every chart's spec as a JSON script element."""
     writer = _Writer()
-    body = "".join(
+    parts = "".join(
         f'<section class="lab-scene"{" hidden" if i else ""}>'
         f'<h2 tabindex="-1">{html.escape(scene.title)}</h2>'
         + "".join(writer.block(b) for b in scene.blocks)
         + "</section>"
         for i, scene in enumerate(scenes)
     )
-    root = f"lab-view-{secrets.token_hex(6)}"
     nav = _nav("scene") if len(scenes) > 1 else ""
+    return nav + parts + "".join(writer.data)
+
+
+def _root(inside: str, root: str) -> str:
+    """The view's element with its styles and its module script (the chart code inlined)."""
     code = script.offline_script() + f'\nstartOffline(document.getElementById("{root}"));\n'
     return (
         f"<style>{script.embed_css()}</style>"
-        f'<div class="lab-embed" id="{root}">{nav}{body}{"".join(writer.data)}</div>'
+        f'<div class="lab-embed" id="{root}">{inside}</div>'
         f'<script type="module">{code}</script>'
     )
 
 
-def document(title: str, scenes: list[Scene], *, footer: str = "") -> str:
-    """The view as a whole HTML file that opens offline; footer: a line under it (plain text)."""
-    heading = f"<h1>{html.escape(title)}</h1>" if len(scenes) > 1 else ""  # one scene: its h2 is the title
+def fragment(scenes: list[Scene]) -> str:
+    """The view as an HTML fragment (a notebook's text/html output): ids unique to it, so many
+    can share a page."""
+    return _root(body(scenes), f"lab-view-{secrets.token_hex(6)}")
+
+
+#: where `shell` leaves the title and the root's inside, for a browser to fill (the pages' download)
+TITLE, BODY = "<!--lab:title-->", "<!--lab:body-->"
+
+
+def shell(title: str = TITLE, inside: str = BODY, *, heading: str = "", footer: str = "") -> str:
+    """A whole HTML file that opens offline around a view's inside (`body`); heading: an h1
+    over it; footer: a line under it (plain text)."""
+    top = f"<h1>{html.escape(heading)}</h1>" if heading else ""
     foot = f'<footer class="lab-note">{html.escape(footer)}</footer>' if footer else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)}</title></head>"
+        f"<title>{title}</title></head>"
         f'<body class="lab-embed lab-page" style="margin:0"><main class="lab-page">'
-        f"{heading}{fragment(scenes)}{foot}</main></body></html>\n"
+        f"{top}{_root(inside, 'lab-view')}{foot}</main></body></html>\n"
     )
+
+
+def document(title: str, scenes: list[Scene], *, footer: str = "") -> str:
+    """The view as a whole HTML file that opens offline; one scene's h2 is its title, several
+    get `title` as an h1 over them."""
+    heading = title if len(scenes) > 1 else ""
+    return shell(html.escape(title), body(scenes), heading=heading, footer=footer)

@@ -21,7 +21,8 @@ from transformer_core.io.checkpoint import load_checkpoint, save_checkpoint
 
 def charts(at: AppTest) -> dict[str, dict]:
     """key -> spec of every chart (attention_lab.charts.specs, drawn on a canvas) the run sent."""
-    return {c.key: json.loads(c.proto.json) for c in at.get("bidi_component")}
+    found = at.get("bidi_component")
+    return {c.key: json.loads(c.proto.json) for c in found if c.proto.component_name == "attention_lab.chart"}
 
 
 def heatmaps(spec: dict) -> list[np.ndarray]:

@@ -1,0 +1,49 @@
+""" "Download this view (HTML)" on every page: the page as the browser shows it (its text,
+tables, widget values and interactive charts) in one file that opens offline.
+
+The browser gathers the page (app/static/save_view.js) and fills the file's shell
+(`offline.shell`, the chart code inlined: ~70 kB), which is sent only when a tab first asks for
+it, in a rerun of this fragment alone: page runs carry only the button.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+from attention_lab.charts import offline, script
+from attention_lab.charts.component import static_url
+
+WANTED = "save_view_wanted"  # session_state: the shell was asked for; sent in the next fragment run
+
+SCRIPT = script.STATIC / "save_view.js"
+
+
+def _js() -> str:
+    """The button's JS: where the server serves app/static, a one-line loader of save_view.js
+    (fetched once per browser page, not sent with every run); else the script itself."""
+    url = static_url("save_view.js")
+    if url is None:
+        return SCRIPT.read_text(encoding="utf-8")
+    version = hashlib.sha256(SCRIPT.read_bytes()).hexdigest()[:12]
+    module = f'new URL("{url}?v={version}", location.origin).href'
+    # two lines: Streamlit reads a one-line string with a "/" in it as a file's path
+    loader = f"export default (c) => import({module}).then((m) => m.default(c));"
+    return f"// the button's script, fetched once per browser page\n{loader}\n"
+
+
+_SAVE = st.components.v2.component(
+    "attention_lab.save_view", js=_js(), css=(script.STATIC / "save_view.css").read_text(encoding="utf-8")
+)
+
+
+def _wanted() -> None:
+    st.session_state[WANTED] = True
+
+
+@st.fragment
+def save_view_button() -> None:
+    """The button (call it in the sidebar); the shell rides along once after a click asked for it."""
+    shell = offline.shell() if st.session_state.pop(WANTED, False) else None
+    _SAVE(key="save_view", data={"shell": shell}, on_want_change=_wanted)
