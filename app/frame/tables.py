@@ -88,14 +88,17 @@ def to_html(
     digits: decimals of every float column; formats: column -> format of its numbers (over
     digits); bars: column -> (lo, hi), each value drawn as a bar of its share of that range
     behind its text; height: px before the table scrolls."""
-    floats = [c for c in frame.columns if frame[c].dtype.kind == "f"] if digits is not None else []
+    columns = list(frame.items())  # (name, Series): each column read once, as itertuples reads it
+    kinds = {c: series.dtype.kind for c, series in columns}
+    floats = [c for c, _ in columns if kinds[c] == "f"] if digits is not None else []
     formats = {**dict.fromkeys(floats, f"{{:.{digits}f}}"), **(formats or {})}
     bars = bars or {}
     esc = html.escape
-    numeric = {c: frame[c].dtype.kind in "iuf" for c in frame.columns}
-    head = ([("", False)] if index else []) + [(str(c), numeric[c] or c in bars) for c in frame.columns]
+    numeric = {c: kinds[c] in "iuf" for c in kinds}
+    head = ([("", False)] if index else []) + [(str(c), numeric[c] or c in bars) for c, _ in columns]
     rows = []
-    for label, row in zip(frame.index, frame.itertuples(index=False, name=None), strict=True):
+    values = zip(*(list(series) for _, series in columns), strict=True) if columns else [()] * len(frame)
+    for label, row in zip(frame.index, values, strict=True):
         cells = [f"<th>{esc(_text(label, None))}</th>"] if index else []
         for column, value in zip(frame.columns, row, strict=True):
             text = esc(_text(value, formats.get(column)))

@@ -118,6 +118,22 @@ def test_html_tables_format_floats_by_digits_and_name_what_does_not_apply() -> N
     assert ">yes<" in text and ">no<" in text
 
 
+def test_html_tables_keep_row_names_text_columns_and_bars_cell_for_cell() -> None:
+    from attention_lab.frame import tables
+
+    frame = pd.DataFrame(
+        {"token": pd.array(["a", None], dtype="string"), "p": [0.25, 1.0]}, index=["q0", "q1"]
+    )
+    text = tables.to_html(frame, key="k", formats={"p": "{:.2f}"}, bars={"p": (0.0, 1.0)})
+    assert text.split("<tbody>")[1] == (
+        '<tr><th>q0</th><td>a</td><td class="bar"><span style="--share:25.0%">0.25</span></td></tr>'
+        '<tr><th>q1</th><td>&lt;NA&gt;</td><td class="bar"><span style="--share:100.0%">1.00</span></td></tr>'
+        "</tbody></table></div>"
+    )
+    empty = tables.to_html(pd.DataFrame(index=[0, 1]), key="e")  # rows, no columns
+    assert "<tbody><tr><th>0</th></tr><tr><th>1</th></tr></tbody>" in empty
+
+
 # ---------------------------------------------------------------- the drawing modules (app/static)
 
 MODULES = [chart_script.SCRIPT, *chart_script.modules()]
