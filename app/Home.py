@@ -77,8 +77,6 @@ with classroom.page_turn():
     access.account_panel()
     classroom.lecturer_panel()
     tours.recorder(navigation.url_path)
-    with st.sidebar:  # its fragment reruns alone when a tab asks for the file's shell
-        save_view.save_view_button()
     present.apply()
     tables.style()  # once per run, for every table the page shows
     classroom.join_from_link()
@@ -86,6 +84,8 @@ with classroom.page_turn():
     state.enter_page(navigation.url_path)
     classroom.follower_banner(BY_PATH)
     tours.tour_bar()
+    with st.sidebar:  # its fragment reruns alone when a tab asks for the file's shell
+        save_view.save_view_button(tours.position(), classroom.following())
     state.carry(tours.link_params())  # a tour's scene travels with every URL the page writes
     state.after_write("class", classroom.share)  # the lecturer's view goes to the class once per run
     try:

@@ -107,11 +107,11 @@ class _Writer:
                     f'<div class="lab-step" hidden><p>{html.escape(caption)}</p>{self.chart(spec)}</div>'
                     for caption, spec in block.steps
                 )
-                return f'<div class="lab-steps">{_nav("step")}{parts}</div>'
+                return f'<div class="lab-steps">{nav("step")}{parts}</div>'
         raise TypeError(f"not a block: {block!r}")
 
 
-def _nav(what: str) -> str:
+def nav(what: str) -> str:
     """Previous / Next and where we are; offline.js wires them."""
     return (
         '<div class="lab-steps-nav">'
@@ -132,8 +132,8 @@ def body(scenes: list[Scene]) -> str:
         + "</section>"
         for i, scene in enumerate(scenes)
     )
-    nav = _nav("scene") if len(scenes) > 1 else ""
-    return nav + parts + "".join(writer.data)
+    scenes_nav = nav("scene") if len(scenes) > 1 else ""
+    return scenes_nav + parts + "".join(writer.data)
 
 
 def _root(inside: str, root: str) -> str:

@@ -9,6 +9,7 @@ it, in a rerun of this fragment alone: page runs carry only the button.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import streamlit as st
 
@@ -43,7 +44,10 @@ def _wanted() -> None:
 
 
 @st.fragment
-def save_view_button() -> None:
-    """The button (call it in the sidebar); the shell rides along once after a click asked for it."""
-    shell = offline.shell() if st.session_state.pop(WANTED, False) else None
-    _SAVE(key="save_view", data={"shell": shell}, on_want_change=_wanted)
+def save_view_button(tour: dict[str, Any] | None = None, following: bool = False) -> None:
+    """The buttons (call it in the sidebar): this view; with `tour` ({"title", "n", "k"}: scene
+    k of n is on) the whole tour; a class follower (`following`) the views followed so far.
+    The shell and the scenes' Previous / Next ride along once after a click asked for them."""
+    wanted = st.session_state.pop(WANTED, False)
+    data = {"shell": offline.shell() if wanted else None, "nav": offline.nav("scene") if wanted else None}
+    _SAVE(key="save_view", data={**data, "tour": tour, "following": following}, on_want_change=_wanted)

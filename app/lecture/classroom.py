@@ -66,6 +66,11 @@ def sessions() -> ClassSessions:
     return open_class_sessions()
 
 
+def following() -> bool:
+    """Whether this browser follows a class session now."""
+    return bool(st.session_state.get(FOLLOWING))
+
+
 def follow_url(code: str) -> str:
     """`<app URL>/?follow=<code>`: the app's address as this browser sees it (behind nginx too)."""
     parts = urlsplit(st.context.url or "http://localhost:8501/")

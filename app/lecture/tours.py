@@ -128,6 +128,14 @@ def link_params() -> dict[str, str]:
     return {"tour": at[0], "scene": str(at[1])}
 
 
+def position() -> dict[str, Any] | None:
+    """The tour on, for its download: {"title", "n" scenes, "k" the scene shown}; None if none."""
+    active, at = st.session_state.get(ACTIVE), st.session_state.get(AT)
+    if not active or not at:
+        return None
+    return {"title": active[1].title, "n": len(active[1].scenes), "k": at[1]}
+
+
 def _go(k: int) -> None:
     st.session_state[WANT] = k
 

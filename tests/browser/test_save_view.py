@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, expect
 
 from tests.support.browser import assert_no_exception, open_page
 
@@ -28,6 +28,7 @@ def test_a_page_downloads_as_one_file_that_opens_offline(
     page.set_default_timeout(60_000)
     try:
         open_page(page, app_url + LINKS[page_name])
+        page.wait_for_timeout(1500)  # every chart mounted (lesson pages draw some after the run)
         charts = page.locator(".lab-chart").count()
         heading = page.locator('[data-testid="stMain"] h1').first.inner_text().strip()
         with page.expect_download() as download:
@@ -63,5 +64,56 @@ def test_a_page_downloads_as_one_file_that_opens_offline(
         assert not serious, serious
         assert not errors, errors
         view.screenshot(path=str(tmp_path / f"{page_name}.png"), full_page=True)
+    finally:
+        offline.close()
+
+
+def test_a_tour_downloads_with_every_scene_and_walks_offline_with_the_arrow_keys(
+    browser: Browser, app_url: str, tmp_path: Path
+) -> None:
+    """On scene 2 of a starter tour, "Download this tour (HTML)" walks all 7 scenes with the
+    tour bar's own buttons, comes back to scene 2, and the file shows one scene at a time:
+    Next and the arrow keys move, each scene's charts are drawn."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    bar = page.locator(".st-key-tour_bar [role=status]")
+    try:
+        open_page(page, app_url + "/?tour=chapter-004&scene=2")
+        assert "scene 2 of 7" in bar.inner_text()
+        with page.expect_download(timeout=240_000) as download:
+            page.get_by_role("button", name="Download this tour (HTML)").click()
+        path = tmp_path / download.value.suggested_filename
+        download.value.save_as(path)
+        expect(bar).to_contain_text("scene 2 of 7")  # back where the lecturer was
+        assert_no_exception(page)
+    finally:
+        context.close()
+    assert path.name == "attention-lab-tour.html"
+
+    offline = browser.new_context(viewport={"width": 1280, "height": 720}, offline=True)
+    view = offline.new_page()
+    errors: list[str] = []
+    view.on("pageerror", lambda e: errors.append(str(e)))
+    shown = view.locator(".lab-scene:not([hidden]) > h2")
+    try:
+        view.goto(path.as_uri())
+        assert view.locator(".lab-scene").count() == 7
+        expect(shown).to_have_text("Scene 1 of 7: Positional encodings")
+        view.get_by_role("button", name="Next scene ▶").click()
+        expect(shown).to_have_text("Scene 2 of 7: Reversal explorer")
+        view.keyboard.press("ArrowRight")
+        expect(shown).to_have_text("Scene 3 of 7: Reversal explorer")
+        view.keyboard.press("ArrowLeft")
+        expect(shown).to_have_text("Scene 2 of 7: Reversal explorer")
+        charts = view.locator(".lab-scene:not([hidden]) .lab-chart")
+        drawn = "s => [...document.querySelectorAll(s)].every(c => c.dataset.drawn)"
+        view.wait_for_function(drawn, arg=".lab-scene:not([hidden]) .lab-chart")
+        assert charts.count() >= 2
+        assert "scene 2 of 7" in view.locator(".lab-scene:not([hidden])").inner_text()  # the scene's note
+        result = Axe().run(view, options={"runOnly": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]})
+        serious = [v["id"] for v in result.response["violations"] if v["impact"] in ("serious", "critical")]
+        assert not serious, serious
+        assert not errors, errors
     finally:
         offline.close()

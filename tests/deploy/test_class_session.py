@@ -123,6 +123,15 @@ def test_followers_on_both_processes_follow_the_lecturer(
         for page in followers:
             expect(page.get_by_text("The lecturer ended the class session")).to_be_visible(timeout=FOLLOW_S)
         assert "/reversal" not in lecturer.url  # nothing a follower did moved the lecturer
+        # the views a follower was shown, kept in its tab, as one offline file
+        keep = followers[1].get_by_role("button", name=re.compile(r"Download the \d+ views you followed"))
+        with followers[1].expect_download() as download:
+            keep.click()
+        kept = tmp_path / download.value.suggested_filename
+        download.value.save_as(kept)
+        views = re.findall(r'<h2 tabindex="-1">View \d+: ([^<]+)</h2>', kept.read_text())
+        assert len(views) >= 3 and views[0] == "Reversal explorer" and "GPT explorer" in views, views
+        assert "Text to reverse (letters a–z, at most 30): classroom" in kept.read_text()
     finally:
         for ctx in contexts:
             ctx.close()
