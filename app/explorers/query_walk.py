@@ -23,8 +23,19 @@ class WalkStep:
     says: str
 
 
-def softmax_walk(steps: QuerySteps, scheme: str) -> list[WalkStep]:
-    """The walk from dot products to softmax weights; `scheme` names the position bias, if any."""
+#: what the mask step does, by attention kind: a causal mask hides later keys, a padding mask fillers
+MASK_SAYS = {
+    "self": "the causal mask sets the scores of later keys to −∞, so e^(−∞) = 0",
+    "decoder_self": "the causal mask sets the scores of later keys to −∞, so e^(−∞) = 0",
+    "encoder_self": "the padding mask would set the scores of <pad> keys to −∞ (one input has none)",
+    "cross": "the padding mask would set the scores of <pad> keys to −∞ (one input has none)",
+    "unmasked": "nothing is masked: every key, before and after the query, may be read",
+}
+
+
+def softmax_walk(steps: QuerySteps, scheme: str, kind: str = "self") -> list[WalkStep]:
+    """The walk from dot products to softmax weights; `scheme` names the position bias, if any;
+    `kind` the attention kind, whose mask the mask step names."""
     d_k = steps.q.shape[0]
     allowed = steps.allowed
     shifted = np.where(allowed, np.exp(steps.scores - steps.scores[allowed].max()), 0.0)
@@ -42,7 +53,7 @@ def softmax_walk(steps: QuerySteps, scheme: str) -> list[WalkStep]:
         WalkStep(
             "masked s",
             np.where(allowed, steps.scores, -np.inf),
-            "the causal mask sets the scores of later keys to −∞, so e^(−∞) = 0",
+            MASK_SAYS[kind],
         ),
         WalkStep(
             "e^(s − max)",

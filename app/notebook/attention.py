@@ -17,9 +17,11 @@ import numpy as np
 
 from transformer_core import GPT, InferenceOptions
 from transformer_core.interp import GPTTrace, Seq2SeqTrace, trace_gpt, trace_seq2seq
+from transformer_core.interp.fill import fill_masks, mark_masks
 from transformer_core.interp.inspection import record_arrays
 from transformer_core.io.checkpoint import Checkpoint, load_checkpoint
 from transformer_core.io.tokenizers import BPE_LABELS
+from transformer_core.models import BERT
 
 #: the most tokens a view draws along one axis: a head's map of 512 x 512 cells is already 1 MB
 MAX_TOKENS = 512
@@ -88,8 +90,11 @@ def of_checkpoint(
     """Trace `text` with a checkpoint (a shipped name, a run id, a folder or a loaded one)."""
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
     options = options or InferenceOptions()
-    if isinstance(ckpt.model, GPT):
-        trace: GPTTrace | Seq2SeqTrace = trace_gpt(ckpt.model, ckpt.tokenizer, text, options)
+    if isinstance(ckpt.model, BERT):  # [MASK] marks a hidden character, as `trace` reads it
+        filled = fill_masks(ckpt.model, ckpt.tokenizer, mark_masks(text), options)
+        trace: GPTTrace | Seq2SeqTrace = filled.trace
+    elif isinstance(ckpt.model, GPT):
+        trace = trace_gpt(ckpt.model, ckpt.tokenizer, text, options)
     else:
         trace = trace_seq2seq(ckpt.model, ckpt.tokenizer, text, options)
     return of_trace(trace, f"{ckpt.name}: {trace.text!r} → {trace.output!r}", ckpt.config.positions)

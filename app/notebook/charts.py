@@ -61,7 +61,9 @@ def walk(aset: AttentionSet, kind: str, layer: int, head: int, query: int) -> li
     if kind not in aset.records:
         return []
     queries, keys = aset.axes[kind]
-    steps = softmax_walk(query_steps(aset.records[kind][layer], head, query), aset.scheme)
+    record = aset.records[kind][layer]
+    said = "unmasked" if record["mask"].all() else kind  # a BERT reads both ways
+    steps = softmax_walk(query_steps(record, head, query), aset.scheme, said)
     out = []
     for i, step in enumerate(steps):
         values = np.where(np.isfinite(step.values), step.values, np.nan)  # −∞ (masked): no bar

@@ -239,3 +239,14 @@ def test_the_example_notebooks_run_in_a_real_kernel(notebook: Path, tmp_path: Pa
         assert float(re.search(r"induction target: ([\d.]+)", printed)[1]) > 0.5
     if notebook.stem == "transformer-lens":
         assert float(re.search(r"trace: ([\d.e-]+)", printed)[1]) < TOL
+
+
+def test_a_bert_view_fills_its_blanks_reads_both_ways_and_says_so_in_the_walk() -> None:
+    view = show("bert-char", "The ret[MASK]rn")
+    assert view.attention.title == "bert-char: 'The ret█rn' → 'The return'"
+    assert view.grid.spec["x"][7] == "█"  # the blank, as `trace` marks it
+    weights = view.attention.maps["self"]
+    assert np.triu(weights, 1).sum(axis=(-1, -2)).min() > 0  # every head reads later keys too
+    for _ in range(3):
+        view.next.click()
+    assert view.says.value.startswith("Step 4 of 6: nothing is masked")
