@@ -116,3 +116,14 @@ def weighted_toggle(prefix: str, where: Any) -> bool:
             "‖α·v·W_O‖ (Kobayashi et al. 2020), shown as each key's share of its row.",
         )
     )
+
+
+def split_link(where: Any, checkpoint: str, text: str, kind: str, layer: int, head: int) -> None:
+    """A link to /heads section 9 for this head on this text: its score split into the parts of
+    the residual stream that produce it, i.e. why it attends where it does."""
+    where.page_link(
+        "views/heads.py",
+        label=f"Why layer {layer} head {head} attends there: its scores split by source (/heads, section 9)",
+        icon=":material/call_split:",
+        query_params={"checkpoint": checkpoint, "probe": text[:200], "open": f"{kind}:{layer}.{head}"},
+    )

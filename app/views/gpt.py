@@ -12,6 +12,7 @@ from attention_lab.explorers.head_view import (
     head_selectors,
     names_no_head,
     open_on_lesson,
+    split_link,
     weighted_toggle,
 )
 from attention_lab.explorers.model_input import (
@@ -235,6 +236,7 @@ with heads_area:  # ---------------------------------------- 1 every head, on th
     window_col, weighted_col = st.columns([1, 3], vertical_alignment="bottom")
     window_picker(window_col, P, cfg.max_len)  # it bands the maps above and the sampling below
     weighted_toggle(P, weighted_col)
+    split_link(st, name, text, "self", layer, head)
 
 # ---------------------------------------------------------------- 2 sampling (continued)
 text_col, next_col = st.columns([1.5, 1], gap="medium")

@@ -11,6 +11,7 @@ from attention_lab.explorers.head_view import (
     map_sizes,
     names_no_head,
     open_on_lesson,
+    split_link,
     weighted_toggle,
 )
 from attention_lab.explorers.model_input import (
@@ -204,8 +205,9 @@ st.caption(
     + (" The scores stay those of the attention weights, whatever the maps show." if weighted else "")
 )
 decoding.reversal_decoding_controls(P, st, how)  # how the output above was written
-if not recurrent:  # an additive attention has no W_O: nothing to weigh by
+if not recurrent:  # an additive attention has no W_O: nothing to weigh by, no score to split
     weighted_toggle(P, st)
+    split_link(st, name, text, "cross", layer, head)
 
 # ------------------------------------------------------------ 2 decoder
 st.subheader("2 · Decoder masked self-attention: what was already written")
