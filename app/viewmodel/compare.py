@@ -3,12 +3,13 @@ and the maps of every attention kind its architecture has."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from attention_lab.models.explorer_compute import gpt_view, reversal_view
+from attention_lab.models.explorer_compute import gpt_view, reversal_sent, reversal_view
 from attention_lab.viewmodel.attention import AttentionMaps, Trace, maps_of
+from attention_lab.viewmodel.gpt import value_weighted_trace
 from transformer_core import InferenceOptions
 from transformer_core.interp import Seq2SeqTrace, anti_diagonal_scores
 from transformer_core.interp.heads import previous_token_template, template_score
@@ -23,11 +24,13 @@ class CompareRequest:
 
     text: str
     options: InferenceOptions
+    weighted: bool = False  # the maps show each key's share of ||alpha v W_O|| instead of alpha
 
 
 @dataclass(frozen=True)
 class CompareSide:
-    """One side's trace, its lesson scores and maps."""
+    """One side's trace (value-weighted if asked: what its maps and difference show), its
+    lesson scores (always of the weights) and maps."""
 
     trace: Trace
     maps: dict[str, AttentionMaps]  # kind -> its grid and large head
@@ -63,9 +66,19 @@ def explorer_trace(ckpt: Checkpoint, text: str, options: InferenceOptions) -> Tr
     return reversal_view(ckpt, text, options)
 
 
+def value_weighted(ckpt: Checkpoint, trace: Trace, request: CompareRequest) -> Trace:
+    """The trace with every head's weights replaced by each key's share of ||alpha v W_O||, as
+    /gpt's and /reversal's switch draws them."""
+    if ckpt.config.arch == "gpt":
+        return value_weighted_trace(ckpt, gpt_view(ckpt, request.text, request.options))
+    return replace(trace, attention={**trace.attention, **reversal_sent(ckpt, request.text, request.options)})
+
+
 def compare_side(ckpt: Checkpoint, request: CompareRequest) -> CompareSide:
     """The side's trace of the input, every head's lesson score, and the maps of each kind."""
     trace = explorer_trace(ckpt, request.text, request.options)
     scores = lesson_scores(trace, request.text)
-    maps = maps_of(trace, KINDS[ckpt.config.arch], request.options, {})
+    if request.weighted:
+        trace = value_weighted(ckpt, trace, request)
+    maps = maps_of(trace, KINDS[ckpt.config.arch], request.options, {}, weighted=request.weighted)
     return CompareSide(trace, maps, scores, best_head(scores))

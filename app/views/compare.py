@@ -13,7 +13,13 @@ import streamlit as st
 
 from attention_lab.charts import component, export
 from attention_lab.charts import specs as charts
-from attention_lab.explorers.head_view import head_selectors, names_no_head, open_on_lesson, pick_head
+from attention_lab.explorers.head_view import (
+    head_selectors,
+    names_no_head,
+    open_on_lesson,
+    pick_head,
+    weighted_toggle,
+)
 from attention_lab.explorers.model_input import (
     check_input,
     checkpoint_note,
@@ -53,7 +59,7 @@ SWITCHES = (  # each side's switches, in the URL as a_nopos, b_noscale, ...
     ),
     Switch("noscale", "No scaling", "No division by √d_k: the softmax of q·k itself, not of q·k / √d_k."),
 )
-URL_KEYS = ["a", "b", "text", "kind", "layer", "head"] + [
+URL_KEYS = ["a", "b", "text", "kind", "layer", "head", "weighted"] + [
     f"{s}_{w}" for s in SIDES for w in (*(w.name for w in SWITCHES), "window")
 ]
 KINDS = {"gpt": ["self"], "seq2seq": ["cross", "encoder_self", "decoder_self"]}
@@ -86,6 +92,7 @@ state.init_state(
         "kind": "",
         "layer": 0,
         "head": 0,
+        "weighted": False,
         **{f"{s}_{w.name}": False for s in SIDES for w in SWITCHES},
         **{f"{s}_window": 0 for s in SIDES},
     },
@@ -190,9 +197,11 @@ if recurrent:
 
 
 cell_px = int(min(110, max(55, 280 / n_heads)))
+weighted = bool(st.session_state.get(P + "weighted"))  # its toggle is drawn under the grids it changes
 try:
     views = {
-        side: view_cached(compare_side, names[side], CompareRequest(text, options[side])) for side in SIDES
+        side: view_cached(compare_side, names[side], CompareRequest(text, options[side], weighted))
+        for side in SIDES
     }
 except (InputError, ConfigError) as e:
     st.error(str(e), icon=":material/error:")
@@ -270,7 +279,12 @@ for side, col in zip(SIDES, st.columns(2, gap="medium"), strict=True):
         where=col,
     )
 st.caption(
-    "Both grids use one colour scale, weight 0 (white) to 1 (dark blue). "
+    (
+        "Both grids use one colour scale, each key's share of what its query receives, ‖α·v·W_O‖ over "
+        "its row's sum, 0 (white) to 1 (dark blue); the scores stay those of the weights. "
+        if weighted
+        else "Both grids use one colour scale, weight 0 (white) to 1 (dark blue). "
+    )
     + (
         f"Each small map's title gives that head's {score_name} score on this input (1.00: all weight "
         f"on the {'mirrored letter' if reversal else 'token before'}); "
@@ -286,6 +300,7 @@ st.caption(
         else ""
     )
 )
+weighted_toggle(P, st)
 shapes = {side: traces[side].attention[kind].shape[2:] for side in SIDES}
 if shapes["a"] != shapes["b"]:
     st.info(
@@ -375,7 +390,8 @@ def comparison_json() -> str:
         "b_minus_a": np.round(diff, JSON_DECIMALS).tolist(),  # [layer][head][query][key]
         "mean_abs_per_head": np.round(per_head, JSON_DECIMALS).tolist(),  # [layer][head]
     }
-    return json.dumps({**sides, "difference": difference}, ensure_ascii=False)
+    shown = {"value_weighted": weighted}  # the attention above: each key's share of ||alpha v W_O||
+    return json.dumps({**sides, "difference": difference, **shown}, ensure_ascii=False)
 
 
 st.subheader("Take the numbers with you")

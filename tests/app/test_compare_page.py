@@ -219,3 +219,36 @@ def test_a_sliding_window_on_one_side_bands_only_that_sides_self_attention() -> 
     assert any(np.any(m[i - j >= 2] > 0.01) for m in plain)
     assert at.number_input(key="cmp_a_window").value == 2 and at.number_input(key="cmp_b_window").value == 0
     assert at.query_params["a_window"] in ("2", ["2"])
+
+
+def test_value_weighted_sides_show_what_each_key_sends_and_their_difference() -> None:
+    """weighted=1: both sides' maps (and B − A) are each key's share of ||alpha v W_O|| as
+    /reversal draws it, computed by hand from the captured v, alpha and W_O; the scores in the
+    titles stay those of the weights."""
+    import torch
+
+    from transformer_core.interp import trace_seq2seq
+    from transformer_core.io.checkpoint import load_checkpoint
+
+    at = open_compare({**REVERSAL_LINK, "layer": "1", "head": "2", "weighted": "1"})
+    figs = charts(at)
+    assert at.toggle(key="cmp_weighted").value
+    assert figs["cmp_a_grid"]["value_name"] == "share sent"
+    sent = {}
+    for side, name in (("a", "reverse-rope"), ("b", "reverse-none")):
+        ckpt = load_checkpoint(name)
+        tr = trace_seq2seq(ckpt.model, ckpt.tokenizer, "attention", max_new_tokens=len("attention") + 2)
+        rec = next(r for r in tr.capture.records if r.kind == "cross" and r.layer == 1)
+        w_o = ckpt.model.decoder[1].cross_attn.out_proj.weight.detach()  # (d_model, H * d_head)
+        d_head = rec.v.shape[-1]
+        w_o_h = w_o[:, 2 * d_head : 3 * d_head]  # head 2's columns
+        alpha, v = rec.weights[0, 2], rec.v[0, 2]  # (Tq, Tk), (Tk, d_head)
+        norms = torch.linalg.vector_norm(alpha[..., None] * (v @ w_o_h.T)[None], dim=-1)  # (Tq, Tk)
+        sent[side] = (norms / norms.sum(-1, keepdim=True)).numpy()
+        shown = heatmaps(figs[f"cmp_{side}_head"])[0]
+        assert np.allclose(shown, sent[side], atol=1e-5)
+    d = heatmaps(figs["cmp_diff_head"])[0]
+    tq = min(sent["a"].shape[0], sent["b"].shape[0])
+    assert np.allclose(d, sent["b"][:tq] - sent["a"][:tq], atol=1e-5)
+    raw = open_compare({**REVERSAL_LINK, "layer": "1", "head": "2"})
+    assert charts(raw)["cmp_a_grid"]["panels"][6]["title"] == figs["cmp_a_grid"]["panels"][6]["title"]
