@@ -13,6 +13,7 @@ import streamlit as st
 
 from attention_lab.charts import component, export
 from attention_lab.charts import specs as charts
+from attention_lab.explorers.compare_geometry import geometry_side_by_side
 from attention_lab.explorers.head_view import (
     head_selectors,
     names_no_head,
@@ -367,6 +368,15 @@ st.caption(
     f"head {int(per_head.argmax() % n_heads)})."
 )
 
+
+# ---------------------------------------------------------------- 5 where position lives
+if arch == "gpt":
+    st.subheader(f"4 · Where each side keeps position: layer {layer} head {head}'s queries and keys")
+    st.markdown(
+        "Every query and key of held-out texts, projected onto the two directions they vary most along, "
+        "coloured from early to late positions: where the colours sort, the vectors carry position."
+    )
+    geometry_side_by_side(names, ckpts, layer, head, P)
 
 # ---------------------------------------------------------------- downloads
 SWITCH_FIELDS = ("causal", "padding_mask", "positions", "scale_scores")

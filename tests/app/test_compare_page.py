@@ -31,7 +31,7 @@ def markdown(at: AppTest) -> str:
 
 def per_head(at: AppTest) -> np.ndarray:
     found = tables(at)
-    assert list(found) == ["cmp_per_head"]
+    assert list(found)[0] == "cmp_per_head"
     return found["cmp_per_head"].to_numpy(dtype=float)  # as shown, 3 decimals
 
 
@@ -252,3 +252,26 @@ def test_value_weighted_sides_show_what_each_key_sends_and_their_difference() ->
     assert np.allclose(d, sent["b"][:tq] - sent["a"][:tq], atol=1e-5)
     raw = open_compare({**REVERSAL_LINK, "layer": "1", "head": "2"})
     assert charts(raw)["cmp_a_grid"]["panels"][6]["title"] == figs["cmp_a_grid"]["panels"][6]["title"]
+
+
+def test_two_gpts_show_where_each_keeps_position_in_the_opened_heads_geometry() -> None:
+    """gpt-learned against gpt-rope and gpt-alibi: the learned table's keys hold position in the
+    vectors, RoPE's only once rotated, ALiBi's nowhere (the numbers are /heads section 10's)."""
+    from attention_lab.models.explorer_compute import head_geometry
+    from transformer_core.io.checkpoint import load_checkpoint
+
+    for b, rotated_gain in (("gpt-rope", True), ("gpt-alibi", False)):
+        at = open_compare(
+            {"a": "gpt-learned", "b": b, "text": "def f(x): return x", "layer": "1", "head": "0"}
+        )
+        r2 = tables(at)["cmp_geometry_r2"]
+        assert list(r2.index) == ["A: gpt-learned", f"B: {b}"]
+        assert {"cmp_a_geometry", "cmp_b_geometry"} <= set(charts(at))
+        learned = head_geometry(load_checkpoint("gpt-learned"), 1, 0, False)[0]
+        assert float(r2.loc["A: gpt-learned", "keys R², vectors"]) == pytest.approx(
+            learned.r2_keys, abs=0.006
+        )
+        assert float(r2.loc["A: gpt-learned", "keys R², vectors"]) > 0.5  # position in the vectors
+        assert float(r2.loc[f"B: {b}", "keys R², vectors"]) < 0.2  # none in the vectors
+        scored = float(r2.loc[f"B: {b}", "keys R², as scored"])
+        assert (scored > 0.3) if rotated_gain else (scored < 0.2)  # RoPE: in the rotation; ALiBi: nowhere
