@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -32,7 +33,8 @@ from transformer_core.device import limit_process_memory, memory_in_use, release
 from transformer_core.errors import CheckpointError, ConfigError, InputError
 from transformer_core.generation import generate
 from transformer_core.interp.fill import fill_masks, show_masks
-from transformer_core.io import save_checkpoint
+from transformer_core.interp.profiles import profile_heads, save_profiles
+from transformer_core.io import load_checkpoint, save_checkpoint
 from transformer_core.train import DoneEvent, LanguageModelTask, StepEvent, TrainConfig, Trainer, prepare_run
 from transformer_core.train.mlm import MaskedLanguageModelTask
 
@@ -137,6 +139,7 @@ def execute(queue: RunControl, run_id: str) -> str:
             command=f"trained on the /train page (run {run_id})",
             label=request.label,
         )
+        keep_profiles(folder)
         status = "stopped" if done.cancelled else "done"
         error = "stopped at the run's wall-clock limit" if watcher.timed_out else None
         queue.finish(run_id, status, error)
@@ -160,6 +163,19 @@ def execute(queue: RunControl, run_id: str) -> str:
     queue.finish(run_id, "failed", message)
     _LOG.warning("run %s failed: %s", run_id, message[:300])
     return "failed"
+
+
+def keep_profiles(folder: Path) -> None:
+    """A trained GPT's heads across held-out windows (/heads section 11), written beside its
+    weights as the run's last, bounded step (PROFILE_WINDOWS windows: seconds), so no page
+    computes them; a model with no held-out text keeps none, and /heads says why."""
+    ckpt = load_checkpoint(folder)
+    if ckpt.config.arch != "gpt":
+        return
+    try:
+        save_profiles(profile_heads(ckpt), folder)
+    except ConfigError as e:  # no held-out text on this machine
+        _LOG.info("run %s keeps no head profiles: %s", folder.name, e)
 
 
 def _train_args(request: RunRequest, config: TrainConfig, *, corpus: bool) -> dict[str, Any]:

@@ -474,3 +474,21 @@ def test_pid_alive_counts_a_zombie_as_dead() -> None:
     finally:
         child.wait()
     assert not priority.pid_alive(child.pid)
+
+
+def test_a_trained_gpt_keeps_its_head_profiles_beside_its_weights(runs_root: Path) -> None:
+    """The run's job ends by profiling its heads over held-out windows (/heads section 11): the
+    file belongs to these weights, so the page reads it instead of computing; a reversal keeps none."""
+    from transformer_core.interp.profiles import PROFILE_WINDOWS, stored_profiles
+
+    queue = SQLiteRunStore(max_running=1, spawn=False)
+    train = dict(task="lm", steps=3, batch_size=2, device="cpu", eval_every=0)
+    gpt = _claimed(queue, RunRequest(train=train, positions="rope", size="tiny"))
+    assert run_process.execute(queue, gpt) == "done"
+    ckpt = load_checkpoint(gpt)
+    kept = stored_profiles(ckpt)
+    assert kept is not None and kept.checkpoint_sha == ckpt.meta["weights_sha256"]
+    assert kept.scores["previous_token"].shape == (PROFILE_WINDOWS, ckpt.config.n_layers, ckpt.config.n_heads)
+    reversal = _claimed(queue, request(steps=2))
+    assert run_process.execute(queue, reversal) == "done"
+    assert not (queue.folder(reversal) / "profiles.json").exists()
