@@ -74,10 +74,19 @@ def score_maps(
 
 
 @shared_cache
-def pattern_grid(w: np.ndarray, query_tokens: tuple[str, ...], key_tokens: tuple[str, ...]) -> dict:
-    """Small multiples of each head's pattern, w (L, H, Tq, Tk), on one 0..1 scale."""
+def pattern_grid(
+    w: np.ndarray, query_tokens: tuple[str, ...], key_tokens: tuple[str, ...], value_name: str = "weight"
+) -> dict:
+    """Small multiples of each head's pattern, w (L, H, Tq, Tk), on one 0..1 scale; value_name:
+    what a cell holds ("share sent" for value-weighted attention)."""
     return charts.grid_spec(
-        w, list(query_tokens), list(key_tokens), cell_px=150, clickable=False, file="heads_patterns"
+        w,
+        list(query_tokens),
+        list(key_tokens),
+        cell_px=150,
+        clickable=False,
+        file="heads_patterns" if value_name == "weight" else "heads_patterns_value_weighted",
+        value_name=value_name,
     )
 
 

@@ -219,6 +219,13 @@ def reversal_view(
     return replace(tr, capture=AttentionCapture())
 
 
+def probe_sent(ckpt: Checkpoint, text: str) -> np.ndarray:
+    """A GPT's value-weighted self-attention on one text (/heads' patterns with the switch on):
+    (L, H, T, T), each key's share of ||alpha v W_O|| in its row."""
+    tr = trace_gpt(ckpt.model, ckpt.tokenizer, text)
+    return row_shares(weighted_attention(ckpt.model, tr.capture)["self"])
+
+
 def reversal_sent(
     ckpt: Checkpoint, text: str, options: InferenceOptions, output_ids: tuple[int, ...] | None = None
 ) -> dict[str, np.ndarray]:

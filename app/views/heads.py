@@ -13,10 +13,17 @@ import streamlit as st
 
 from attention_lab.charts import component
 from attention_lab.charts import head_plots as hp
+from attention_lab.explorers.head_view import weighted_toggle
 from attention_lab.explorers.model_input import checkpoint_note, token_unit
 from attention_lab.frame import state, tables
 from attention_lab.models.compute import run_cached, view_cached
-from attention_lab.models.explorer_compute import dataset_profiles, head_geometry, marked_pair, score_parts
+from attention_lab.models.explorer_compute import (
+    dataset_profiles,
+    head_geometry,
+    marked_pair,
+    probe_sent,
+    score_parts,
+)
 from attention_lab.models.resources import checkpoint_labels, load_model, model_choices
 from attention_lab.viewmodel.heads import BEST, HeadsRequest, PatchRequest, heads_page, patch_view
 from transformer_core import CheckpointError, ConfigError, InputError
@@ -26,7 +33,7 @@ from transformer_core.interp.report import probe_set_of
 from transformer_core.train import checkpoint_recipe
 
 P = "heads_"  # session_state prefix; the URL uses the bare names
-URL_KEYS = ["checkpoint", "probe", "score", "open", "sort"]
+URL_KEYS = ["checkpoint", "probe", "score", "open", "sort", "weighted"]
 
 st.title("Heads you can read", anchor=False)
 st.caption(
@@ -40,7 +47,14 @@ if not choices:
     state.stop()
 default_ckpt = "gpt-induction" if "gpt-induction" in choices else choices[0]
 state.init_state(
-    {"checkpoint": default_ckpt, "probe": "", "score": "previous_token", "open": "", "sort": BEST},
+    {
+        "checkpoint": default_ckpt,
+        "probe": "",
+        "score": "previous_token",
+        "open": "",
+        "sort": BEST,
+        "weighted": False,
+    },
     valid={
         "checkpoint": lambda v: v in choices,
         "score": lambda v: v in SCORES,
@@ -189,12 +203,20 @@ kind_pat = (
     else kinds[0]
 )
 qt, kt = scores.pattern_tokens[kind_pat]
-component.show(view.charts["patterns"][kind_pat], key=P + "grid")
+weighted = is_gpt and bool(st.session_state.get(P + "weighted"))  # its toggle is under the grid
+patterns = view.charts["patterns"][kind_pat]
+if weighted:
+    sent = run_cached(probe_sent, name, first_probe)
+    patterns = hp.pattern_grid(sent, tuple(qt), tuple(kt), value_name="share sent")
+component.show(patterns, key=P + "grid")
 st.caption(
     f"Each head's pattern on the first probe text ({''.join(qt) if kind_pat != 'cross' else ''.join(kt)}): "
     "rows are queries, columns keys. A previous-token head is a line just below the diagonal; "
     "an induction head, on a repeated segment, a line shifted one key right of the earlier copy."
+    + (" **Value-weighted**: each cell is the key's share of ‖α·v·W_O‖ in its row." if weighted else "")
 )
+if is_gpt:
+    weighted_toggle(P, st)
 
 # ---------------------------------------------------------------- 4 importance
 st.subheader("4 · Which heads the model needs")

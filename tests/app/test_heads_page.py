@@ -210,3 +210,30 @@ def test_the_view_is_computed_once_and_shared_by_every_user(monkeypatch: pytest.
     assert len(calls) == 2
     assert displayed(second).equals(displayed(third))
     assert calls[0][0].texts == ("views",) and calls[1][0].texts is None
+
+
+def test_the_patterns_switch_to_value_weighted_attention() -> None:
+    """weighted=1: section 3's grid is each key's share of ||alpha v W_O|| on the first probe
+    text, as computed from the captured weights, values and W_O layer by layer."""
+    from transformer_core.interp import record_arrays, trace_gpt
+    from transformer_core.interp.attribution import sent_shares
+
+    at = open_heads({"checkpoint": "gpt-induction", "weighted": "1"})
+    assert at.toggle(key="heads_weighted").value
+    grid = charts(at)["heads_grid"]
+    assert grid["value_name"] == "share sent"
+    ckpt = load_checkpoint("gpt-induction")
+    text = "".join(grid["x"])
+    tr = trace_gpt(ckpt.model, ckpt.tokenizer, text)
+    layers = sorted((r for r in tr.capture.records if r.kind == "self"), key=lambda r: r.layer)
+    expected = [
+        sent_shares(rec["weights"], rec["v"], block.self_attn.out_proj.weight.detach().numpy())
+        for rec, block in zip((record_arrays(r) for r in layers), ckpt.model.blocks, strict=True)
+    ]
+    shown = heatmaps(grid)
+    flat = [h for layer in expected for h in layer]  # (layer, head) order, as the grid's panels
+    assert len(shown) == len(flat)
+    for got, want in zip(shown, flat, strict=True):
+        assert np.abs(got - want).max() <= 0.5e-4 + 1e-6  # the grid travels in steps of 1e-4
+    raw = charts(open_heads({"checkpoint": "gpt-induction"}))["heads_grid"]
+    assert raw["value_name"] == "weight" and heatmaps(raw)[0].shape == shown[0].shape
