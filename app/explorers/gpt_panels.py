@@ -268,11 +268,14 @@ def _walk_stepper(prefix: str, walk: list[WalkStep], tokens: list[str]) -> None:
     tables.show(pd.DataFrame(table), key=prefix + "walk_table", index=False, height=320, formats=formats)
 
 
-def softmax_steps(prefix: str, steps: QuerySteps, scheme: str, tokens: list[str], stem: str) -> None:
-    """The walk from q·k to the weights one step at a time, the weights as bars, and the head's output."""
+def softmax_steps(
+    prefix: str, steps: QuerySteps, scheme: str, tokens: list[str], stem: str, sent: np.ndarray | None = None
+) -> None:
+    """The walk from q·k to the weights one step at a time (and to each key's share sent, given
+    `sent`), the weights as bars, and the head's output."""
     left, right = st.columns([1.5, 1])
     with left:
-        _walk_stepper(prefix, softmax_walk(steps, scheme), tokens)
+        _walk_stepper(prefix, softmax_walk(steps, scheme, sent=sent), tokens)
     weights = charts.bars_spec(
         tokens,
         {"weight": steps.weights},

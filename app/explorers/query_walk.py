@@ -33,9 +33,12 @@ MASK_SAYS = {
 }
 
 
-def softmax_walk(steps: QuerySteps, scheme: str, kind: str = "self") -> list[WalkStep]:
+def softmax_walk(
+    steps: QuerySteps, scheme: str, kind: str = "self", sent: np.ndarray | None = None
+) -> list[WalkStep]:
     """The walk from dot products to softmax weights; `scheme` names the position bias, if any;
-    `kind` the attention kind, whose mask the mask step names."""
+    `kind` the attention kind, whose mask the mask step names; sent (Tk,): each key's share of
+    ||w v W_O|| in the row, a last step where the page shows value-weighted attention."""
     d_k = steps.q.shape[0]
     allowed = steps.allowed
     shifted = np.where(allowed, np.exp(steps.scores - steps.scores[allowed].max()), 0.0)
@@ -48,20 +51,37 @@ def softmax_walk(steps: QuerySteps, scheme: str, kind: str = "self") -> list[Wal
     if steps.bias is not None:
         says = f"{scheme} adds a bias that grows with the distance"
         walk.append(WalkStep(f"+ {scheme} bias", steps.bias, says))
-    return walk + [
-        WalkStep("score s", steps.scores, "the score of each key"),
-        WalkStep(
-            "masked s",
-            np.where(allowed, steps.scores, -np.inf),
-            MASK_SAYS[kind],
-        ),
-        WalkStep(
-            "e^(s − max)",
-            shifted,
-            f"exponentiated (minus the largest score, for stability); sum {shifted.sum():.4f}",
-        ),
-        WalkStep("weight w", steps.weights, "softmax: each key's share of the sum; the weights add up to 1"),
-    ]
+    return (
+        walk
+        + [
+            WalkStep("score s", steps.scores, "the score of each key"),
+            WalkStep(
+                "masked s",
+                np.where(allowed, steps.scores, -np.inf),
+                MASK_SAYS[kind],
+            ),
+            WalkStep(
+                "e^(s − max)",
+                shifted,
+                f"exponentiated (minus the largest score, for stability); sum {shifted.sum():.4f}",
+            ),
+            WalkStep(
+                "weight w", steps.weights, "softmax: each key's share of the sum; the weights add up to 1"
+            ),
+        ]
+        + (
+            []
+            if sent is None
+            else [
+                WalkStep(
+                    "share sent",
+                    sent,
+                    "value-weighted: each weight times the size of what its key's value sends through "
+                    "W_O, ‖w·v·W_O‖, as a share of the row",
+                )
+            ]
+        )
+    )
 
 
 def walk_table(tokens: list[str], walk: list[WalkStep], upto: int) -> dict[str, list | np.ndarray]:

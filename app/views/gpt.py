@@ -278,7 +278,8 @@ scheme = POSITION_SCHEMES[cfg.positions].display_name  # names the rotation and 
 gpt_panels.walk_formula(steps, scheme, formula_col, layer=layer, head=head, query=query, token=tokens[query])
 stem = export.file_stem("gpt", name, f"L{layer}H{head}", f"query{query}")
 gpt_panels.query_and_keys(P, steps, scheme, tokens, tokens[query], stem)
-gpt_panels.softmax_steps(P, steps, scheme, tokens, stem)
+sent = page.maps.trace.attention["self"][layer, head, query] if weighted else None  # the maps' shares
+gpt_panels.softmax_steps(P, steps, scheme, tokens, stem, sent)
 st.markdown(
     f"Every head of layer {layer} writes such a vector for this {unit}. Side by side they make one "
     f"vector of d_model = {cfg.d_model}, and the output projection W_O mixes what the heads found "

@@ -661,7 +661,7 @@ def test_the_walk_ends_with_every_head_side_by_side_and_w_o() -> None:
 def test_value_weighted_maps_show_each_keys_share_of_what_it_sends() -> None:
     """The switch under the maps: every map of the grid becomes ||alpha_ij v_j W_O^h|| over its
     row's sum (Kobayashi et al. 2020), computed here from the library's capture, and the grid's
-    title and tooltips say so; the walk below keeps the raw weights."""
+    title and tooltips say so; the walk below keeps the raw weights and ends on each key's share."""
     at = open_gpt({"weighted": "true"})
     grid = charts(at)["gpt_self_grid"]
     assert "value-weighted" in grid["title"] and grid["value_name"] == "share sent"
@@ -677,5 +677,13 @@ def test_value_weighted_maps_show_each_keys_share_of_what_it_sends() -> None:
             expected = (weighted / weighted.sum(-1, keepdim=True)).numpy()
             assert np.allclose(maps[layer * 4 + head], expected, atol=2e-4)
     assert any("**Value-weighted**" in c.value for c in at.caption)
+    layer, head = at.selectbox(key="gpt_layer").value, at.selectbox(key="gpt_head").value
+    walk = walk_to_the_end(at)
+    assert list(walk.columns)[-2:] == ["weight w", "share sent"]
+    w_o = ckpt.model.blocks[layer].self_attn.out_proj.weight.detach()
+    v = capture[f"self.{layer}"].v[0, head]
+    norms = (v @ w_o[:, head * 32 : (head + 1) * 32].T).norm(dim=-1).numpy()  # (T,): what each key sends
+    w = walk["weight w"].to_numpy(dtype=float)
+    assert np.allclose(walk["share sent"].to_numpy(dtype=float), w * norms / (w * norms).sum(), atol=2e-3)
     raw = heatmaps(charts(open_gpt())["gpt_self_grid"])
     assert not np.allclose(raw[0], maps[0], atol=1e-2)
