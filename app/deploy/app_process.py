@@ -6,16 +6,14 @@ Streamlit's own arguments."""
 
 from __future__ import annotations
 
-from attention_lab.frame.streamlit_private import announce_backend, keep_compiled_pages
+from attention_lab.frame.streamlit_private import announce_backend, keep_compiled_pages, run_command_line
 
 
 def main() -> None:
     """Streamlit's command line (sys.argv), as `python -m streamlit` runs it."""
     announce_backend()
     keep_compiled_pages()
-    from streamlit.web.cli import main as streamlit_main
-
-    streamlit_main(prog_name="streamlit")
+    run_command_line()
 
 
 if __name__ == "__main__":

@@ -30,8 +30,12 @@ from typing import Any
 
 import streamlit
 from streamlit import runtime
+from streamlit.proto.BackMsg_pb2 import BackMsg as BackMsg  # re-exported: the test harness's protocol
 from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.proto.Element_pb2 import Element as Element
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.NumberInput_pb2 import NumberInput as NumberInput
+from streamlit.proto.WidgetStates_pb2 import WidgetState as WidgetState
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.session_state import SessionState
 
@@ -188,6 +192,47 @@ def check() -> Check:
                     ", ".join(_FOUND.missing),
                 )
         return _FOUND
+
+
+# ---------------------------------------------------------------- the command and the harness
+
+
+def run_command_line() -> None:
+    """Streamlit's own command line on sys.argv, as `python -m streamlit` runs it."""
+    from streamlit.web.cli import main
+
+    main(prog_name="streamlit")
+
+
+def share_apptest_scripts() -> Any:
+    """From now on every AppTest of this process shares one compiled-script cache (returned):
+    AppTest compiles a page again on every run, which no server user pays."""
+    from streamlit.testing.v1 import app_test
+
+    scripts = _find(_SCRIPTS)()
+    app_test.ScriptCache = lambda: scripts  # type: ignore[attr-defined]
+    return scripts
+
+
+#: what the profiling shim (attention_lab.testing.profiling) wraps, by its hook's name: every
+#: script run (in its own thread), the page each run shows, every message sent (on the event loop)
+PROFILED = {
+    "run_script": ("streamlit.runtime.scriptrunner.script_runner:ScriptRunner", "_run_script"),
+    "page_run": ("streamlit.navigation.page:Page", "run"),
+    "send_message": (_RUNTIME, "_send_message"),
+}
+
+
+def wrap_profiled(hooks: dict[str, Callable[..., Any]]) -> None:
+    """Replace each PROFILED method by `hooks[name](original, *args)` (a benchmark's server only)."""
+    for name, (where, method) in PROFILED.items():
+        owner = _find(where)
+        original, around = getattr(owner, method), hooks[name]
+
+        def wrapper(*args: Any, original: Any = original, around: Any = around) -> Any:
+            return around(original, *args)
+
+        setattr(owner, method, wrapper)
 
 
 # ---------------------------------------------------------------- the config

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import Any
 
-from streamlit.runtime.scriptrunner.script_cache import ScriptCache
-from streamlit.testing.v1 import app_test
+from attention_lab.frame.streamlit_private import share_apptest_scripts
 
 
 @functools.cache
-def share_script_cache() -> ScriptCache:
+def share_script_cache() -> Any:
     """From now on every AppTest of this process shares one compiled-script cache (returned)."""
-    scripts = ScriptCache()
-    app_test.ScriptCache = lambda: scripts  # type: ignore[attr-defined]
-    return scripts
+    return share_apptest_scripts()
 
 
 def quiet_streamlit() -> None:

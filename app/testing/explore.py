@@ -24,13 +24,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode
 
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.Element_pb2 import Element
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.proto.NumberInput_pb2 import NumberInput
-from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection
 
+from attention_lab.frame.streamlit_private import BackMsg, Element, ForwardMsg, NumberInput, WidgetState
 from attention_lab.testing.protocol import (
     FINISHED_EARLY_FOR_RERUN,
     FINISHED_WITH_COMPILE_ERROR,

@@ -28,14 +28,13 @@ import os
 import pstats
 import re
 import signal
-import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import FrameType
 from typing import Any
 
 PROFILE_ENV = "BENCH_PROFILE_DIR"  # the benchmark's shim only: not a setting of the lab
@@ -154,54 +153,17 @@ class Shim:
             self.write()
 
 
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Patch a module right after it is first imported (Streamlit's, here), so that nothing is
-    imported earlier or in another order than without the shim."""
-
-    def __init__(self, patches: dict[str, Callable[[ModuleType], None]]) -> None:
-        self.patches = patches
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if name not in self.patches:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return None
-        loader, patch = spec.loader, self.patches.pop(name)
-        run_module = loader.exec_module  # type: ignore[union-attr]
-
-        def exec_module(module: ModuleType) -> None:
-            run_module(module)
-            patch(module)
-
-        loader.exec_module = exec_module  # type: ignore[method-assign, union-attr]
-        return spec
-
-
-def _wrap(owner: Any, name: str, around: Callable[..., Any]) -> None:
-    """Replace method `name` of class `owner` by `around(original, *args)`."""
-    original = getattr(owner, name)
-
-    def wrapper(*args: Any) -> Any:
-        return around(original, *args)
-
-    setattr(owner, name, wrapper)
-
-
 def install() -> None:
-    """In an app process started with PROFILE_ENV set: profile script runs and the event loop."""
+    """In an app process started with PROFILE_ENV set: profile script runs and the event loop.
+    Streamlit is imported here, before the app's command imports it: the same modules, a moment
+    earlier."""
     folder = os.environ.get(PROFILE_ENV)
     if not folder:
         return
+    from attention_lab.frame.streamlit_private import wrap_profiled
+
     shim = Shim(Path(folder))
-    patches: dict[str, Callable[[ModuleType], None]] = {
-        "streamlit.runtime.scriptrunner.script_runner": lambda m: _wrap(
-            m.ScriptRunner, "_run_script", shim.run_script
-        ),
-        "streamlit.navigation.page": lambda m: _wrap(m.Page, "run", shim.page_run),
-        "streamlit.runtime.runtime": lambda m: _wrap(m.Runtime, "_send_message", shim.send_message),
-    }
-    sys.meta_path.insert(0, _PatchOnImport(patches))
+    wrap_profiled(dict(run_script=shim.run_script, page_run=shim.page_run, send_message=shim.send_message))
     signal.signal(RESET, shim.on_signal)
     signal.signal(DUMP, shim.on_signal)
     atexit.register(shim.at_exit)

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import websockets
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import ClientConnection, connect
+
+from attention_lab.frame.streamlit_private import BackMsg, ForwardMsg
 
 ROUTE = "attention_lab_route"  # the cookie nginx routes a browser by (deploy/serve.sh)
 FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")

@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from streamlit.proto.BackMsg_pb2 import BackMsg
 from websockets.asyncio.client import ClientConnection
 
+from attention_lab.frame.streamlit_private import BackMsg
 from attention_lab.testing.protocol import (
     ROUTE,
     Browser,
