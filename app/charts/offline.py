@@ -4,8 +4,9 @@ drawn large, steps with Previous / Next, and scenes (a tour) with Previous / Nex
 arrow keys. The notebook's `to_html`, `_repr_html_` and the pages' downloads write these.
 
 A view is a list of `Scene`s, each a list of blocks: `Text` (HTML, escaped by the caller: see
-`text`), `Chart` (a spec of `attention_lab.charts.specs`), `Table` (a DataFrame), `LinkedHeads`
-(a grid and the large map of each head it can open) and `Steps` (charts shown one at a time).
+`text`), `LinkedHeads` (a grid and the large map of each head it can open) and `Steps` (charts
+shown one at a time). A page's download builds its scenes in the browser (save_view.js) into
+`shell`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from attention_lab.charts import script
 
 
@@ -26,17 +25,6 @@ class Text:
     """HTML, already escaped (`text()` escapes plain text)."""
 
     html: str
-
-
-@dataclass(frozen=True)
-class Chart:
-    spec: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Table:
-    frame: pd.DataFrame
-    caption: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,7 +43,7 @@ class Steps:
     steps: list[tuple[str, dict[str, Any]]]
 
 
-Block = Text | Chart | Table | LinkedHeads | Steps
+Block = Text | LinkedHeads | Steps
 
 
 @dataclass(frozen=True)
@@ -88,12 +76,6 @@ class _Writer:
         match block:
             case Text():
                 return block.html
-            case Chart():
-                return self.chart(block.spec)
-            case Table():
-                caption = f"<caption>{html.escape(block.caption)}</caption>" if block.caption else ""
-                table = block.frame.to_html(index=False, classes="lab-table", border=0, na_rep="—")
-                return table.replace(">\n  <thead>", f">{caption}\n  <thead>", 1)
             case LinkedHeads():
                 note = f'<p class="lab-note">{html.escape(block.note)}</p>' if block.note else ""
                 return (

@@ -16,6 +16,8 @@ from transformer_core.interp import query_steps
 
 #: an offline file keeps every head's large map while they weigh less than this (bytes of numbers)
 HEADS_BUDGET = 8_000_000
+#: a notebook output's HTML beside the widget keeps less: it is saved in the .ipynb with every run
+OUTPUT_BUDGET = 400_000
 
 
 def label(kind: str) -> str:
@@ -80,22 +82,22 @@ def _weight(spec: dict) -> int:
     return sum(len(p["z"]["bdata"]) for p in spec["panels"])
 
 
-def scenes(aset: AttentionSet, selected: dict[str, tuple[int, int]], query: int) -> list[offline.Scene]:
-    """The view as one offline scene: per kind the grid linked to every head's large map (as
-    many as HEADS_BUDGET allows, the opened one first) and the opened head's walk of `query`."""
+def scenes(
+    aset: AttentionSet, selected: dict[str, tuple[int, int]], query: int, budget: int = HEADS_BUDGET
+) -> list[offline.Scene]:
+    """The view as one offline scene: per kind the grid linked to every head's large map (the
+    opened one, and others while their numbers weigh under `budget` bytes) and the opened
+    head's walk of `query`."""
     blocks: list[offline.Block] = []
     for kind in aset.kinds:
         layer, h = selected[kind]
         n_layers, n_heads = aset.shape(kind)
         first = head(aset, kind, layer, h)
-        heads, spent = {f"{layer}.{h}": first}, _weight(first)
-        for la in range(n_layers):
-            for hd in range(n_heads):
-                if f"{la}.{hd}" not in heads and spent + _weight(first) <= HEADS_BUDGET:
-                    heads[f"{la}.{hd}"] = head(aset, kind, la, hd)
-                    spent += _weight(heads[f"{la}.{hd}"])
-        left = n_layers * n_heads - len(heads)
-        note = f"{left} heads' large maps were left out to keep this file small." if left else ""
+        room = max(0, budget // _weight(first) - 1)  # every head's map of one kind weighs the same
+        others = [(la, hd) for la in range(n_layers) for hd in range(n_heads) if (la, hd) != (layer, h)]
+        heads = {f"{layer}.{h}": first} | {f"{la}.{hd}": head(aset, kind, la, hd) for la, hd in others[:room]}
+        left = len(others[room:])
+        note = f"{left} heads' large maps are left out here; to_html() keeps more." if left else ""
         blocks += [offline.text(label(kind).capitalize(), "h3")]
         blocks.append(offline.LinkedHeads(grid(aset, kind, (layer, h)), heads, note))
         steps = walk(aset, kind, layer, h, min(query, len(aset.axes[kind][0]) - 1))

@@ -100,8 +100,8 @@ class AttentionView(widgets.VBox):
         self.walk_chart.spec = spec
         self.prev.disabled, self.next.disabled = self.step == 0, self.step == len(steps) - 1
 
-    def scenes(self) -> list[offline.Scene]:
-        return charts.scenes(self.attention, self.selected, self.query.value or 0)
+    def scenes(self, budget: int = charts.HEADS_BUDGET) -> list[offline.Scene]:
+        return charts.scenes(self.attention, self.selected, self.query.value or 0, budget)
 
     def to_html(self, path: str | Path) -> Path:
         """Write the view as one HTML file that opens offline (charts interactive); returns its path."""
@@ -110,7 +110,7 @@ class AttentionView(widgets.VBox):
         return out
 
     def _repr_html_(self) -> str:
-        return offline.fragment(self.scenes())
+        return offline.fragment(self.scenes(charts.OUTPUT_BUDGET))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         """The widget where widgets draw, and the offline HTML beside it for where they do not

@@ -171,7 +171,7 @@ function remember(parent, data, setTriggerValue) {
   }
   if (seen.length) {
     const b = button(parent, "lab-save-class", `Download the ${seen.length} views you followed (HTML)`);
-    b.onclick = () => withShell(data, setTriggerValue, saveFollowed);
+    b.onclick = () => withShell(setTriggerValue, saveFollowed);
   }
 }
 
@@ -186,7 +186,7 @@ function button(parent, name, label) {
   return b;
 }
 
-function withShell(data, setTriggerValue, run) {
+function withShell(setTriggerValue, run) {
   // the shell comes once per tab, in a rerun of the button's fragment asked for here
   if (window.__labShell) return run(window.__labShell);
   window.__labSaveWaiting = run;
@@ -197,13 +197,13 @@ export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   if (data?.shell) window.__labShell = { shell: data.shell, nav: data.nav };
   const page = button(parentElement, "lab-save-page", "Download this view (HTML)");
-  page.onclick = () => ((page.disabled = true), withShell(data, setTriggerValue, (s) => { savePage(s); page.disabled = false; }));
+  page.onclick = () => ((page.disabled = true), withShell(setTriggerValue, (s) => { savePage(s); page.disabled = false; }));
   const tourButton = parentElement.querySelector("button.lab-save-tour");
   if (data?.tour && !window.__labWalking) {
     const b = button(parentElement, "lab-save-tour", "Download this tour (HTML)");
     b.onclick = () => {
       b.disabled = window.__labWalking = true;
-      withShell(data, setTriggerValue, (s) =>
+      withShell(setTriggerValue, (s) =>
         saveTour({ ...s, tour: data.tour }, b).finally(() => { window.__labWalking = false; b.disabled = false; b.textContent = "Download this tour (HTML)"; }));
     };
   } else if (!data?.tour && tourButton && !window.__labWalking) tourButton.remove();

@@ -59,26 +59,18 @@ def best_head(scores: np.ndarray) -> tuple[int, int]:
     return tuple(int(i) for i in np.unravel_index(int(flat.argmax()), flat.shape))  # type: ignore[return-value]
 
 
-def explorer_trace(ckpt: Checkpoint, text: str, options: InferenceOptions) -> Trace:
-    """The trace the explorer page of the checkpoint's architecture shows."""
-    if ckpt.config.arch == "gpt":
-        return gpt_view(ckpt, text, options).trace
-    return reversal_view(ckpt, text, options)
-
-
-def value_weighted(ckpt: Checkpoint, trace: Trace, request: CompareRequest) -> Trace:
-    """The trace with every head's weights replaced by each key's share of ||alpha v W_O||, as
-    /gpt's and /reversal's switch draws them."""
-    if ckpt.config.arch == "gpt":
-        return value_weighted_trace(ckpt, gpt_view(ckpt, request.text, request.options))
-    return replace(trace, attention={**trace.attention, **reversal_sent(ckpt, request.text, request.options)})
-
-
 def compare_side(ckpt: Checkpoint, request: CompareRequest) -> CompareSide:
-    """The side's trace of the input, every head's lesson score, and the maps of each kind."""
-    trace = explorer_trace(ckpt, request.text, request.options)
-    scores = lesson_scores(trace, request.text)
-    if request.weighted:
-        trace = value_weighted(ckpt, trace, request)
-    maps = maps_of(trace, KINDS[ckpt.config.arch], request.options, {}, weighted=request.weighted)
-    return CompareSide(trace, maps, scores, best_head(scores))
+    """The side's trace of the input (as the explorer page of its architecture shows it), every
+    head's lesson score (of the weights), and the maps of each kind (value-weighted if asked)."""
+    text, options = request.text, request.options
+    if ckpt.config.arch == "gpt":
+        view = gpt_view(ckpt, text, options)  # one traced pass, its records kept for the shares
+        trace: Trace = view.trace
+        shown = value_weighted_trace(ckpt, view) if request.weighted else trace
+    else:
+        trace = reversal_view(ckpt, text, options)
+        sent = reversal_sent(ckpt, text, options) if request.weighted else {}
+        shown = replace(trace, attention={**trace.attention, **sent})
+    scores = lesson_scores(trace, text)
+    maps = maps_of(shown, KINDS[ckpt.config.arch], options, {}, weighted=request.weighted)
+    return CompareSide(shown, maps, scores, best_head(scores))

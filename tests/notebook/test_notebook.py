@@ -250,3 +250,18 @@ def test_a_bert_view_fills_its_blanks_reads_both_ways_and_says_so_in_the_walk() 
     for _ in range(3):
         view.next.click()
     assert view.says.value.startswith("Step 4 of 6: nothing is masked")
+
+
+def test_a_notebook_output_keeps_fewer_large_maps_than_a_file(tmp_path) -> None:
+    """The HTML saved beside the widget in the .ipynb stays small (the opened head only, for
+    200 tokens); to_html keeps every head and says nothing is missing."""
+    rng = np.random.default_rng(1)
+    w = rng.random((4, 1, 4, 200, 200)).astype(np.float32)  # 4 layers of (batch, heads, T, T)
+    w /= w.sum(-1, keepdims=True)
+    view = show_attentions(list(w), [f"t{i}" for i in range(200)], layer=2, head=1)
+    output = view._repr_html_()
+    assert "15 heads&#x27; large maps are left out here" in output  # escaped in the page
+    specs = [json.loads(spec) for _, spec in SPEC.findall(output)]
+    assert [list(s) for s in specs if "2.1" in s] == [["2.1"]]
+    page = view.to_html(tmp_path / "big.html").read_text()
+    assert "left out" not in page and len(page) > 10 * len(output) // 4
