@@ -123,7 +123,9 @@ def split_link(where: Any, checkpoint: str, text: str, kind: str, layer: int, he
     the residual stream that produce it, i.e. why it attends where it does."""
     where.page_link(
         "views/heads.py",
-        label=f"Why layer {layer} head {head} attends there: its scores split by source (/heads, section 9)",
+        label=f"Why head {layer}.{head} attends there: its score split",
         icon=":material/call_split:",
+        help="Opens /heads section 9 on this text: the head's scores split into the parts of the "
+        "residual stream that make them (embedding, position, earlier heads and MLPs).",
         query_params={"checkpoint": checkpoint, "probe": text[:200], "open": f"{kind}:{layer}.{head}"},
     )

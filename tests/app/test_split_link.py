@@ -26,7 +26,7 @@ def opened(page: str, query_params: dict[str, str]) -> AppTest:
 
 
 def split_link(at: AppTest) -> tuple[str, dict[str, str]]:
-    links = [e.proto for e in at.main.get("page_link") if "scores split by source" in e.proto.label]
+    links = [e.proto for e in at.main.get("page_link") if "attends there: its score split" in e.proto.label]
     assert len(links) == 1
     return links[0].page, {k: v[0] for k, v in parse_qs(links[0].query_string).items()}
 
