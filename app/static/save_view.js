@@ -170,7 +170,7 @@ function remember(parent, data, setTriggerValue) {
     seen.push(kept);
   }
   if (seen.length) {
-    const b = button(parent, "lab-save-class", `Download the ${seen.length} views you followed (HTML)`);
+    const b = button(parent, "lab-save-class", seen.length === 1 ? "Download the view you followed (HTML)" : `Download the ${seen.length} views you followed (HTML)`);
     b.onclick = () => withShell(setTriggerValue, saveFollowed);
   }
 }

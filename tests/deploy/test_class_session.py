@@ -79,6 +79,9 @@ def test_followers_on_both_processes_follow_the_lecturer(
             expect(page).to_have_url(re.compile(r"/reversal\?.*text=attention"), timeout=FOLLOW_S)
             expect(page.get_by_text("Following the lecturer")).to_be_visible()
         expect(lecturer.locator('[data-testid="stSidebar"]')).to_contain_text("3 following", timeout=FOLLOW_S)
+        # a follower's tab keeps each view that stayed 2 s: the first, before the lecturer moves on
+        first_kept = followers[1].get_by_role("button", name="Download the view you followed (HTML)")
+        expect(first_kept).to_be_visible(timeout=FOLLOW_S)
 
         text_box(lecturer).fill("classroom")  # the lecturer's text
         text_box(lecturer).press("Enter")
@@ -100,6 +103,11 @@ def test_followers_on_both_processes_follow_the_lecturer(
                 "aria-label", re.compile("Layer 0 head 0")
             )
             assert_no_exception(page)
+        # the head view kept too, before the lecturer moves on
+        kept_views = followers[1].get_by_role(
+            "button", name=re.compile(r"Download the ([2-9]|\d\d) views you followed")
+        )
+        expect(kept_views).to_be_visible(timeout=FOLLOW_S)
         lecturer.screenshot(path=str(tmp_path / "lecturer.png"))
         followers[1].screenshot(path=str(tmp_path / "follower.png"))
         side_by_side(
@@ -119,18 +127,22 @@ def test_followers_on_both_processes_follow_the_lecturer(
             wait_for_app(page)
             assert_no_exception(page)
 
+        kept_views = followers[1].get_by_role(
+            "button", name=re.compile(r"Download the ([3-9]|\d\d) views you followed")
+        )
+        expect(kept_views).to_be_visible(timeout=FOLLOW_S)  # the GPT view, kept too
         lecturer.get_by_role("button", name="End the class session").click()
         for page in followers:
             expect(page.get_by_text("The lecturer ended the class session")).to_be_visible(timeout=FOLLOW_S)
         assert "/reversal" not in lecturer.url  # nothing a follower did moved the lecturer
         # the views a follower was shown, kept in its tab, as one offline file
-        keep = followers[1].get_by_role("button", name=re.compile(r"Download the \d+ views you followed"))
+        keep = followers[1].get_by_role("button", name=re.compile(r"Download the [3-9] views you followed"))
         with followers[1].expect_download() as download:
             keep.click()
         kept = tmp_path / download.value.suggested_filename
         download.value.save_as(kept)
         views = re.findall(r'<h2 tabindex="-1">View \d+: ([^<]+)</h2>', kept.read_text())
-        assert len(views) >= 3 and views[0] == "Reversal explorer" and "GPT explorer" in views, views
+        assert len(views) >= 3 and views[0] == "Reversal explorer" and views[-1] == "GPT explorer", views
         assert "Text to reverse (letters a–z, at most 30): classroom" in kept.read_text()
     finally:
         for ctx in contexts:

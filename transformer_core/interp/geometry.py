@@ -61,12 +61,23 @@ class Geometry:
     rotated: bool
 
 
+@dataclass(frozen=True)
+class HeadVectors:
+    """One head's queries and keys over several texts, in its own d_head space: queries (N, d_head)
+    and keys (N, d_head) row for row at the same positions (N,) and tokens (N)."""
+
+    queries: np.ndarray
+    keys: np.ndarray
+    positions: np.ndarray
+    tokens: list[str]
+
+
 @torch.inference_mode()
-def qk_geometry(
+def head_vectors(
     model: GPT, tokenizer: Tokenizer, texts: Sequence[str], layer: int, head: int, *, rotated: bool = False
-) -> Geometry:
-    """Every position's query and key of head (layer, head) over `texts`, projected jointly to
-    2-D; rotated: after RoPE's rotation (else before: the vectors the weights make)."""
+) -> HeadVectors:
+    """Every position's query and key of head (layer, head) over `texts`; rotated: after RoPE's
+    rotation (else before: the vectors the weights make)."""
     if not isinstance(model, GPT):
         raise ConfigError("geometry: reads a GPT's self-attention heads")
     if not (0 <= layer < model.config.n_layers and 0 <= head < model.config.n_heads):
@@ -87,15 +98,23 @@ def qk_geometry(
         tokens.extend(tokenizer.token_labels(ids))
     if not queries:
         raise InputError("geometry: no text to read (every text was empty)")
-    n = sum(len(q) for q in queries)
-    coords, _, explained = pca_2d(np.concatenate([*queries, *keys]))
-    pos = np.concatenate(positions)
+    return HeadVectors(np.concatenate(queries), np.concatenate(keys), np.concatenate(positions), tokens)
+
+
+def qk_geometry(
+    model: GPT, tokenizer: Tokenizer, texts: Sequence[str], layer: int, head: int, *, rotated: bool = False
+) -> Geometry:
+    """Every position's query and key of head (layer, head) over `texts`, projected jointly to
+    2-D; rotated: after RoPE's rotation (else before: the vectors the weights make)."""
+    vectors = head_vectors(model, tokenizer, texts, layer, head, rotated=rotated)
+    n, pos = len(vectors.queries), vectors.positions
+    coords, _, explained = pca_2d(np.concatenate([vectors.queries, vectors.keys]))
     return Geometry(
         layer=layer,
         head=head,
         coords=coords,
         positions=np.concatenate([pos, pos]),
-        tokens=tokens + tokens,
+        tokens=vectors.tokens + vectors.tokens,
         n_queries=n,
         explained=explained,
         r2_queries=position_r2(coords[:n], pos),
