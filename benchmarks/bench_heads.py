@@ -6,9 +6,13 @@ score split (the last layer's head 0, query 1 of the first probe), one head's qu
 and the profiles over 64 held-out windows (a GPT's self-attention only; "-" otherwise).
 
     python benchmarks/bench_heads.py [gpt-rope reverse-rope ...] [--repeats 3] [--threads 2]
+    python benchmarks/bench_heads.py --gpt2-small
 
 Prints, per checkpoint (default: every shipped GPT), the median wall-clock seconds of each
 part and of the whole, over --repeats runs after one warm-up (model loaded once, CPU).
+--gpt2-small imports a GPT-2-small-shaped model (random weights, as benchmarks/bench_import.py
+writes it) and times the "why" analyses alone (explain, geometry, profile: it reads the default
+corpus, as any imported model does), with the profile job's peak memory.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ PARTS: dict[str, Callable[[Checkpoint], object]] = {
 }
 KIND = {"gpt": "self", "seq2seq": "cross"}  # the kind a head is split in
 GPT_ONLY = ("geometry", "profile")
+WHY = ("explain", "geometry", "profile")  # the "why a head attends" analyses
 
 
 def gpt(ckpt: Checkpoint) -> bool:
@@ -71,6 +76,33 @@ def median_seconds(fn: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
+def gpt2_small(args: argparse.Namespace) -> None:
+    """The why-analyses of a GPT-2-small-shaped import, and the profile job's peak memory."""
+    import resource
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_import import write_gpt2
+
+    from transformer_core.io.importers import import_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source, out = Path(tmp) / "gpt2", Path(tmp) / "imported"
+        source.mkdir()
+        write_gpt2(source)
+        import_model(source, "hf", out)
+        ckpt = load_checkpoint(str(out))
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        cfg = ckpt.config
+        print(f"GPT-2 small shape ({cfg.n_layers} x {cfg.n_heads} heads), peak RSS {before:,.0f} MiB loaded")
+        for part in WHY:
+            took = median_seconds(lambda f=PARTS[part]: f(ckpt), args.repeats)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"{part:<10}{took:>8.2f} s   peak RSS so far {peak:,.0f} MiB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -79,8 +111,11 @@ def main() -> None:
     parser.add_argument("checkpoints", nargs="*", default=gpts)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--gpt2-small", action="store_true", help="a GPT-2-small-shaped import instead")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.gpt2_small:
+        return gpt2_small(args)
     print(f"torch {torch.__version__}, {args.threads} threads, median of {args.repeats}, seconds")
     print(f"{'checkpoint':<16}{'heads':>6}" + "".join(f"{p:>9}" for p in PARTS) + f"{'total':>9}")
     for name in args.checkpoints:

@@ -24,7 +24,7 @@ from transformer_core.interp.profiles import HeadProfiles, head_profiles
 from transformer_core.interp.report import probe_set_of, report_detectors
 from transformer_core.interp.trace import trace_gpt_ids
 from transformer_core.io import PAD_ID, CharTokenizer, Checkpoint, encode_source
-from transformer_core.io.held_out import held_out_data
+from transformer_core.io.held_out import held_out_data, imported_windows
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,7 @@ GEOMETRY_TEXTS, GEOMETRY_CHARS = 16, 64  # held-out windows the geometry reads, 
 def head_geometry(ckpt: Checkpoint, layer: int, head: int, rotated: bool) -> tuple[Geometry, str]:
     """A GPT head's queries and keys over GEOMETRY_TEXTS held-out windows of its own data (the
     built-in probe texts where the checkpoint records none here), and what was read."""
-    held = held_out_data(ckpt)
+    held = held_out_data(ckpt) or imported_windows(ckpt, GEOMETRY_TEXTS, GEOMETRY_CHARS)
     if held is None:
         texts, read = list(probe_set_of(ckpt, None).texts), "the built-in probe texts"
     else:

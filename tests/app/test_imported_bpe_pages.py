@@ -98,6 +98,10 @@ def test_heads_runs_on_a_bpe_model_and_asks_for_tokens(env: Path) -> None:
     labels = [t.label for t in at.text_input]
     assert "Corrupted text (same number of tokens)" in labels
     assert "Answer token" in labels and "Wrong token" in labels
+    # section 11: an import's heads across windows of the default corpus (its makers' data is not here)
+    assert any("11 · Every head across a dataset" in h.value for h in at.subheader)
+    read = [c.value for c in at.caption if c.value.startswith("Read on the first 64 tokens")]
+    assert read and "default corpus" in read[0] and "imported model" in read[0], read
 
 
 def test_input_is_bounded_in_tokens_and_unknown_characters_are_named(env: Path) -> None:

@@ -26,7 +26,10 @@ from transformer_core.cli import main
 from transformer_core.config import ModelConfig
 from transformer_core.errors import CheckpointError, InputError
 from transformer_core.generation import generate
+from transformer_core.interp.profiles import PROFILES_FILE, TOP_PAIRS, stored_profiles
 from transformer_core.io.checkpoint import load_checkpoint, save_checkpoint
+from transformer_core.io.data import default_corpus
+from transformer_core.io.held_out import imported_windows
 from transformer_core.io.importers import import_model
 from transformer_core.io.tokenizer import CharTokenizer
 from transformer_core.models import GPT
@@ -252,7 +255,30 @@ def test_cli_import_json_and_generate_with_an_imported_model(hf_source, tmp_path
     assert payload["name"] == "my-gpt2" and payload["out"] == str(out) and payload["from"] == "hf"
     assert payload["source"] == str(hf_source[0]) and payload["tokenizer"] == "bpe"
     assert (payload["parameters"], payload["vocab_size"]) == (37_120, 300)
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.json", "model.safetensors", "tokenizer.json"]
+    names = ["checkpoint.json", "model.safetensors", "profiles.json", "tokenizer.json"]
+    assert sorted(p.name for p in out.iterdir()) == names
+    assert payload["profiles"] == str(out / PROFILES_FILE) and "default corpus" in payload["profiles_read"]
+    profiles = stored_profiles(load_checkpoint(out))  # what /heads 11 reads, for these weights
+    assert profiles is not None and profiles.scores["previous_token"].shape == (64, 2, 4)
+    assert profiles.top.shape == (2, 4, TOP_PAIRS, 4)
+
+
+def test_an_imported_model_reads_the_default_corpus_as_far_as_its_vocabulary_writes_it(
+    transformers, hf_ckpt, tmp_path
+):
+    corpus = default_corpus()
+    held = imported_windows(hf_ckpt, 8, 32)
+    assert held is not None and len(held.sequences) == 8 and {len(s) for s in held.sequences} == {33}
+    assert sum(hf_ckpt.tokenizer.decode(list(s)) in corpus for s in held.sequences) >= 6  # bytes may split
+    assert "default corpus" in held.description and "left out" not in held.description
+    reference = random_gpt2(transformers, len(CHARS), activation="gelu")
+    write_nanogpt(tmp_path / "out", reference)
+    import_model(tmp_path / "out", "nanogpt", tmp_path / "imported")
+    chars = load_checkpoint(tmp_path / "imported")
+    held = imported_windows(chars, 8, 32)
+    assert held is not None and "left out" in held.description  # its vocabulary lacks most of it
+    assert all(set(chars.tokenizer.decode(list(s))) <= set(CHARS) for s in held.sequences)
+    assert imported_windows(load_checkpoint("gpt-rope")) is None  # the lab's own: read on its own data
 
 
 def test_cli_import_refuses_a_non_empty_out_folder(hf_source, tmp_path, capsys):

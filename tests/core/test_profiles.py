@@ -17,6 +17,7 @@ from transformer_core.interp.profiles import (
     PROFILES_FILE,
     TOP_PAIRS,
     head_profiles,
+    merge_top,
     profile_heads,
     stored_profiles,
     top_pairs,
@@ -100,3 +101,14 @@ def test_the_profile_command_prints_scores_per_window() -> None:
     out = json.loads(cli("profile", "gpt-induction", "--windows", "4", "--json").stdout)
     assert np.asarray(out["scores"]["induction"]).shape == (4, 2, 4) and len(out["windows"]) == 4
     assert np.asarray(out["top"]).shape == (2, 4, TOP_PAIRS, 4)
+
+
+def test_windows_merged_one_at_a_time_give_the_whole_sets_top_pairs_ties_included() -> None:
+    weights = np.random.default_rng(0).random((6, 2, 3, 8, 8)).round(2)  # (W, L, H, T, T), many ties
+    merged = None
+    for w in range(len(weights)):
+        found = top_pairs(weights[w : w + 1])
+        found[..., 0] = w
+        merged = found if merged is None else merge_top(merged, found)
+    np.testing.assert_array_equal(merged, top_pairs(weights))
+    assert (merged[..., 1] > 0).all()  # query 0 left out

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from transformer_core.errors import ConfigError
 from transformer_core.interp.heads import SCORES, probe_patterns, score_patterns
 from transformer_core.io.checkpoint import Checkpoint
-from transformer_core.io.held_out import held_out_data
+from transformer_core.io.held_out import held_out_data, imported_windows
 from transformer_core.models import GPT
 
 PROFILES_FILE = "profiles.json"
@@ -76,26 +77,34 @@ def profile_heads(
     ckpt: Checkpoint, windows: int = PROFILE_WINDOWS, length: int = PROFILE_CHARS
 ) -> HeadProfiles:
     """Every detector score of every head on each of `windows` held-out windows of its own
-    data (the first `length` tokens of each), and each head's TOP_PAIRS largest weights."""
+    data (the first `length` tokens of each), and each head's TOP_PAIRS largest weights.
+
+    Bounded: at most `windows` x `length` tokens, one window's weights (L, H, T, T) in memory at
+    a time. An imported model reads the default corpus (imported_windows)."""
     if not isinstance(ckpt.model, GPT):
         raise ConfigError("profiles: read a GPT's self-attention heads over its held-out text")
-    held = held_out_data(ckpt, windows)
+    held = held_out_data(ckpt, windows) or imported_windows(ckpt, windows, length)
     if held is None:
         raise ConfigError(
             "profiles: this checkpoint's training data is not on this machine (or it records none), "
             "so there is no held-out text to read its heads on"
         )
     sequences = [list(s[:length]) for s in held.sequences[:windows]]
-    patterns = probe_patterns(ckpt.model, sequences)
-    per_window = [score_patterns(p, SCORES)["self"] for p in patterns]
+    per_window, top = [], None
+    with torch.inference_mode():
+        for w, sequence in enumerate(sequences):
+            (pattern,) = probe_patterns(ckpt.model, [sequence])
+            per_window.append(score_patterns(pattern, SCORES)["self"])
+            found = top_pairs(pattern.weights["self"][None])  # (L, H, TOP_PAIRS, 4), window 0
+            found[..., 0] = w
+            top = found if top is None else merge_top(top, found)
     scores = {name: np.stack([w[name] for w in per_window]) for name in SCORES}
-    weights = np.stack([p.weights["self"] for p in patterns])  # (W, L, H, T, T)
     return HeadProfiles(
         checkpoint_sha=str(ckpt.meta.get("weights_sha256", "")),
         data=f"the first {length} tokens of {held.description}",
         windows=[ckpt.tokenizer.token_labels(s) for s in sequences],
         scores=scores,
-        top=top_pairs(weights),
+        top=top,
     )
 
 
@@ -106,11 +115,19 @@ def top_pairs(weights: np.ndarray, top: int = TOP_PAIRS) -> np.ndarray:
     flat = weights.copy()
     flat[..., 0, :] = -1.0  # query 0 has one key: its weight 1 says nothing
     flat = flat.transpose(1, 2, 0, 3, 4).reshape(L, H, -1)  # (L, H, W*T*T)
-    best = np.argsort(-flat, axis=-1)[..., :top]  # (L, H, top)
+    best = np.argsort(-flat, axis=-1, kind="stable")[..., :top]  # (L, H, top)
     window, rest = np.divmod(best, T * T)
     query, key = np.divmod(rest, T)
     value = np.take_along_axis(flat, best, axis=-1)
     return np.stack([window, query, key, value], axis=-1).astype(np.float64)
+
+
+def merge_top(a: np.ndarray, b: np.ndarray, top: int = TOP_PAIRS) -> np.ndarray:
+    """Two (L, H, k, 4) sets of (window, query, key, weight) rows -> the `top` largest weights of
+    both, largest first (a's rows first among equal weights, as one pass over the windows gives)."""
+    both = np.concatenate([a, b], axis=2)  # (L, H, 2k, 4)
+    order = np.argsort(-both[..., 3], axis=-1, kind="stable")[..., :top]  # (L, H, top)
+    return np.take_along_axis(both, order[..., None], axis=2)
 
 
 def save_profiles(profiles: HeadProfiles, folder: Path) -> Path:

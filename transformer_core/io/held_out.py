@@ -19,6 +19,7 @@ from transformer_core.io.checkpoint import Checkpoint
 from transformer_core.io.data import (
     INDUCTION_SEGMENTS,
     INDUCTION_SEQ_LEN,
+    default_corpus,
     induction_ids,
     load_corpus,
     split_ids,
@@ -61,16 +62,47 @@ def corpus_windows(ckpt: Checkpoint, windows: int = WINDOWS, seed: int = HELD_OU
     ids = torch.tensor(ckpt.tokenizer.encode(text), dtype=torch.long)
     _, val = split_ids(ids)
     length = min(int(args.get("block_size") or ckpt.config.max_len), ckpt.config.max_len, len(val) - 1)
-    if length < MIN_WINDOW:
+    rows = _windows(val, length, windows, seed)
+    if rows is None:
         return None
-    generator = torch.Generator().manual_seed(seed)
-    starts = torch.randint(0, len(val) - length, (windows,), generator=generator)
-    rows = tuple(tuple(val[s : s + length + 1].tolist()) for s in starts.tolist())
     source = f"its corpus {path.name}" if path else "the default corpus (Python's documentation topics)"
     return HeldOut(
         rows,
         f"{windows} held-out windows of {length} characters from the last 10% of {source}, "
         "which training never saw",
+    )
+
+
+def _windows(ids: torch.Tensor, length: int, windows: int, seed: int) -> tuple[tuple[int, ...], ...] | None:
+    """`windows` seeded random windows of length + 1 ids (inputs and, shifted, targets) from ids (N,);
+    None when fewer than MIN_WINDOW fit."""
+    length = min(length, len(ids) - 1)
+    if length < MIN_WINDOW:
+        return None
+    generator = torch.Generator().manual_seed(seed)
+    starts = torch.randint(0, len(ids) - length, (windows,), generator=generator)
+    return tuple(tuple(ids[s : s + length + 1].tolist()) for s in starts.tolist())
+
+
+def imported_windows(
+    ckpt: Checkpoint, windows: int = WINDOWS, length: int = 64, seed: int = HELD_OUT_SEED
+) -> HeldOut | None:
+    """An imported model's reading text: windows of `length` tokens from the last 10% of the default
+    corpus, which the lab never trained it on (its makers' data is not here). None for a model
+    the lab trained, or a vocabulary that writes too little of the corpus."""
+    if not ckpt.meta.get("source") or ckpt.training_task is not None:
+        return None
+    text = default_corpus()
+    known = ckpt.tokenizer.keep_known(text)  # a character vocabulary may lack some of it
+    _, val = split_ids(torch.tensor(ckpt.tokenizer.encode(known), dtype=torch.long))
+    rows = _windows(val, min(length, ckpt.config.max_len), windows, seed)
+    if rows is None:
+        return None
+    left_out = " (the characters its vocabulary lacks left out)" if len(known) < len(text) else ""
+    return HeldOut(
+        rows,
+        f"{windows} windows from the last 10% of the default corpus (Python's documentation topics)"
+        f"{left_out}: text the lab never trained this imported model on, though its makers may have",
     )
 
 
