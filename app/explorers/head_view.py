@@ -127,5 +127,11 @@ def split_link(where: Any, checkpoint: str, text: str, kind: str, layer: int, he
         icon=":material/call_split:",
         help="Opens /heads section 9 on this text: the head's scores split into the parts of the "
         "residual stream that make them (embedding, position, earlier heads and MLPs).",
-        query_params={"checkpoint": checkpoint, "probe": text[:200], "open": f"{kind}:{layer}.{head}"},
+        query_params={
+            "checkpoint": checkpoint,
+            "probe": text[:200],
+            "open": f"{kind}:{layer}.{head}",
+            "why_query": "-1",  # the last query, and the key it attends most
+            "why_key": "-1",
+        },
     )

@@ -33,7 +33,19 @@ from transformer_core.interp.report import probe_set_of
 from transformer_core.train import checkpoint_recipe
 
 P = "heads_"  # session_state prefix; the URL uses the bare names
-URL_KEYS = ["checkpoint", "probe", "score", "open", "sort", "weighted"]
+URL_KEYS = [
+    "checkpoint",
+    "probe",
+    "score",
+    "open",
+    "sort",
+    "weighted",
+    "why_query",
+    "why_key",
+    "rotated",
+    "profile",
+]
+AUTO = -1  # why_query / why_key: the last query; the key the head attends most
 
 st.title("Heads you can read", anchor=False)
 st.caption(
@@ -54,15 +66,33 @@ state.init_state(
         "open": "",
         "sort": BEST,
         "weighted": False,
+        "why_query": AUTO,
+        "why_key": AUTO,
+        "rotated": False,
+        "profile": "previous_token",
     },
     valid={
         "checkpoint": lambda v: v in choices,
         "score": lambda v: v in SCORES,
+        "profile": lambda v: v in SCORES,
         "probe": lambda v: len(v) <= 200,
     },
     prefix=P,
 )
 state.clamp_state(P + "checkpoint", choices, default_ckpt)
+
+
+def reopen_key() -> None:
+    """Another head or query: section 9 opens again on the key the head attends most."""
+    st.session_state[P + "why_key"] = AUTO
+
+
+def resolve(key: str, options: list[int], auto: int) -> None:
+    """A position selector's AUTO becomes `auto`; a link's position past the text is named."""
+    if st.session_state.get(key) == AUTO:
+        st.session_state[key] = auto
+    state.clamp_state(key, options, auto, why="on this probe text")
+
 
 c1, c2 = st.columns([1, 2])
 name = c1.selectbox(
@@ -160,6 +190,7 @@ chosen = o1.selectbox(
     head_ids,
     key=P + "open",
     persist_state="session",
+    on_change=reopen_key,
     format_func=lambda h: "{} layer {} head {}".format(
         hp.KIND_NAMES[h.split(":")[0]], *h.split(":")[1].split(".")
     ),
@@ -349,11 +380,12 @@ try:
     check_decomposable(ckpt.model)
     query_axis = scores.pattern_tokens[kind_open][0]
     q_col, k_col = st.columns(2)
-    state.clamp_state(P + "why_query", list(range(len(query_axis))), len(query_axis) - 1)
+    resolve(P + "why_query", list(range(len(query_axis))), len(query_axis) - 1)
     why_query = q_col.selectbox(
         "Query position",
         list(range(len(query_axis))),
         key=P + "why_query",
+        on_change=reopen_key,
         format_func=lambda i: f"{i} · {query_axis[i]}",
         help="The position asking, on the first probe text.",
     )
@@ -364,11 +396,11 @@ if explained is not None:
     parts = explained.parts
     best = int(parts.weights.argmax())
     key_options = list(range(len(explained.keys)))
+    resolve(P + "why_key", key_options, best)
     why_key = k_col.selectbox(
         "Key position",
         key_options,
-        index=best,
-        key=P + f"why_key_{why_query}",
+        key=P + "why_key",
         format_func=lambda j: f"{j} · {explained.keys[j]}" + (" (attended most)" if j == best else ""),
         help="The position answering; it opens on the key this head gives the most weight.",
     )
@@ -429,6 +461,7 @@ if is_gpt and kind_open == "self":
         st.info(str(e), icon=":material/info:")
     else:
         shown_scores = [s for s in SCORES if np.isfinite(profiles.scores[s]).any()]
+        state.clamp_state(P + "profile", shown_scores, shown_scores[0], why="across this dataset")
         picked = st.selectbox(
             "Score across the dataset", shown_scores, format_func=lambda s: hp.LABELS[s], key=P + "profile"
         )
