@@ -81,22 +81,30 @@ def show(
     *,
     key: str,
     on_head: Callable[[int, int], None] | None = None,
+    on_cell: Callable[[int, int], None] | None = None,
     where: Any = None,
 ) -> None:
     """Mount a chart (in `where`, a container or column, else the page); on_head(layer, head)
-    runs before the rerun a click on a grid's head starts."""
+    runs before the rerun a click on a grid's head starts, on_cell(query, key) before the one a
+    click on a cell of a map whose spec says `"clickable": "cell"` starts."""
 
-    def clicked() -> None:
-        picked = (st.session_state.get(key) or {}).get("head") or {}
+    def picked(trigger: str, names: tuple[str, str], then: Callable[[int, int], None] | None) -> None:
+        value = (st.session_state.get(key) or {}).get(trigger) or {}
         try:
-            layer, head = int(picked["layer"]), int(picked["head"])
+            a, b = int(value[names[0]]), int(value[names[1]])
         except (KeyError, TypeError, ValueError):
-            return  # not a head click: nothing to select
-        if on_head is not None:
-            on_head(layer, head)
+            return  # not such a click: nothing to select
+        if then is not None:
+            then(a, b)
 
     with where if where is not None else contextlib.nullcontext():
-        _CHART(key=key, data=spec, height=spec["height"] + TOOLS_PX, on_head_change=clicked)
+        _CHART(
+            key=key,
+            data=spec,
+            height=spec["height"] + TOOLS_PX,
+            on_head_change=lambda: picked("head", ("layer", "head"), on_head),
+            on_cell_change=lambda: picked("cell", ("query", "key"), on_cell),
+        )
 
 
 def download_buttons(

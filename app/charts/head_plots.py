@@ -245,6 +245,20 @@ def lens_table(lens: LogitLens) -> pd.DataFrame:
     return pd.DataFrame(cells, index=lens.rows)
 
 
+def split_cell_map(
+    weights: np.ndarray, queries: list[str], keys: list[str], cell: tuple[int, int], title: str
+) -> dict:
+    """A head's weights (Tq, Tk) on the probe, the cell section 9 splits outlined; a click or Enter
+    on another cell splits that one (spec "clickable": "cell")."""
+    marked = np.zeros(weights.shape, dtype=bool)
+    marked[cell] = True
+    spec = charts.head_spec(
+        weights, queries, keys, title, highlight=marked, highlight_name="the cell split below", height=380,
+        file="heads_split_cell", description=f"query {cell[0]} to key {cell[1]} is split below",
+    )  # fmt: skip
+    return {**spec, "clickable": "cell", "click_says": "split this cell's score"}
+
+
 def score_part_map(parts: ScoreParts, key: int, queries: list[str], keys: list[str]) -> dict:
     """One (query, key) cell's score as query part (rows) x key part (columns), red above zero."""
     cell = parts.contributions[key]

@@ -149,6 +149,16 @@ def clamp_state(key: str, options: list[Any], default: Any, why: str = "for this
         st.session_state[key] = default
 
 
+def resolve_auto(
+    key: str, options: list[Any], auto: Any, marker: Any = -1, why: str = "for this model"
+) -> None:
+    """A selector whose state (or link) says `marker` ("the page's choice") gets `auto`; any other
+    value outside its options is named by clamp_state."""
+    if st.session_state.get(key) == marker:
+        st.session_state[key] = auto
+    clamp_state(key, options, auto, why)
+
+
 def clamp_list_state(key: str, options: list[str], default: list[str], at_most: int) -> None:
     """Keep a multiselect's state to its options (at most `at_most`), naming what had to go;
     with nothing left, the page's default (what it can show of it)."""

@@ -148,7 +148,8 @@ export default function (component) {
   };
 
   const hitAt = (x, y) => kind.hit(spec, data, drawn, x, y), tipOf = (h) => kind.tip(spec, data, h);
-  const openHead = (p) => {
+  const openHead = (p, h) => {
+    if (spec.clickable === "cell") return setTriggerValue("cell", { query: h.q, key: h.k });
     setTriggerValue("head", { layer: p.layer, head: p.head });
     if (spec.follow) follow(spec.follow);
   };

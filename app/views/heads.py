@@ -45,7 +45,7 @@ URL_KEYS = [
     "rotated",
     "profile",
 ]
-AUTO = -1  # why_query / why_key: the last query; the key the head attends most
+AUTO, ON_PROBE = -1, "on this probe text"  # why_query / why_key: the last query; the key attended most
 
 st.title("Heads you can read", anchor=False)
 st.caption(
@@ -87,11 +87,9 @@ def reopen_key() -> None:
     st.session_state[P + "why_key"] = AUTO
 
 
-def resolve(key: str, options: list[int], auto: int) -> None:
-    """A position selector's AUTO becomes `auto`; a link's position past the text is named."""
-    if st.session_state.get(key) == AUTO:
-        st.session_state[key] = auto
-    state.clamp_state(key, options, auto, why="on this probe text")
+def split_cell(query: int, key: int) -> None:
+    """A click on section 9's map: split that cell."""
+    st.session_state[P + "why_query"], st.session_state[P + "why_key"] = query, key
 
 
 c1, c2 = st.columns([1, 2])
@@ -380,7 +378,7 @@ try:
     check_decomposable(ckpt.model)
     query_axis = scores.pattern_tokens[kind_open][0]
     q_col, k_col = st.columns(2)
-    resolve(P + "why_query", list(range(len(query_axis))), len(query_axis) - 1)
+    state.resolve_auto(P + "why_query", list(range(len(query_axis))), len(query_axis) - 1, AUTO, ON_PROBE)
     why_query = q_col.selectbox(
         "Query position",
         list(range(len(query_axis))),
@@ -396,7 +394,7 @@ if explained is not None:
     parts = explained.parts
     best = int(parts.weights.argmax())
     key_options = list(range(len(explained.keys)))
-    resolve(P + "why_key", key_options, best)
+    state.resolve_auto(P + "why_key", key_options, best, AUTO, ON_PROBE)
     why_key = k_col.selectbox(
         "Key position",
         key_options,
@@ -404,6 +402,15 @@ if explained is not None:
         format_func=lambda j: f"{j} · {explained.keys[j]}" + (" (attended most)" if j == best else ""),
         help="The position answering; it opens on the key this head gives the most weight.",
     )
+    pattern = scores.patterns[kind_open][layer_open, head_open]  # (Tq, Tk) on the first probe
+    if pattern.shape == (len(explained.queries), len(explained.keys)):
+        cell_col, note_col = st.columns([1.1, 1], vertical_alignment="center")
+        title = f"Layer {layer_open} head {head_open} on the probe: the cell split below"
+        cell_map = hp.split_cell_map(pattern, explained.queries, explained.keys, (why_query, why_key), title)
+        component.show(cell_map, key=P + "why_cell", on_cell=split_cell, where=cell_col)
+        note_col.caption(
+            "Click a cell, or move to it with the arrow keys and press Enter, to split its score."
+        )
     map_col, bars_col = st.columns([1.1, 1])
     component.show(
         hp.score_part_map(parts, why_key, explained.queries, explained.keys), key=P + "why_map", where=map_col

@@ -4,6 +4,7 @@ to the head's explorer and land at that layer and head."""
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -14,6 +15,18 @@ from tests.support.browser import assert_no_exception, chart, chart_title, open_
 
 def params(page: Page) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def svg_texts(page: Page, key: str) -> list[str]:
+    """The chart's SVG download (drawn by the same paint code), parsed: its text elements."""
+    holder = chart(page, key)
+    holder.scroll_into_view_if_needed()
+    holder.hover()
+    with page.expect_download() as download:
+        holder.locator(".save-svg").click()
+    root = ET.parse(download.value.path()).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    return [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
 
 
 def follow_open_link(page: Page, explorer: str, shot: Path) -> None:
@@ -71,6 +84,28 @@ def test_why_a_head_attends_with_the_keyboard(page: Page, app_url: str, tmp_path
     assert_no_exception(page)
     chart_title(page, "heads_why_map", "Score parts: query 15 'z' → key 4 'k'")
     page.screenshot(path=str(tmp_path / "heads_why.png"))
+    cells = chart(page, "heads_why_cell").locator("canvas")  # the head's map: a cell picked by keys
+    cells.focus()
+    for key in ["ArrowRight", *["ArrowDown"] * 5, "ArrowRight", "ArrowRight", "Enter"]:
+        page.keyboard.press(key)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('why_key') === '2'")
+    wait_for_app(page)
+    assert params(page)["why_query"] == "5"
+    split = chart(page, "heads_why_map").locator("canvas")
+    expect(split).to_have_attribute(
+        "aria-label", re.compile(r"Score parts: query 5 '.' → key 2 '.'"), timeout=20_000
+    )
+    box = cells.bounding_box()
+    assert box is not None
+    cells.click(position={"x": box["width"] * 0.6, "y": box["height"] * 0.75})  # and by the mouse
+    page.wait_for_function("() => new URLSearchParams(location.search).get('why_query') !== '5'")
+    wait_for_app(page)
+    assert_no_exception(page)
+    q, k = params(page)["why_query"], params(page)["why_key"]
+    expect(split).to_have_attribute(
+        "aria-label", re.compile(rf"Score parts: query {q} '.' → key {k} '.'"), timeout=20_000
+    )
+    assert int(k) <= int(q)  # a causal head's cell
     geometry = chart(page, "heads_geometry")  # section 10: the same head's queries and keys
     chart_title(page, "heads_geometry", "Layer 1 head 1: queries and keys")
     geometry.scroll_into_view_if_needed()
@@ -83,6 +118,9 @@ def test_why_a_head_attends_with_the_keyboard(page: Page, app_url: str, tmp_path
     pairs = page.locator('.lab-table[data-key="heads_profile_pairs"] tbody tr')
     expect(pairs).to_have_count(20)
     assert re.search(r"\[[a-z]\].*\{[a-z]\}", pairs.first.inner_text())  # the key, then the query
+    for key in ("heads_why_map", "heads_why_bars", "heads_geometry"):  # each new chart as SVG, titled
+        title = chart(page, key).locator("canvas").get_attribute("aria-label")
+        assert title and title in svg_texts(page, key), key
 
 
 def test_why_a_head_attends_on_a_phone_in_the_dark(browser: Browser, app_url: str, tmp_path: Path) -> None:

@@ -1,18 +1,23 @@
 // Shared plumbing between a drawn chart and the person using it: the hover tip (what the
 // chart kind says about the thing under the pointer or the keyboard's cursor), a click or
-// Enter on a grid's head (sent back to Python), arrow keys over the chart's cells, points or
+// Enter on a grid's head or a clickable map's cell (sent back to Python), arrow keys over the chart's cells, points or
 // bars with what they point at read out, and the downloads (PNG; SVG by the same paint code).
 
-function showTip(tip, canvas, h, [heading, ...lines], clickable) {
+// what a click or Enter does, said in the tip and the live region: open a grid's head, or act on a
+// map's cell (spec.clickable "cell", spec.click_says what happens)
+const opens = (spec) => (spec.clickable === "cell" ? spec.click_says || "select this cell" : "open this head");
+
+function showTip(tip, canvas, h, [heading, ...lines], spec) {
   // the tip's lines beside the point h, the heading bold; it opens towards the chart's middle,
   // so it is never cut off at the chart's edges
   tip.replaceChildren();
   if (heading) {
     const div = document.createElement("div"), b = document.createElement("b");
     b.textContent = heading;
-    div.append(b, clickable ? " (click or Enter opens it)" : "");
+    div.append(b, spec.clickable ? ` (click or Enter: ${opens(spec)})` : "");
     tip.appendChild(div);
   }
+  if (!heading && spec.clickable) lines = [...lines, `click or Enter: ${opens(spec)}`];
   for (const line of lines) {
     const div = document.createElement("div");
     div.textContent = line;
@@ -28,7 +33,7 @@ function showTip(tip, canvas, h, [heading, ...lines], clickable) {
 
 export function followPointer(canvas, tip, spec, hitAt, tipOf, onHead) {
   // hover tips and head clicks: hitAt(x, y) in canvas px is what lies there (null: nothing),
-  // tipOf(hit) its [heading, lines...], onHead(panel) runs on a click on a clickable grid's head
+  // tipOf(hit) its [heading, lines...], onHead(panel, hit) runs on a click on a clickable grid's head or cell
   const hit = (ev) => {
     const r = canvas.getBoundingClientRect();
     return hitAt(ev.clientX - r.left, ev.clientY - r.top);
@@ -37,7 +42,7 @@ export function followPointer(canvas, tip, spec, hitAt, tipOf, onHead) {
     const h = hit(ev);
     tip.hidden = !h;
     canvas.style.cursor = h && spec.clickable ? "pointer" : "default";
-    if (h) showTip(tip, canvas, h, tipOf(h), spec.clickable);
+    if (h) showTip(tip, canvas, h, tipOf(h), spec);
   };
   canvas.onpointerdown = (ev) => {
     // a tap shows what hover shows (a touch screen has no hover; the tip stays until the next tap)
@@ -48,7 +53,7 @@ export function followPointer(canvas, tip, spec, hitAt, tipOf, onHead) {
   };
   canvas.onclick = (ev) => {
     const h = hit(ev);
-    if (h && spec.clickable) onHead(spec.panels[h.i]);
+    if (h && spec.clickable) onHead(spec.panels[h.i], h);
   };
 }
 
@@ -57,7 +62,7 @@ const MOVES = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowD
 export function followKeys(root, spec, stopsOf, tipOf, onHead) {
   // the keyboard's cursor: stopsOf() is the chart's rows of stops (hits with a box [x, y, w, h]);
   // arrows move along a row and between rows, Home/End to a row's ends; the tip shows and the
-  // live region reads what is under the cursor; Enter on a clickable grid's head opens it
+  // live region reads what is under the cursor; Enter on a clickable grid's head opens it (a cell: acts on it)
   const canvas = root.querySelector("canvas"), tip = root.querySelector(".tip");
   const cursor = root.querySelector(".cursor"), live = root.querySelector(".live");
   let at = null; // [row, column] of the cursor, kept while the chart is redrawn
@@ -71,8 +76,8 @@ export function followKeys(root, spec, stopsOf, tipOf, onHead) {
     Object.assign(cursor.style, { left: `${x}px`, top: `${y}px`, width: `${w}px`, height: `${hh}px` });
     cursor.hidden = tip.hidden = false;
     const lines = tipOf(h);
-    showTip(tip, canvas, h, lines, spec.clickable);
-    live.textContent = lines.filter(Boolean).join(", ") + (spec.clickable ? ", Enter opens this head" : "");
+    showTip(tip, canvas, h, lines, spec);
+    live.textContent = lines.filter(Boolean).join(", ") + (spec.clickable ? `, Enter: ${opens(spec)}` : "");
     return h;
   };
   canvas.onkeydown = (ev) => {
@@ -92,7 +97,8 @@ export function followKeys(root, spec, stopsOf, tipOf, onHead) {
       show();
     } else if (ev.key === "Enter" && spec.clickable && at) {
       ev.preventDefault();
-      onHead(spec.panels[show().i]);
+      const h = show();
+      onHead(spec.panels[h.i], h);
     } else if (ev.key === "Escape") {
       cursor.hidden = tip.hidden = true;
     }
