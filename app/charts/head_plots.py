@@ -300,35 +300,68 @@ def score_part_bars(parts: ScoreParts, key: int, top: int = 10) -> dict:
 
 
 POSITION_BANDS = 4  # the geometry's points coloured in this many ranges of position
+TOKEN_KINDS = ("letter", "digit", "space or line break", "punctuation or symbol")
+NEAREST = 5  # keys linked to the picked query
+SPACES = "␣↵⇥ \n\t"  # how token labels write blanks
 
 
-def geometry_chart(geometry: Geometry) -> dict:
+def token_kind(label: str) -> str:
+    """What a token is, read from its label's first character that is not a blank (a BPE token's
+    leading space does not make it one): one of TOKEN_KINDS."""
+    rest = label.lstrip(SPACES)
+    if not rest:
+        return "space or line break"
+    return "letter" if rest[0].isalpha() else "digit" if rest[0].isdigit() else "punctuation or symbol"
+
+
+def _groups(g: Geometry, part: slice, colour: str) -> list[tuple[str, np.ndarray]]:
+    """(name, mask over the part's points) per colour: position ranges, or token kinds."""
+    positions, tokens = g.positions[part], g.tokens[part]
+    if colour == "token":
+        kinds = np.array([token_kind(t) for t in tokens])
+        return [(k, kinds == k) for k in TOKEN_KINDS]
+    edges = np.linspace(0, int(g.positions.max()) + 1, POSITION_BANDS + 1).astype(int)
+    return [
+        (f"positions {edges[b]}-{edges[b + 1] - 1}", (positions >= edges[b]) & (positions < edges[b + 1]))
+        for b in range(POSITION_BANDS)
+    ]
+
+
+def _links(g: Geometry, query: int) -> list[dict]:
+    """The picked query (a star) and lines to its NEAREST keys, drawn on the keys' plot: both sets
+    share the axes, so the star stands where the query lies among the keys."""
+    n, (qx, qy) = g.n_queries, g.coords[query]
+    keys = g.coords[n + g.nearest_keys(query, NEAREST)]  # (k, 2)
+    gap = np.full(len(keys), np.nan)
+    xs = np.column_stack([np.full(len(keys), qx), keys[:, 0], gap]).ravel()  # query, key, gap, ...
+    ys = np.column_stack([np.full(len(keys), qy), keys[:, 1], gap]).ravel()
+    name = f"'{g.tokens[query]}' at {g.positions[query]}"
+    return [
+        xy.line(f"to its {len(keys)} highest-scoring keys", xs, ys, color="text", dash="dot"),
+        xy.points(f"query {name}", np.array([qx]), np.array([qy]), color="text", star=True,
+                  sizes=np.array([14.0]), hover_labels=[f"the query {name}"]),
+    ]  # fmt: skip
+
+
+def geometry_chart(geometry: Geometry, colour: str = "position", query: int | None = None) -> dict:
     """Queries (left) and keys (right) of one head on the same two principal axes, coloured by
-    position range (early to late), each point named by its token and position on hover."""
+    position range or by token kind, each point named by its token and position on hover; a
+    picked query (index among the queries) starred, with lines to the keys it scores highest."""
     g = geometry
-    top = int(g.positions.max()) + 1
-    edges = np.linspace(0, top, POSITION_BANDS + 1).astype(int)
     pad = 0.05 * float(np.abs(g.coords).max() or 1.0)
     lo, hi = g.coords.min(0) - pad, g.coords.max(0) + pad
     panels = []
     for title, part in (("queries", slice(0, g.n_queries)), ("keys", slice(g.n_queries, None))):
-        coords, positions = g.coords[part], g.positions[part]
-        tokens = g.tokens[part]
+        coords, positions, tokens = g.coords[part], g.positions[part], g.tokens[part]
         series = []
-        for band in range(POSITION_BANDS):
-            inside = (positions >= edges[band]) & (positions < edges[band + 1])
+        for i, (name, inside) in enumerate(_groups(g, part, colour)):
             labels = [f"'{t}' at {p}" for t, p, keep in zip(tokens, positions, inside, strict=True) if keep]
             series.append(
-                xy.points(
-                    f"positions {edges[band]}-{edges[band + 1] - 1}",
-                    coords[inside, 0],
-                    coords[inside, 1],
-                    color=charts.SERIES_COLORS[band],
-                    sizes=np.full(int(inside.sum()), 6.0),
-                    hover_labels=labels,
-                    opacity=0.7,
-                )
-            )
+                xy.points(name, coords[inside, 0], coords[inside, 1], color=charts.SERIES_COLORS[i],
+                          sizes=np.full(int(inside.sum()), 6.0), hover_labels=labels, opacity=0.7)
+            )  # fmt: skip
+        if query is not None and title == "keys":
+            series += _links(g, query)
         panels.append(
             xy.panel(
                 series,

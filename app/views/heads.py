@@ -13,13 +13,13 @@ import streamlit as st
 
 from attention_lab.charts import component
 from attention_lab.charts import head_plots as hp
+from attention_lab.explorers.geometry_view import geometry_section
 from attention_lab.explorers.head_view import weighted_toggle
 from attention_lab.explorers.model_input import checkpoint_note, token_unit
 from attention_lab.frame import state, tables
 from attention_lab.models.compute import run_cached, view_cached
 from attention_lab.models.explorer_compute import (
     dataset_profiles,
-    head_geometry,
     marked_pair,
     probe_sent,
     score_parts,
@@ -43,6 +43,8 @@ URL_KEYS = [
     "why_query",
     "why_key",
     "rotated",
+    "geo_colour",
+    "geo_query",
     "profile",
 ]
 AUTO, ON_PROBE = -1, "on this probe text"  # why_query / why_key: the last query; the key attended most
@@ -69,6 +71,8 @@ state.init_state(
         "why_query": AUTO,
         "why_key": AUTO,
         "rotated": False,
+        "geo_colour": "position",
+        "geo_query": AUTO,
         "profile": "previous_token",
     },
     valid={
@@ -436,23 +440,12 @@ else:
     st.markdown(
         "A head attends where q·k is large, so where its queries and keys lie says what it looks for. "
         "Every query and key of many held-out texts, projected together onto the two directions along "
-        "which they vary most (PCA), coloured from early to late positions. A scheme that adds position "
+        "which they vary most (PCA), coloured by position (or by kind of token). A scheme that adds position "
         "codes (sinusoidal, learned) writes position into the vectors, so the colours sort; RoPE adds "
         "position by rotating q and k only at the dot product; ALiBi and T5 add it to the score, so "
-        "their vectors hold none of it."
+        "their vectors hold none of it. The star is one query, linked to the keys it scores highest."
     )
-    rotated = cfg.positions == "rope" and st.toggle(
-        "After RoPE's rotation",
-        key=P + "rotated",
-        help="The vectors the scores use: each turned by its position's angle.",
-    )
-    geometry, read = run_cached(head_geometry, name, layer_open, head_open, rotated)
-    component.show(hp.geometry_chart(geometry), key=P + "geometry")
-    st.caption(
-        f"Read on {read}. How much of the position a straight line through this picture recovers (R², "
-        f"0 none to 1 all): queries {geometry.r2_queries:.2f}, keys {geometry.r2_keys:.2f}; the two axes "
-        f"hold {geometry.explained.sum():.0%} of the vectors' variance. Hover a point for its character."
-    )
+    geometry_section(name, cfg.positions, layer_open, head_open, P)
 
 # ---------------------------------------------------------------- 11 heads across a dataset
 if is_gpt and kind_open == "self":

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attention_lab.charts.specs import values
 from tests.app.figures import charts, heatmaps, tables
 from tests.support.calls import count_calls
 from transformer_core.interp.lens import rollout_of
@@ -237,3 +238,27 @@ def test_the_patterns_switch_to_value_weighted_attention() -> None:
         assert np.abs(got - want).max() <= 0.5e-4 + 1e-6  # the grid travels in steps of 1e-4
     raw = charts(open_heads({"checkpoint": "gpt-induction"}))["heads_grid"]
     assert raw["value_name"] == "weight" and heatmaps(raw)[0].shape == shown[0].shape
+
+
+def test_the_geometry_colours_by_token_kind_and_links_a_query_to_its_highest_scoring_keys() -> None:
+    from attention_lab.charts.head_plots import TOKEN_KINDS, token_kind
+    from attention_lab.models.explorer_compute import head_geometry
+
+    at = open_heads({"checkpoint": "gpt-rope", "open": "self:1.0", "geo_colour": "token", "geo_query": "5"})
+    queries, keys = charts(at)["heads_geometry"]["panels"]
+    assert [s["name"] for s in queries["series"]] == list(TOKEN_KINDS)
+    names = [s["name"] for s in keys["series"]]
+    assert names[:4] == list(TOKEN_KINDS) and names[4] == "to its 5 highest-scoring keys"
+    assert names[5].startswith("query '") and names[5].endswith("' at 5")
+    geometry, _ = head_geometry(load_checkpoint("gpt-rope"), 1, 0, False)
+    drawn = values(charts(at)["heads_geometry"])  # (2, n) per series: 4 query groups, then the keys'
+    assert np.allclose(drawn[9][:, 0], geometry.coords[5], atol=1e-4)  # the star: where the query lies
+    linked = drawn[8][:, 1::3].T  # query, key, gap per link: each key's (x, y)
+    wanted = geometry.coords[geometry.n_queries + geometry.nearest_keys(5, 5)]
+    assert np.allclose(linked, wanted, atol=1e-4)
+    spaces = [t for t in geometry.tokens[: geometry.n_queries] if token_kind(t) == "space or line break"]
+    assert drawn[2].shape[1] == len(spaces) > 0
+    written = [at.query_params[k] for k in ("geo_query", "geo_colour")]
+    assert written in (["5", "token"], [["5"], ["token"]]), written
+    assert (token_kind("␣the"), token_kind("7"), token_kind("↵"), token_kind("(")) == (
+        "letter", "digit", "space or line break", "punctuation or symbol")  # fmt: skip

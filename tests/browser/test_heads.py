@@ -10,7 +10,14 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.browser import assert_no_exception, chart, chart_title, open_page, wait_for_app
+from tests.support.browser import (
+    assert_no_exception,
+    chart,
+    chart_legend,
+    chart_title,
+    open_page,
+    wait_for_app,
+)
 
 
 def params(page: Page) -> dict[str, str]:
@@ -112,6 +119,12 @@ def test_why_a_head_attends_with_the_keyboard(page: Page, app_url: str, tmp_path
     geometry.locator(".table-button").click()
     rows = geometry.locator(".data-table").inner_text()
     assert re.search(r"'[a-z]' at \d+", rows)  # every point named by its character and position
+    chart_legend(page, "heads_geometry", "to its 5 highest-scoring keys")  # a query linked to its keys
+    page.get_by_role("radio", name="Token kind").focus()  # coloured by kind of token, from the keyboard
+    page.keyboard.press("Space")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('geo_colour') === 'token'")
+    wait_for_app(page)
+    chart_legend(page, "heads_geometry", "space or line break")
     page.screenshot(path=str(tmp_path / "heads_geometry.png"))
     profile = page.locator('.lab-table[data-key="heads_profile_table"]')  # section 11: over 64 windows
     expect(profile.locator("tbody tr")).to_have_count(8)  # 2 layers x 4 heads

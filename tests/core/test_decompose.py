@@ -194,3 +194,21 @@ def test_absolute_schemes_put_position_in_the_geometry_rope_in_the_rotation_alib
     assert keys_r2("gpt-sinusoidal") > 0.6 and keys_r2("gpt-learned") > 0.3
     assert keys_r2("gpt-rope") < 0.1 < 0.4 < keys_r2("gpt-rope", rotated=True)
     assert keys_r2("gpt-alibi") < 0.1
+
+
+def test_a_querys_nearest_keys_are_its_highest_scores_in_its_own_text_and_past() -> None:
+    ckpt = load_checkpoint("gpt-rope")
+    texts = ["The with statement is used", "Return the value of the named"]
+    g = qk_geometry(ckpt.model, ckpt.tokenizer, texts, 1, 0, rotated=True)
+    assert g.vectors.shape == (2 * g.n_queries, ckpt.config.d_model // ckpt.config.n_heads)
+    query = g.n_queries - 1  # the second text's last character
+    nearest = g.nearest_keys(query, 5)
+    first = int((g.windows[: g.n_queries] == 0).sum())
+    assert (nearest >= first).all() and len(nearest) == 5  # the second text's keys only
+    capture = AttentionCapture()
+    ids = ckpt.tokenizer.encode(texts[1])
+    with torch.no_grad():
+        ckpt.model(torch.tensor([ids]), capture=capture)
+    record = capture["self.1"]
+    scores = (record.k[0, 0] @ record.q[0, 0, -1]).numpy()  # the rotated q·k of that query, (T,)
+    assert list(nearest - first) == list(np.argsort(-scores, kind="stable")[:5])

@@ -45,30 +45,45 @@ def position_r2(coords: np.ndarray, positions: np.ndarray) -> float:
 class Geometry:
     """Queries and keys of one GPT head over several texts, projected together.
 
-    coords (N, 2): queries first (n_queries of them), then keys; positions (N,) and tokens (N)
-    of each; explained (2,): variance shares of the two axes; r2_queries, r2_keys: position_r2
-    of each set; rotated: whether the vectors are after RoPE's rotation (what the scores use)."""
+    coords (N, 2): queries first (n_queries of them), then keys; positions (N,), windows (N,) (the
+    text each came from) and tokens (N) of each; vectors (N, d_head): what was projected;
+    explained (2,): variance shares of the two axes; r2_queries, r2_keys: position_r2 of each
+    set; rotated: whether the vectors are after RoPE's rotation (what the scores use)."""
 
     layer: int
     head: int
     coords: np.ndarray
     positions: np.ndarray
+    windows: np.ndarray
     tokens: list[str]
+    vectors: np.ndarray
     n_queries: int
     explained: np.ndarray
     r2_queries: float
     r2_keys: float
     rotated: bool
 
+    def nearest_keys(self, query: int, top: int = 5) -> np.ndarray:
+        """The keys (indices among the keys, 0..n_queries-1) query `query` scores highest by q·k
+        of these vectors: in its own text, at its position or before (what a causal head sees),
+        highest first."""
+        n = self.n_queries
+        seen = np.flatnonzero(
+            (self.windows[n:] == self.windows[query]) & (self.positions[n:] <= self.positions[query])
+        )
+        scores = self.vectors[n + seen] @ self.vectors[query]  # (len(seen),)
+        return seen[np.argsort(-scores, kind="stable")[:top]]
+
 
 @dataclass(frozen=True)
 class HeadVectors:
     """One head's queries and keys over several texts, in its own d_head space: queries (N, d_head)
-    and keys (N, d_head) row for row at the same positions (N,) and tokens (N)."""
+    and keys (N, d_head) row for row at the same positions (N), texts (windows, N) and tokens (N)."""
 
     queries: np.ndarray
     keys: np.ndarray
     positions: np.ndarray
+    windows: np.ndarray
     tokens: list[str]
 
 
@@ -82,9 +97,9 @@ def head_vectors(
         raise ConfigError("geometry: reads a GPT's self-attention heads")
     if not (0 <= layer < model.config.n_layers and 0 <= head < model.config.n_heads):
         raise ConfigError(f"head: {layer}.{head} is outside the model's heads")
-    queries, keys, positions, tokens = [], [], [], []
+    queries, keys, positions, windows, tokens = [], [], [], [], []
     device = next(model.parameters()).device
-    for text in texts:
+    for w, text in enumerate(texts):
         ids = tokenizer.encode(text)[: model.config.max_len]
         if not ids:
             continue
@@ -95,10 +110,17 @@ def head_vectors(
         queries.append(q[0, head].float().cpu().numpy())  # (T, d_head)
         keys.append(k[0, head].float().cpu().numpy())
         positions.append(np.arange(len(ids)))
+        windows.append(np.full(len(ids), w))
         tokens.extend(tokenizer.token_labels(ids))
     if not queries:
         raise InputError("geometry: no text to read (every text was empty)")
-    return HeadVectors(np.concatenate(queries), np.concatenate(keys), np.concatenate(positions), tokens)
+    return HeadVectors(
+        np.concatenate(queries),
+        np.concatenate(keys),
+        np.concatenate(positions),
+        np.concatenate(windows),
+        tokens,
+    )
 
 
 def qk_geometry(
@@ -108,13 +130,16 @@ def qk_geometry(
     2-D; rotated: after RoPE's rotation (else before: the vectors the weights make)."""
     vectors = head_vectors(model, tokenizer, texts, layer, head, rotated=rotated)
     n, pos = len(vectors.queries), vectors.positions
-    coords, _, explained = pca_2d(np.concatenate([vectors.queries, vectors.keys]))
+    both = np.concatenate([vectors.queries, vectors.keys])  # (2N, d_head)
+    coords, _, explained = pca_2d(both)
     return Geometry(
         layer=layer,
         head=head,
         coords=coords,
         positions=np.concatenate([pos, pos]),
+        windows=np.concatenate([vectors.windows, vectors.windows]),
         tokens=vectors.tokens + vectors.tokens,
+        vectors=both,
         n_queries=n,
         explained=explained,
         r2_queries=position_r2(coords[:n], pos),
