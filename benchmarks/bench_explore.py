@@ -8,6 +8,7 @@ processes of their own, with the server's CPU per page run and (--profile) where
     python benchmarks/bench_explore.py --profile --profile-users 5      # cProfile per page, top 15 items
     python benchmarks/bench_explore.py --baseline /tmp/main             # paired with another checkout
     python benchmarks/bench_explore.py --url http://127.0.0.1:8501 --workers 2   # a server already running
+    python benchmarks/bench_explore.py --users "" --soak 600 --soak-users 20   # memory over a 10-minute soak
 
 Each simulated student is one browser speaking Streamlit's protocol (attention_lab.testing.explore):
 it opens a deep link as a new tab does (GET the HTML, keeping the route cookie; a new websocket,
@@ -38,6 +39,10 @@ script run with cProfile (attention_lab.testing.profiling; nothing in the app kn
 router, model compute, chart specs, serialisation, sending, compiling, the page's own code and
 other, and its 15 top items by cumulative time. With --per-page, the split is also given in
 milliseconds of each page's server CPU per run measured without the profiler.
+
+--soak SECONDS then runs --soak-users students for that long in one-minute steps, printing each
+minute's row with the app processes' resident memory (VmRSS, MiB, each process), to see whether
+memory stays flat while a class keeps exploring.
 
 --baseline DIR serves another checkout too (`git worktree add DIR COMMIT`, or `git archive COMMIT |
 tar -x -C DIR`), its packages first on its servers' PYTHONPATH, and runs every step on both, in
@@ -206,6 +211,31 @@ def server_cpu(server: Server) -> dict[str, float]:
     return used
 
 
+def app_rss_mib(server: Server) -> list[float]:
+    """Resident memory (VmRSS, MiB) of each of the server's Streamlit processes."""
+    sizes = []
+    for pid in server.app_pids():
+        if role(pid) != "app":
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                sizes += [int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:")]
+        except OSError:
+            continue
+    return sizes
+
+
+def soak(server: Server, models: list[ModelShape], args: argparse.Namespace) -> None:
+    """--soak-users students for --soak seconds, a row per minute with the app processes' memory."""
+    shown = lambda: " / ".join(f"{m:,.0f}" for m in app_rss_mib(server))  # noqa: E731
+    print(
+        f"soak: {args.soak_users} users for {args.soak:.0f} s; app processes' RSS at the start {shown()} MiB"
+    )
+    for minute in range(max(1, round(args.soak / 60))):
+        step = run_step(server, models, args.soak_users, args, f"soak, minute {minute + 1}", duration=60.0)
+        print(row(step) + f"\n    RSS {shown()} MiB", flush=True)
+
+
 def signal_apps(server: Server, signum: int) -> list[int]:
     """Send `signum` to the server's Streamlit processes only; their pids."""
     pids = [pid for pid in server.app_pids() if role(pid) == "app"]
@@ -364,11 +394,13 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--profile-dir", type=Path, help="keep the profiles here (pstats files per process)")
     parser.add_argument("--baseline", type=Path, help="another checkout, measured paired with this one")
     parser.add_argument("--open-tabs", type=int, default=0, help="tabs on / left open during each step")
+    parser.add_argument("--soak", type=float, default=0.0, help="then so many seconds of --soak-users")
+    parser.add_argument("--soak-users", type=int, default=20)
     args = parser.parse_args()
     args.users = [int(u) for u in args.users.split(",") if u.strip()]
     args.single_users = [int(u) for u in args.single_users.split(",") if u.strip()]
-    if args.duration > 3600 or args.per_page > 3600:
-        parser.error("--duration and --per-page are bounded to one hour")
+    if max(args.duration, args.per_page, args.soak) > 3600:
+        parser.error("--duration, --per-page and --soak are bounded to one hour")
     return args
 
 
@@ -407,6 +439,8 @@ def run(args: argparse.Namespace, models: list[ModelShape], tmp: Path, baseline:
                 servers.append(stack.enter_context(started(target, args.workers, tmp, baseline=baseline)))
             pages = args.per_page > 0 and target == targets[-1]
             per_page = measure(servers, models, users, args, pages)
+            if args.soak > 0:
+                soak(servers[0], models, args)
     if args.profile:
         profile_pass(models, args, tmp, per_page)
 
