@@ -47,7 +47,8 @@ URL_KEYS = [
     "geo_query",
     "profile",
 ]
-AUTO, ON_PROBE = -1, "on this probe text"  # why_query / why_key: the last query; the key attended most
+AUTO = -1  # why_query / why_key / geo_query: the page picks (the last query; the key attended most)
+ON_PROBE = "on this probe text"
 
 st.title("Heads you can read", anchor=False)
 st.caption(
