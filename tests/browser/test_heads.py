@@ -131,7 +131,12 @@ def test_why_a_head_attends_with_the_keyboard(page: Page, app_url: str, tmp_path
     pairs = page.locator('.lab-table[data-key="heads_profile_pairs"] tbody tr')
     expect(pairs).to_have_count(20)
     assert re.search(r"\[[a-z]\].*\{[a-z]\}", pairs.first.inner_text())  # the key, then the query
-    for key in ("heads_why_cell", "heads_why_map", "heads_why_bars", "heads_geometry"):  # each new chart as SVG, titled
+    for key in (
+        "heads_why_cell",
+        "heads_why_map",
+        "heads_why_bars",
+        "heads_geometry",
+    ):  # each new chart as SVG, titled
         title = chart(page, key).locator("canvas").get_attribute("aria-label")
         assert title and title in svg_texts(page, key), key
 

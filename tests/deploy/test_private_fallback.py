@@ -2,8 +2,8 @@
 whose AppSession names `_message_enqueued_callback` otherwise, as an upgrade might (a
 `sitecustomize` on the test's PYTHONPATH renames it in Streamlit's source as it is imported).
 The server log names the part once, the push and mirrors stay off, and a lecturer's two
-followers (Chromium) still show each change of the lecturer's within 3 s, by their 2 s poll;
-no page shows an exception."""
+followers (Chromium) still show each change of the lecturer's within 10 s, by their 2 s poll
+(beside a working push the poll is 60 s); no page shows an exception."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tests.support.browser import assert_no_exception, wait_for_app
 RENAME = "streamlit.runtime.app_session:_message_enqueued_callback:_on_message_enqueued"
 PART = "AppSession._message_enqueued_callback"
 WARNING = "lacks internals the lecture's push uses"
-FOLLOW_S = 3.0  # the poll's 2 s and the follower's run
+FOLLOW_S = 10.0  # the poll's 2 s and the follower's run on a busy box: far below the 60 s poll beside a push
 SIZE = {"width": 1280, "height": 720}
 BASICS = re.compile(r"/basics")
 SHIM = '''"""Test shim (tests/deploy/test_private_fallback.py): Streamlit as an upgrade that renamed a
