@@ -199,7 +199,8 @@ def role(pid: int) -> str:
             cmdline = f.read()
     except OSError:
         return "other"
-    return "app" if b"streamlit" in cmdline else "nginx" if b"nginx" in cmdline else "other"
+    app = b"streamlit" in cmdline or b"attention_lab.deploy.app_process" in cmdline
+    return "app" if app else "nginx" if b"nginx" in cmdline else "other"
 
 
 def server_cpu(server: Server) -> dict[str, float]:
