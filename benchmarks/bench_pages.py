@@ -35,8 +35,8 @@ from pathlib import Path
 import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1.local_script_runner import LocalScriptRunner
 
+from attention_lab.frame.streamlit_private import around_apptest_runs
 from attention_lab.testing.apptest import quiet_streamlit, share_script_cache
 
 SCRIPTS = share_script_cache()  # one compile per page, as a server
@@ -111,20 +111,16 @@ def profile(name: str, params: dict[str, str], top: int = 35) -> str:
     at = open_page(name, params)
     at.run()
     prof = cProfile.Profile()
-    original: Callable[[LocalScriptRunner], None] = LocalScriptRunner._run_script_thread
 
-    def profiled(self: LocalScriptRunner) -> None:
+    def profiled(run: Callable[[], None]) -> None:
         prof.enable()
         try:
-            original(self)
+            run()
         finally:
             prof.disable()
 
-    LocalScriptRunner._run_script_thread = profiled  # type: ignore[method-assign]
-    try:
+    with around_apptest_runs(profiled):
         at.run()
-    finally:
-        LocalScriptRunner._run_script_thread = original  # type: ignore[method-assign]
     if at.exception:
         raise SystemExit(f"page failed: {at.exception[0].value}")
     out = io.StringIO()

@@ -16,6 +16,7 @@ before an upgrade to see what moved.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import dis
 import importlib
@@ -23,7 +24,7 @@ import logging
 import os
 import threading
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ _QUEUE = "streamlit.runtime.forward_msg_queue"
 _XSRF = "streamlit.web.server.starlette"
 _STATIC = "streamlit.web.server.starlette.starlette_static_routes"
 _SCRIPTS = "streamlit.runtime.scriptrunner.script_cache:ScriptCache"
+_APPTEST_RUNNER = "streamlit.testing.v1.local_script_runner:LocalScriptRunner"
 
 
 # ---------------------------------------------------------------- the check
@@ -221,6 +223,28 @@ PROFILED = {
     "page_run": ("streamlit.navigation.page:Page", "run"),
     "send_message": (_RUNTIME, "_send_message"),
 }
+
+
+def runner_session_id(runner: Any) -> str:
+    """The session a ScriptRunner (the PROFILED "run_script" hook's argument) runs scripts for."""
+    return str(getattr(runner, "_session_id", ""))
+
+
+@contextlib.contextmanager
+def around_apptest_runs(around: Callable[[Callable[[], None]], None]) -> Iterator[None]:
+    """While the block lasts, each AppTest script thread runs as `around(run)` (a benchmark's
+    profile of one page run, taken in the thread that runs it)."""
+    owner = _find(_APPTEST_RUNNER)
+    original = owner._run_script_thread
+
+    def wrapper(self: Any) -> None:
+        around(lambda: original(self))
+
+    owner._run_script_thread = wrapper
+    try:
+        yield
+    finally:
+        owner._run_script_thread = original
 
 
 def wrap_profiled(hooks: dict[str, Callable[..., Any]]) -> None:

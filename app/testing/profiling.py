@@ -68,7 +68,9 @@ class Shim:
         """ScriptRunner._run_script, profiled in this thread with a profile of its own (a page
         recompiled after Streamlit cleared its script cache has new code objects, which one
         profile would file under one name, keeping the last), then merged into its page's stats."""
-        session = runner._session_id
+        from attention_lab.frame.streamlit_private import runner_session_id  # loaded with Streamlit
+
+        session = runner_session_id(runner)
         guess = "/" + rerun_data.page_name if rerun_data.page_name else self.pages.get(session, "/")
         self.pages[session], self.local.page = guess, None  # the loop counts this run's messages so
         if not self.active:

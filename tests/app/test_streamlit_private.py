@@ -223,7 +223,9 @@ def private_uses(path: Path) -> list[Use]:
 
 
 def outside_the_adapter() -> list[Use]:
-    return [use for path in sorted(APP.rglob("*.py")) if path != ADAPTER for use in private_uses(path)]
+    """The package and the benchmarks (which profile Streamlit's runs) outside the adapter."""
+    paths = [*APP.rglob("*.py"), *(APP.parent / "benchmarks").rglob("*.py")]
+    return [use for path in sorted(paths) if path != ADAPTER for use in private_uses(path)]
 
 
 def test_no_module_but_the_adapter_names_the_parts_it_guards() -> None:
