@@ -8,7 +8,7 @@ functions below when a capture object is passed; both paths are tested to agree.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -98,6 +98,16 @@ class AttentionSite:
     capture: AttentionCapture | None = None
     gate: torch.Tensor | None = None  # (H,) or (B, H) per-call multipliers on head outputs
     patch: tuple[tuple[int, torch.Tensor], ...] = ()  # (head, (B, Tq, d_head) or (Tq, d_head)) values
+
+    def queries(self, rows: slice) -> AttentionSite:
+        """The site of the queries `rows` alone: their rows of the mask, angles and bias (patches
+        are per query and stay whole, so a patched site is never split)."""
+        if self.patch:
+            raise ValueError("AttentionSite.queries: a patched site covers every query")
+        mask = None if self.mask is None else self.mask[..., rows, :]
+        rope = None if self.rope is None else (self.rope[0][rows], self.rope[1][rows])
+        bias = None if self.bias is None else self.bias[..., rows, :]
+        return replace(self, mask=mask, is_causal=False, rope=rope, bias=bias)
 
 
 class LayerCache:
@@ -195,13 +205,27 @@ class MultiHeadAttention(nn.Module):
             return q, k, v
         d = self.d_model
         w, b = self.in_proj.weight, self.in_proj.bias
-        b_q, b_kv = (None, None) if b is None else (b[:d], b[d:])
         q = (
-            F.linear(x, w[:d], b_q).view(B, Tq, self.n_heads, self.d_head).transpose(1, 2)
+            F.linear(x, w[:d], None if b is None else b[:d])
+            .view(B, Tq, self.n_heads, self.d_head)
+            .transpose(1, 2)
         )  # (B, H, Tq, d_head)
-        kv = F.linear(memory, w[d:], b_kv).view(B, -1, 2, self.n_heads, self.d_head)
-        k, v = kv.permute(2, 0, 3, 1, 4)  # each (B, H, Tk, d_head)
+        k, v = self._keys_values(memory)
         return q, k, v
+
+    def _keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """k and v of x (B, T, d_model), each (B, H, T, d_head): W_K and W_V alone, no query."""
+        B, T, d = x.shape
+        w, b = self.in_proj.weight, self.in_proj.bias
+        kv = F.linear(x, w[d:], None if b is None else b[d:]).view(B, T, 2, self.n_heads, self.d_head)
+        k, v = kv.permute(2, 0, 3, 1, 4)  # each (B, H, T, d_head)
+        return k, v
+
+    def prefill(self, x: torch.Tensor, site: AttentionSite, cache: LayerCache) -> None:
+        """Append the keys and values of x (B, T, d_model) to the cache and compute nothing else:
+        positions whose own outputs no one reads, only their keys (see GPT's last_only)."""
+        k, v = self._keys_values(x)
+        cache.extend(apply_rope(k, *site.rope) if site.rope is not None else k, v)
 
     def _explicit(
         self,

@@ -95,6 +95,10 @@ class EncoderBlock(nn.Module):
         x = self.residual(x, lambda h: self.self_attn(h, site, cache=cache), self.norm_self)
         return self.feed_forward(x)
 
+    def prefill(self, x: torch.Tensor, site: AttentionSite, cache: LayerCache) -> None:
+        """Only the keys and values of x (B, T, d_model) into the self-attention's cache."""
+        self.self_attn.prefill(self.norm_self(x) if self.pre_norm else x, site, cache)
+
     def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
         """The feed-forward sublayer in its residual connection; identity when attention-only."""
         if self.ffn is None or self.norm_ffn is None:

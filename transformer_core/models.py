@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from transformer_core.attention import AttentionSite, KVCache
+from transformer_core.attention import AttentionSite, KVCache, LayerCache
 from transformer_core.capture import AttentionCapture
 from transformer_core.config import DEFAULT_OPTIONS, AttentionKind, InferenceOptions, ModelConfig
 from transformer_core.errors import ConfigError, InputError
@@ -95,8 +95,10 @@ class _Transformer(nn.Module):
         cache: KVCache | None = None,
         memory: torch.Tensor | None = None,
         memory_ids: torch.Tensor | None = None,
+        last_only: bool = False,
     ) -> torch.Tensor:
-        """ids (B, T) -> hidden states (B, T, d_model) after every block (before the final norm).
+        """ids (B, T) -> hidden states (B, T, d_model) after every block (before the final norm);
+        last_only: (B, 1, d_model) of the last position, whose block alone is all that is read.
 
         The preamble every stack shares, written once: positions -> token embeddings plus
         absolute codes -> RoPE angles / position bias -> masks -> blocks. `causal` and
@@ -131,12 +133,19 @@ class _Transformer(nn.Module):
         # exactly the square causal mask: the fused kernel can skip building it
         is_causal = causal and not pad_self and not window and past == 0
         cross_mask = padding_mask(memory_ids, PAD_ID) if pad_keys and memory_ids is not None else None
+        # the last block's queries, attention and feed-forward for the last position only: the
+        # earlier positions give it their keys and values, as a cached decoding step would have them
+        last_query = last_only and T > 1 and capture is None and memory is None and options.head_patch is None
         for i, block in enumerate(blocks):
             if capture is not None:  # the residual stream entering block i, e.g. 'self.0.resid_pre'
                 capture.add_residual(f"{kind}.{i}.resid_pre", x)
             site = _site(kind, i, options, capture, mask, is_causal=is_causal, rope=rope, bias=bias)
             layer_cache = None if cache is None else cache.layers[i]
-            if memory is None:
+            if last_query and i == len(blocks) - 1:
+                layer_cache = LayerCache() if layer_cache is None else layer_cache
+                block.prefill(x[:, :-1], site.queries(slice(None, -1)), layer_cache)
+                x = block(x[:, -1:], site.queries(slice(-1, None)), cache=layer_cache)  # (B, 1, d_model)
+            elif memory is None:
                 x = block(x, site, cache=layer_cache)
             else:
                 x = block(x, site, memory, _site("cross", i, options, capture, cross_mask), layer_cache)
@@ -190,9 +199,10 @@ class GPT(_Transformer):
             causal=self.causal,
             pad_keys=False,  # right padding only ever follows real tokens under the causal mask
             cache=cache,
+            last_only=last_only,
         )
         if last_only:
-            x = x[:, -1:]  # (B, T, d_model) -> (B, 1, d_model)
+            x = x[:, -1:]  # (B, T, d_model) -> (B, 1, d_model): a no-op unless the stack kept every position
         return self.lm_head(self.final_norm(x))
 
     def new_cache(self) -> KVCache:

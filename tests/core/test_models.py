@@ -148,6 +148,49 @@ def test_last_only_logits_are_the_last_row_of_the_full_ones(make_gpt, positions)
     torch.testing.assert_close(last[:, 0], full[:, -1], atol=ATOL, rtol=ATOL)
 
 
+LAST_ONLY_OPTIONS = {
+    "default": InferenceOptions(),
+    "not causal": InferenceOptions(causal=False),
+    "sliding window": InferenceOptions(sliding_window=3),
+    "last layer's head 1 ablated": InferenceOptions(ablate=frozenset({("self", 1, 1)})),
+    "no positions": InferenceOptions(positions=False),
+}
+
+
+@pytest.mark.parametrize("options", list(LAST_ONLY_OPTIONS))
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
+def test_last_only_runs_the_last_block_for_the_last_query_alone(make_gpt, positions, options):
+    # what sampling past the window pays per token: the last block reads every position's keys
+    # and values but computes queries, attention and feed-forward for the last position only
+    model, opts = make_gpt(positions), LAST_ONLY_OPTIONS[options]
+    idx = _gpt_batch()
+    rows: list[int] = []
+    hook = model.blocks[-1].ffn.register_forward_hook(lambda m, a, out: rows.append(a[0].size(1)))
+    with torch.no_grad():
+        full, last = model(idx, options=opts), model(idx, options=opts, last_only=True)
+    hook.remove()
+    assert rows == [7, 1]
+    assert last.shape == (2, 1, model.config.vocab_size)
+    torch.testing.assert_close(last[:, 0], full[:, -1], atol=ATOL, rtol=ATOL)
+
+
+@pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
+def test_last_only_after_a_cached_prefix_leaves_the_cache_whole(make_gpt, positions):
+    # a prompt fed in two parts, the second with last_only: the logits are the full pass's last
+    # row, and every layer's cache holds every position, so the next cached step agrees too
+    model = make_gpt(positions)
+    idx = _gpt_batch()
+    with torch.no_grad():
+        full = model(idx)
+        cache = model.new_cache()
+        model(idx[:, :3], cache=cache)
+        last = model(idx[:, 3:6], cache=cache, last_only=True)
+        assert [layer.length for layer in cache.layers] == [6, 6]
+        step = model(idx[:, 6:], cache=cache, last_only=True)
+    torch.testing.assert_close(last[:, 0], full[:, 5], atol=ATOL, rtol=ATOL)
+    torch.testing.assert_close(step[:, 0], full[:, 6], atol=ATOL, rtol=ATOL)
+
+
 @pytest.mark.parametrize("positions", list(POSITION_SCHEMES))
 def test_gpt_fast_and_capture_paths_agree(make_gpt, positions):
     model = make_gpt(positions)
