@@ -99,7 +99,16 @@ def cached_call(fn: Callable[..., R], ckpt: Checkpoint, *args: Any) -> R:
     (a cached function building on another one's result)."""
     fn_name = f"{fn.__module__}.{fn.__qualname__}"
     key = repr(canonical(args))
-    return _cached(fn_name, weights_sha256(ckpt), model_device(ckpt), key, fn, ckpt, args)
+    # by name: Streamlit looks each positional argument's name up in the signature on every call
+    return _cached(
+        fn_name=fn_name,
+        sha=weights_sha256(ckpt),
+        device=model_device(ckpt),
+        key=key,
+        _fn=fn,
+        _ckpt=ckpt,
+        _args=args,
+    )
 
 
 def run_cached(fn: Callable[..., R], checkpoint_name: str, *args: Any) -> R:
@@ -124,8 +133,15 @@ def view_cached(fn: Callable[[Checkpoint, Any], R], checkpoint_name: str, reques
     user: no copy per caller, unlike run_cached, since a view is large and never mutated."""
     ckpt = load_model(checkpoint_name)
     fn_name = f"{fn.__module__}.{fn.__qualname__}"
+    key = repr(canonical(request))
     return _shared(
-        fn_name, weights_sha256(ckpt), model_device(ckpt), repr(canonical(request)), fn, ckpt, request
+        fn_name=fn_name,
+        sha=weights_sha256(ckpt),
+        device=model_device(ckpt),
+        key=key,
+        _fn=fn,
+        _ckpt=ckpt,
+        _request=request,
     )
 
 
