@@ -94,21 +94,21 @@ def _cached(
     return _fn(_ckpt, *_args)
 
 
+def _identity(fn: Callable[..., Any], ckpt: Checkpoint) -> dict[str, str]:
+    """What a result is keyed on besides its arguments: the function, the weights, the device.
+    Passed by name: Streamlit looks each positional argument's name up in the signature on
+    every call."""
+    return {
+        "fn_name": f"{fn.__module__}.{fn.__qualname__}",
+        "sha": weights_sha256(ckpt),
+        "device": model_device(ckpt),
+    }
+
+
 def cached_call(fn: Callable[..., R], ckpt: Checkpoint, *args: Any) -> R:
     """`fn(ckpt, *args)` through the same cache, for code that already holds the checkpoint
     (a cached function building on another one's result)."""
-    fn_name = f"{fn.__module__}.{fn.__qualname__}"
-    key = repr(canonical(args))
-    # by name: Streamlit looks each positional argument's name up in the signature on every call
-    return _cached(
-        fn_name=fn_name,
-        sha=weights_sha256(ckpt),
-        device=model_device(ckpt),
-        key=key,
-        _fn=fn,
-        _ckpt=ckpt,
-        _args=args,
-    )
+    return _cached(**_identity(fn, ckpt), key=repr(canonical(args)), _fn=fn, _ckpt=ckpt, _args=args)
 
 
 def run_cached(fn: Callable[..., R], checkpoint_name: str, *args: Any) -> R:
@@ -132,17 +132,8 @@ def view_cached(fn: Callable[[Checkpoint, Any], R], checkpoint_name: str, reques
     computed once per (fn, weights, device, request) and shared read-only by every run and
     user: no copy per caller, unlike run_cached, since a view is large and never mutated."""
     ckpt = load_model(checkpoint_name)
-    fn_name = f"{fn.__module__}.{fn.__qualname__}"
     key = repr(canonical(request))
-    return _shared(
-        fn_name=fn_name,
-        sha=weights_sha256(ckpt),
-        device=model_device(ckpt),
-        key=key,
-        _fn=fn,
-        _ckpt=ckpt,
-        _request=request,
-    )
+    return _shared(**_identity(fn, ckpt), key=key, _fn=fn, _ckpt=ckpt, _request=request)
 
 
 def shared_cache(fn: Callable[..., R], max_entries: int = CACHE_ENTRIES) -> Callable[..., R]:
