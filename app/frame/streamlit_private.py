@@ -273,6 +273,18 @@ def script_config(script: Path) -> types.ModuleType:
     return config
 
 
+def config_files(script: Path) -> list[str]:
+    """The config.toml files `streamlit run <script>` reads, in order (the last one wins); the
+    process's own script path is left as it was."""
+    from streamlit import config
+
+    saved, config._main_script_path = config._main_script_path, str(script)
+    try:
+        return list(config.get_config_files("config.toml"))
+    finally:
+        config._main_script_path = saved
+
+
 def backend_script(base_url: str | None) -> str:
     """The <script> that tells Streamlit's frontend where its server is: this origin and the
     server's base path (its `server.baseUrlPath`)."""

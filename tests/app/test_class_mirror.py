@@ -114,7 +114,7 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
     handed: list[int] = []  # mirrors that had their messages, each time another callback ran
 
     def other_users() -> None:  # another session's work on the same loop
-        handed.append(sum(1 for m in mirrors if m._browser_queue.messages))
+        handed.append(sum(1 for m in mirrors if streamlit_private.browser_queue(m).messages))
         if len(handed) == 1:  # between the turns: the leader runs again, a mirror types
             leader.session_state["text"] = "the leader's own next run"
             mine.session_state["text"] = "mine"
@@ -132,14 +132,15 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
         time.sleep(0.01)
 
     assert handed[:3] == [MIRRORS_PER_TURN, 2 * MIRRORS_PER_TURN, n - 1]  # other work ran between turns
-    assert rec.failed == [mine.id] and not mine._browser_queue.messages  # its own text is kept
+    # its own text is kept
+    assert rec.failed == [mine.id] and not streamlit_private.browser_queue(mine).messages
     assert mine.session_state["text"] == "mine"
     for m in mirrors[:-1]:
         assert m.session_state["text"] == "new"  # the state the leader's run left, not its next
         assert m.session_state["beat"] == (f"follower-{m.id}", 0.0)  # each keeps its own follower id
-        (start, box, _) = m._browser_queue.messages
+        (start, box, _) = streamlit_private.browser_queue(m).messages
         assert start.new_session.initialize.session_id == m.id  # its own session, not the leader's
         assert box.delta.new_element.text_input.value == "new"
-        assert m.wakes == 1 and files._files_by_session_and_coord[m.id] == {"el": "file"}
+        assert m.wakes == 1 and streamlit_private.held_media(m.id) == {"el": "file"}
     skip = frozenset({"beat", "runs"})
     assert len({state_fingerprint(m.session_state, skip) for m in mirrors[:-1]}) == 1

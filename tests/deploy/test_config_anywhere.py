@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import websockets
-from streamlit import config as st_config
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.NewSession_pb2 import Config
 
+from attention_lab.frame import streamlit_private
 from tests.support.serve import free_port, in_own_loop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +68,7 @@ if OUT:
             exists = getattr(sys.modules.get("streamlit.runtime"), "exists", None)  # None while importing
             if exists is not None and exists():
                 config = sys.modules["streamlit.config"]
-                option = config._config_options["runner.postScriptGC"]
+                option = config.get_config_options()["runner.postScriptGC"]
                 _record({"event": "config", "postScriptGC": config.get_option("runner.postScriptGC"),
                          "where": option.where_defined, "cwd": os.getcwd(),
                          "files": config.get_config_files("config.toml")})
@@ -82,12 +82,7 @@ if OUT:
 def test_streamlit_picks_the_apps_config_for_home_py() -> None:
     """Streamlit's lookup for Home.py ends with app/.streamlit/config.toml (the last file
     wins), and that file sets what the other tests observe."""
-    saved = st_config._main_script_path
-    try:
-        st_config._main_script_path = str(HOME_PY)
-        files = st_config.get_config_files("config.toml")
-    finally:
-        st_config._main_script_path = saved
+    files = streamlit_private.config_files(HOME_PY)
     assert Path(files[-1]) == APP_CONFIG, files
     settings = tomllib.loads(APP_CONFIG.read_text())
     assert settings["runner"]["postScriptGC"] is False
