@@ -75,7 +75,8 @@ def exploring_mix(n: int, seed: int = 7) -> None:
             continue
         q = {k: v[0] for k, v in parse_qs(link.query).items()}
         ckpt = loaded.setdefault(q["checkpoint"], load_checkpoint(q["checkpoint"]))
-        options = InferenceOptions(positions="nopos" not in q, causal="nocausal" not in q)
+        ablate = frozenset({("self", *map(int, q["ablate"].split(".")))}) if "ablate" in q else frozenset()
+        options = InferenceOptions(positions="nopos" not in q, causal="nocausal" not in q, ablate=ablate)
         sampling = (
             int(q["max_new"]),
             float(q["temperature"]),
