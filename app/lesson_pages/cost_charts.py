@@ -10,7 +10,6 @@ import numpy as np
 from attention_lab.charts import specs as charts
 from attention_lab.charts import xy_charts
 from attention_lab.lessons.cost import CacheLesson, CacheStepView, Curves
-from attention_lab.models.compute import shared_cache
 
 Spec = dict[str, Any]
 LENGTH_TICKS = [1, 8, 64, 512, 4096]
@@ -50,7 +49,6 @@ def _over_lengths(
     )
 
 
-@shared_cache
 def flops_chart(c: Curves, T: int) -> Spec:
     """FLOPs of one block's attention, projections and FFN against T, the crossover marked."""
     parts = [
@@ -70,7 +68,6 @@ def flops_chart(c: Curves, T: int) -> Spec:
     )
 
 
-@shared_cache
 def memory_chart(c: Curves, T: int, window: int) -> Spec:
     """One layer's attention-weight memory for one example: kept whole, in a sliding window,
     and by a fused kernel."""
@@ -89,7 +86,6 @@ def memory_chart(c: Curves, T: int, window: int) -> Spec:
     )
 
 
-@shared_cache
 def cache_time_chart(lesson: CacheLesson) -> Spec:
     """Milliseconds per written token, with the KV cache and without it."""
     step = np.arange(1, len(lesson.steps) + 1, dtype=np.float64)
@@ -110,7 +106,6 @@ def cache_time_chart(lesson: CacheLesson) -> Spec:
     )
 
 
-@shared_cache
 def cache_step_charts(
     view: CacheStepView, labels: tuple[str, ...], layer: int, head: int
 ) -> tuple[Spec, Spec]:

@@ -1,9 +1,10 @@
 """Charts of the lesson pages (/basics, /variance; /positions in position_charts) as specs.
 
-Charts only: every number arrives computed (the `lessons` package). Colours are shared
-across pages (charts.SERIES_COLORS): scaled/first series blue, unscaled/second series orange. Every builder is
-cached by its inputs (`shared_cache`): a rerun that leaves a chart's inputs alone reuses the
-built spec. Long series are thinned and samples binned here, before they are sent.
+Charts only: every number arrives computed (the `lessons` package). Colours are shared across
+pages (charts.SERIES_COLORS): scaled/first series blue, unscaled/second series orange. Specs are
+built on every run: most cost less to build than their arrays and labels cost to hash as a cache
+key; the few that cost more to build are cached by their inputs (`shared_cache`). Long series
+are thinned and samples binned here, before they are sent.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ def _bounds(z: np.ndarray, colorscale: str, zmin: float | None, zmax: float | No
     return (lo, hi) if hi > lo else (lo - 1.0, lo + 1.0)
 
 
-@shared_cache
 def value_heatmap(
     z: np.ndarray,
     x_labels: Sequence[str],
@@ -86,7 +86,6 @@ def value_heatmap(
     return spec
 
 
-@shared_cache
 def retrieval_charts(
     tokens: Sequence[str], values: np.ndarray, weights: np.ndarray, context: np.ndarray
 ) -> tuple[Spec, Spec]:
@@ -141,7 +140,6 @@ def retrieval_charts(
     return bars, cloud
 
 
-@shared_cache
 def kernel_charts(
     locations: Sequence[float],
     prices: Sequence[float],
@@ -223,7 +221,6 @@ def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_min_range:
     )
 
 
-@shared_cache
 def saturation_chart(sat: Saturation, d_k: int, n_keys: int) -> Spec:
     """Entropy, max weight and softmax gradient norm against d_k (log axis), both ways."""
     plots = (
@@ -254,7 +251,6 @@ def saturation_chart(sat: Saturation, d_k: int, n_keys: int) -> Spec:
     )
 
 
-@shared_cache
 def row_bars(raw_weights: np.ndarray, scaled_weights: np.ndarray, d_k: int) -> Spec:
     """One row of attention weights at d_k, unscaled next to scaled."""
     return charts.bars_spec(
@@ -277,7 +273,6 @@ def _thin(n: int, keep: Sequence[int], points: int = 800) -> np.ndarray:
     return np.unique(np.concatenate([grid, extra]))
 
 
-@shared_cache
 def lr_chart(schedules: Schedules, warmup: int) -> Spec:
     """Learning rate against step (n,) for the two schedules, warm-up end marked; drawn
     through at most ~800 steps, always including the peak at the end of warm-up."""
@@ -300,7 +295,6 @@ def lr_chart(schedules: Schedules, warmup: int) -> Spec:
     )
 
 
-@shared_cache
 def smoothing_chart(distribution: np.ndarray, target: int) -> Spec:
     """The one-hot target beside the smoothed one, per class."""
     one_hot = np.zeros(len(distribution))
@@ -315,7 +309,7 @@ def smoothing_chart(distribution: np.ndarray, target: int) -> Spec:
     )
 
 
-def _lesson_grid(
+def attention_grid(
     attention: np.ndarray,
     query_tokens: Sequence[str],
     key_tokens: Sequence[str],
@@ -338,6 +332,3 @@ def _lesson_grid(
         clickable=False,
         file=file,
     )
-
-
-attention_grid = shared_cache(_lesson_grid, max_entries=16)

@@ -20,7 +20,6 @@ def _numbered(n: int) -> list[str]:
     return [str(i) for i in range(n)]
 
 
-@shared_cache
 def pe_heatmap(table: np.ndarray, title: str, *, seen: int | None = None, zabs: float = 1.0) -> Spec:
     """A position table (P, d) drawn with position across and dimension down (red above
     zero); `seen`: a dashed line after the last position training used."""
@@ -45,7 +44,6 @@ def pe_heatmap(table: np.ndarray, title: str, *, seen: int | None = None, zabs: 
     return spec
 
 
-@shared_cache
 def waves_chart(table: np.ndarray, dims: Sequence[int]) -> Spec:
     """Chosen dimensions of a position table as functions of position."""
     positions = np.arange(table.shape[0])
@@ -73,7 +71,6 @@ def waves_chart(table: np.ndarray, dims: Sequence[int]) -> Spec:
     )
 
 
-@shared_cache
 def similarity_heatmap(matrix: np.ndarray, title: str) -> Spec:
     """Cosine similarity (P, P) of every pair of positions, red = alike."""
     n = len(matrix)
@@ -95,7 +92,6 @@ def similarity_heatmap(matrix: np.ndarray, title: str) -> Spec:
     return spec
 
 
-@shared_cache
 def lines_chart(
     series: dict[str, np.ndarray],
     title: str,
@@ -129,7 +125,6 @@ def lines_chart(
     )
 
 
-@shared_cache
 def rope_path_chart(path: np.ndarray, positions: Sequence[int], radians_per_step: float) -> Spec:
     """Arrows from the origin to a 2-D pair rotated to each position, on its circle."""
     path = np.asarray(path, dtype=np.float64)
@@ -169,7 +164,6 @@ def rope_path_chart(path: np.ndarray, positions: Sequence[int], radians_per_step
     )
 
 
-@shared_cache
 def slopes_chart(slopes: np.ndarray) -> Spec:
     """ALiBi's slope per head, each written (turned) above its bar."""
     return charts.bars_spec(

@@ -179,9 +179,11 @@ def _adopt_url_runs(task: str) -> None:
             remember_run(value, label, task)
 
 
-@st.cache_data(ttl=600)
+@st.cache_resource(ttl=600, show_spinner=False)
 def shipped_checkpoints() -> dict[str, dict]:
-    """name -> metadata (config, metrics, command) of every shipped checkpoint."""
+    """name -> metadata (config, metrics, command) of every shipped checkpoint. One read-only
+    copy shared by every caller: a page asks for it several times a run, and a private copy
+    each time (st.cache_data) cost more than the rest of the call."""
     out = {}
     for name in list_checkpoints():
         try:
@@ -197,8 +199,8 @@ def installed_models() -> dict[str, dict]:
     return _installed_models(str(settings.models_dir()))
 
 
-@st.cache_data(ttl=60)
-def _installed_models(folder: str) -> dict[str, dict]:  # keyed by the folder the setting names
+@st.cache_resource(ttl=60, show_spinner=False)
+def _installed_models(folder: str) -> dict[str, dict]:  # keyed by the folder; shared, read-only
     out = {}
     for name in backends.installed_models():
         try:
