@@ -22,6 +22,7 @@ import dis
 import importlib
 import logging
 import os
+import socket
 import threading
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -50,6 +51,7 @@ _SESSIONS = "streamlit.runtime.session_manager"
 _QUEUE = "streamlit.runtime.forward_msg_queue"
 _XSRF = "streamlit.web.server.starlette"
 _STATIC = "streamlit.web.server.starlette.starlette_static_routes"
+_SERVER = "streamlit.web.server.starlette.starlette_server"
 _SCRIPTS = "streamlit.runtime.scriptrunner.script_cache:ScriptCache"
 _APPTEST_RUNNER = "streamlit.testing.v1.local_script_runner:LocalScriptRunner"
 
@@ -142,6 +144,7 @@ PARTS: dict[str, Callable[[], bool]] = {
     "config._main_script_path": lambda: hasattr(_find("streamlit.config"), "_main_script_path"),
     "create_streamlit_static_handler": lambda: callable(_find(f"{_STATIC}:create_streamlit_static_handler")),
     "ScriptCache.clear": lambda: _method(_SCRIPTS, "clear"),
+    "starlette_server._bind_socket": lambda: callable(_find(f"{_SERVER}:_bind_socket")),
 }
 
 
@@ -292,40 +295,49 @@ def backend_script(base_url: str | None) -> str:
     return f'<script>window.__streamlit={{BACKEND_BASE_URL:location.origin+"/{path}"}}</script>'
 
 
+def _wrap_once(part: str, where: str, name: str, wrap: Callable[[Any], Any]) -> bool:
+    """Replace `name` of the module or class at `where` by wrap(what is there), once per process
+    (a second call finds its own wrapper). False where `part` is missing: Streamlit's own stays."""
+    if part in check().missing:
+        return False
+    owner = _find(where)
+    if getattr(getattr(owner, name), "wrapped_by_lab", False):
+        return True
+    wrapper = wrap(getattr(owner, name))
+    wrapper.wrapped_by_lab = True
+    setattr(owner, name, wrapper)
+    return True
+
+
 def announce_backend() -> bool:
     """Before the server starts: every page's index.html tells the frontend where the server is.
     Without it a page's own address (/train) is taken as the server's first: /train/_stcore/health
     and /host-config answer 404 and the frontend waits before trying /. False where the part is
     missing: the frontend then probes as before."""
-    if "create_streamlit_static_handler" in check().missing:
-        return False
     from starlette.responses import HTMLResponse
 
-    routes = importlib.import_module(_STATIC)
-    make = routes.create_streamlit_static_handler
-    if getattr(make, "announces_backend", False):
-        return True
+    def announcing(make: Callable[..., Any]) -> Callable[..., Any]:
+        def handler(directory: str, base_url: str | None) -> Any:
+            files = make(directory=directory, base_url=base_url)
+            index = os.path.join(directory, "index.html")
+            with open(index, encoding="utf-8") as f:
+                page = f.read().replace("<head>", "<head>" + backend_script(base_url), 1)
+            plain = files.get_response
 
-    def handler(directory: str, base_url: str | None) -> Any:
-        files = make(directory=directory, base_url=base_url)
-        index = os.path.join(directory, "index.html")
-        with open(index, encoding="utf-8") as f:
-            page = f.read().replace("<head>", "<head>" + backend_script(base_url), 1)
-        plain = files.get_response
+            async def get_response(path: str, scope: Any) -> Any:
+                response = await plain(path, scope)
+                if getattr(response, "path", None) != index or response.status_code != 200:
+                    return response  # a script, a style, an image, a 304
+                cache = response.headers.get("Cache-Control", "no-cache")
+                return HTMLResponse(page, headers={"Cache-Control": cache})
 
-        async def get_response(path: str, scope: Any) -> Any:
-            response = await plain(path, scope)
-            if getattr(response, "path", None) != index or response.status_code != 200:
-                return response  # a script, a style, an image, a 304
-            cache = response.headers.get("Cache-Control", "no-cache")
-            return HTMLResponse(page, headers={"Cache-Control": cache})
+            files.get_response = get_response  # the instance's: Streamlit's class stays as it is
+            return files
 
-        files.get_response = get_response  # the instance's: Streamlit's class stays as it is
-        return files
+        return handler
 
-    handler.announces_backend = True  # type: ignore[attr-defined]
-    routes.create_streamlit_static_handler = handler
-    return True
+    handler = "create_streamlit_static_handler"  # the part is named as the function
+    return _wrap_once(handler, _STATIC, handler, announcing)
 
 
 def keep_compiled_pages() -> bool:
@@ -336,21 +348,44 @@ def keep_compiled_pages() -> bool:
     on every run. False where the part is missing: Streamlit's own way."""
     from streamlit import config
 
-    if "ScriptCache.clear" in check().missing:
-        return False
-    cache = _find(_SCRIPTS)
-    if getattr(cache.clear, "kept", False):
-        return True
-    plain = cache.clear
+    def keeping(plain: Callable[[Any], None]) -> Callable[[Any], None]:
+        def clear(self: Any) -> None:
+            """Forget the compiled pages only where a file watcher may see them change."""
+            if config.get_option("server.fileWatcherType") != "none":
+                plain(self)
 
-    def clear(self: Any) -> None:
-        """Forget the compiled pages only where a file watcher may see them change."""
-        if config.get_option("server.fileWatcherType") != "none":
-            plain(self)
+        return clear
 
-    clear.kept = True  # type: ignore[attr-defined]
-    cache.clear = clear
-    return True
+    return _wrap_once("ScriptCache.clear", _SCRIPTS, "clear", keeping)
+
+
+def naming_tcp(sock: socket.socket) -> socket.socket:
+    """The listening socket `sock` as one that names its protocol, TCP (the same descriptor,
+    its blocking and inheritance kept): asyncio turns Nagle's algorithm off (TCP_NODELAY) only
+    on connections accepted from such a socket. Others (a Unix socket) as they are."""
+    if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto == socket.IPPROTO_TCP:
+        return sock
+    blocking, inheritable = sock.getblocking(), sock.get_inheritable()
+    tcp = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
+    tcp.setblocking(blocking)
+    tcp.set_inheritable(inheritable)
+    return tcp
+
+
+def send_without_delay() -> bool:
+    """Before the server starts: its connections send each message as it is written. Streamlit
+    binds its socket without naming TCP, so asyncio leaves Nagle's algorithm on, and a run's
+    second message waited for the browser's delayed acknowledgement of the first (up to 40 ms
+    a page run; Streamlit's earlier Tornado server turned it off for websockets). False where
+    the part is missing: Streamlit's own socket."""
+
+    def naming(bind: Callable[[str, int, int], socket.socket]) -> Callable[[str, int, int], socket.socket]:
+        def bind_tcp(address: str, port: int, backlog: int) -> socket.socket:
+            return naming_tcp(bind(address, port, backlog))
+
+        return bind_tcp
+
+    return _wrap_once("starlette_server._bind_socket", _SERVER, "_bind_socket", naming)
 
 
 # ---------------------------------------------------------------- the runtime and its sessions
