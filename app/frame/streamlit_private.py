@@ -336,8 +336,8 @@ def announce_backend() -> bool:
 
         return handler
 
-    handler = "create_streamlit_static_handler"  # the part is named as the function
-    return _wrap_once(handler, _STATIC, handler, announcing)
+    part = "create_streamlit_static_handler"  # named as the function it replaces
+    return _wrap_once(part, _STATIC, part, announcing)
 
 
 def keep_compiled_pages() -> bool:
