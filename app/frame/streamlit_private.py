@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import dis
 import importlib
+import inspect
 import logging
 import os
 import socket
@@ -303,8 +304,9 @@ def _wrap_once(part: str, where: str, name: str, wrap: Callable[[Any], Any]) -> 
     owner = _find(where)
     if getattr(getattr(owner, name), "wrapped_by_lab", False):
         return True
-    wrapper = wrap(getattr(owner, name))
-    wrapper.wrapped_by_lab = True
+    original = getattr(owner, name)
+    wrapper = wrap(original)
+    wrapper.wrapped_by_lab, wrapper.__wrapped__ = True, original
     setattr(owner, name, wrapper)
     return True
 
@@ -386,6 +388,14 @@ def send_without_delay() -> bool:
         return bind_tcp
 
     return _wrap_once("starlette_server._bind_socket", _SERVER, "_bind_socket", naming)
+
+
+def server_socket(address: str, port: int, backlog: int, *, streamlit_own: bool = False) -> socket.socket:
+    """A listening socket bound as Streamlit's server binds its own now (naming TCP once
+    send_without_delay ran), or with `streamlit_own` as Streamlit alone binds it: what a test
+    of the change probes."""
+    bind = _find(f"{_SERVER}:_bind_socket")
+    return (inspect.unwrap(bind) if streamlit_own else bind)(address, port, backlog)
 
 
 # ---------------------------------------------------------------- the runtime and its sessions

@@ -9,7 +9,6 @@ import __future__
 import ast
 import asyncio
 import concurrent.futures
-import importlib
 import inspect
 import logging
 import socket
@@ -291,31 +290,30 @@ def test_every_page_tells_the_frontend_where_its_server_is(tmp_path: Path) -> No
     assert announce.encode() not in js and len(js) > 100_000
 
 
+def test_without_the_static_handler_the_pages_are_sent_as_they_are(
+    fresh_check: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit.web.server.starlette import starlette_static_routes
+
+    plain = starlette_static_routes.create_streamlit_static_handler
+    monkeypatch.setitem(streamlit_private.PARTS, "create_streamlit_static_handler", lambda: False)
+    assert streamlit_private.announce_backend() is False
+    assert starlette_static_routes.create_streamlit_static_handler is plain
+
+
 @pytest.mark.parametrize(
-    ("part", "module", "name", "install"),
+    ("part", "install"),
     [
-        (
-            "create_streamlit_static_handler",
-            "streamlit.web.server.starlette.starlette_static_routes",
-            "create_streamlit_static_handler",
-            streamlit_private.announce_backend,  # the pages are sent as they are
-        ),
-        (
-            "starlette_server._bind_socket",
-            "streamlit.web.server.starlette.starlette_server",
-            "_bind_socket",
-            streamlit_private.send_without_delay,  # the server binds as Streamlit does
-        ),
+        ("create_streamlit_static_handler", streamlit_private.announce_backend),
+        ("ScriptCache.clear", streamlit_private.keep_compiled_pages),
+        ("starlette_server._bind_socket", streamlit_private.send_without_delay),
     ],
 )
-def test_without_its_part_a_server_change_leaves_streamlit_as_it_is(
-    fresh_check: None, monkeypatch: pytest.MonkeyPatch, part: str, module: str, name: str, install: Any
+def test_without_its_part_a_server_change_is_not_made(
+    fresh_check: None, monkeypatch: pytest.MonkeyPatch, part: str, install: Callable[[], bool]
 ) -> None:
-    owner = importlib.import_module(module)
-    plain = getattr(owner, name)
     monkeypatch.setitem(streamlit_private.PARTS, part, lambda: False)
     assert install() is False
-    assert getattr(owner, name) is plain
 
 
 async def nodelay_of_a_connection(listener: socket.socket) -> int:
@@ -335,16 +333,13 @@ async def nodelay_of_a_connection(listener: socket.socket) -> int:
     return value
 
 
-def test_the_server_sends_each_message_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_server_sends_each_message_at_once() -> None:
     """Streamlit's own socket names no protocol, so asyncio leaves Nagle's algorithm on for its
     connections (a run's second message then waits for the browser's delayed ACK); bound
     through the adapter, every connection has TCP_NODELAY, on the same kind of listener."""
-    from streamlit.web.server.starlette import starlette_server
-
-    monkeypatch.setattr(starlette_server, "_bind_socket", starlette_server._bind_socket)  # back after
-    plain = starlette_server._bind_socket("127.0.0.1", 0, 8)
+    plain = streamlit_private.server_socket("127.0.0.1", 0, 8, streamlit_own=True)
     assert streamlit_private.send_without_delay() and streamlit_private.send_without_delay()
-    bound = starlette_server._bind_socket("127.0.0.1", 0, 8)
+    bound = streamlit_private.server_socket("127.0.0.1", 0, 8)
     assert (plain.proto, bound.proto) == (0, socket.IPPROTO_TCP)
     assert (bound.getblocking(), bound.get_inheritable()) == (plain.getblocking(), plain.get_inheritable())
     assert asyncio.run(nodelay_of_a_connection(plain)) == 0
