@@ -74,7 +74,9 @@ def exploring_mix(n: int, seed: int = 7) -> None:
         if link.path != "/gpt":
             continue
         q = {k: v[0] for k, v in parse_qs(link.query).items()}
-        ckpt = loaded.setdefault(q["checkpoint"], load_checkpoint(q["checkpoint"]))
+        if q["checkpoint"] not in loaded:  # once per checkpoint (setdefault would load every draw)
+            loaded[q["checkpoint"]] = load_checkpoint(q["checkpoint"])
+        ckpt = loaded[q["checkpoint"]]
         ablate = frozenset({("self", *map(int, q["ablate"].split(".")))}) if "ablate" in q else frozenset()
         options = InferenceOptions(positions="nopos" not in q, causal="nocausal" not in q, ablate=ablate)
         sampling = (
