@@ -362,9 +362,8 @@ def keep_compiled_pages() -> bool:
 
 
 def naming_tcp(sock: socket.socket) -> socket.socket:
-    """The listening socket `sock` as one that names its protocol, TCP (the same descriptor,
-    its blocking and inheritance kept): asyncio turns Nagle's algorithm off (TCP_NODELAY) only
-    on connections accepted from such a socket. Others (a Unix socket) as they are."""
+    """`sock` (listening) naming TCP as its protocol, same descriptor, blocking and inheritance: only
+    then does asyncio turn Nagle off (TCP_NODELAY) on what it accepts. A Unix socket as it is."""
     if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto == socket.IPPROTO_TCP:
         return sock
     blocking, inheritable = sock.getblocking(), sock.get_inheritable()
@@ -375,25 +374,15 @@ def naming_tcp(sock: socket.socket) -> socket.socket:
 
 
 def send_without_delay() -> bool:
-    """Before the server starts: its connections send each message as it is written. Streamlit
-    binds its socket without naming TCP, so asyncio leaves Nagle's algorithm on, and a run's
-    second message waited for the browser's delayed acknowledgement of the first (up to 40 ms
-    a page run; Streamlit's earlier Tornado server turned it off for websockets). False where
-    the part is missing: Streamlit's own socket."""
-
-    def naming(bind: Callable[[str, int, int], socket.socket]) -> Callable[[str, int, int], socket.socket]:
-        def bind_tcp(address: str, port: int, backlog: int) -> socket.socket:
-            return naming_tcp(bind(address, port, backlog))
-
-        return bind_tcp
-
+    """Before the server starts: each message is sent as written. Streamlit binds without naming
+    TCP, so Nagle stayed on and a run's later messages waited up to 40 ms for the browser's
+    delayed ACK (its Tornado server had it off). False where the part is missing."""
+    naming = lambda bind: lambda address, port, backlog: naming_tcp(bind(address, port, backlog))  # noqa: E731
     return _wrap_once("starlette_server._bind_socket", _SERVER, "_bind_socket", naming)
 
 
 def server_socket(address: str, port: int, backlog: int, *, streamlit_own: bool = False) -> socket.socket:
-    """A listening socket bound as Streamlit's server binds its own now (naming TCP once
-    send_without_delay ran), or with `streamlit_own` as Streamlit alone binds it: what a test
-    of the change probes."""
+    """A socket bound as the server binds its own now, or (`streamlit_own`) as Streamlit alone does."""
     bind = _find(f"{_SERVER}:_bind_socket")
     return (inspect.unwrap(bind) if streamlit_own else bind)(address, port, backlog)
 
