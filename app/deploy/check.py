@@ -1,10 +1,10 @@
 """`attention-lab check`: what this box would run with, before a class finds out.
 
 Prints every ATTENTION_LAB_* setting as parsed, the folders the lab reads and writes, the
-Streamlit config files in force, the device, and what each way of serving has or misses
-(one box, a class on one box, several boxes, a GPU, sign-in). Exit 0 when every setting
-parses, 2 with each wrong setting's message otherwise; a missing optional tool is reported,
-not an error.
+Streamlit config files in force, the device, the server's event loop, and what each way of
+serving has or misses (one box, a class on one box, several boxes, a GPU, sign-in). Exit 0
+when every setting parses, 2 with each wrong setting's message otherwise; a missing optional
+tool is reported, not an error.
 """
 
 from __future__ import annotations
@@ -169,6 +169,16 @@ def serving(gpu: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def event_loop() -> dict[str, Any]:
+    """The loop Streamlit's server will run on: uvloop where it is installed, else asyncio's own."""
+    uvloop = None if sys.platform == "win32" else _package("uvloop")
+    return {
+        "name": "asyncio" if uvloop is None else "uvloop",
+        "version": uvloop,
+        "fix": None if uvloop else "pip install 'streamlit[performance]' (uvloop: less server CPU a message)",
+    }
+
+
 def report(app: Path) -> dict[str, Any]:
     """Everything `check` prints, as one object (its --json form)."""
     found, errors = parsed_settings()
@@ -185,6 +195,7 @@ def report(app: Path) -> dict[str, Any]:
         "folders": folders(app, found[settings.RUNS_DIR_ENV]["value"]),
         "device": gpu,
         "serving": serving(gpu),
+        "event_loop": event_loop(),
     }
 
 
@@ -225,6 +236,11 @@ def as_text(r: dict[str, Any]) -> str:
     lines.append("streamlit config: " + (", ".join(f["streamlit_config"]) or "none (Streamlit's defaults)"))
     gpu = f"CUDA {d['cuda_version']}, {d['name']}" if d["cuda"] else "no CUDA GPU"
     lines.append(f"device: torch {d['torch']}, {gpu}; the app serves on {d['resolved'] or d['problem']}")
+    loop = r["event_loop"]
+    lines.append(
+        f"event loop: {loop['name']} {loop['version'] or ''}".rstrip()
+        + (f" ({loop['fix']})" if loop["fix"] else "")
+    )
     lines.append("ways of serving:")
     for key, label in WAYS.items():
         way = r["serving"][key]

@@ -346,6 +346,20 @@ def test_the_server_sends_each_message_at_once() -> None:
     assert asyncio.run(nodelay_of_a_connection(bound)) != 0
 
 
+def test_on_uvloop_every_connection_has_tcp_nodelay() -> None:
+    """uvloop (Streamlit's loop where streamlit[performance] is installed) turns Nagle off on
+    every TCP connection it accepts, whichever listener; asyncio's needs the adapter's."""
+    import uvloop
+
+    assert streamlit_private.send_without_delay()
+    for listener in (
+        streamlit_private.server_socket("127.0.0.1", 0, 8, streamlit_own=True),
+        streamlit_private.server_socket("127.0.0.1", 0, 8),
+    ):
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            assert runner.run(nodelay_of_a_connection(listener)) != 0, listener
+
+
 def test_compiled_pages_are_kept_where_nothing_watches(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

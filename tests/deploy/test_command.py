@@ -118,6 +118,8 @@ def test_check_reports_the_settings_folders_device_and_ways_of_serving(tmp_path:
     }
     assert serving["sign_in"]["present"] == {"Authlib": _version("Authlib")}
     assert serving["gpu"]["ready"] == torch.cuda.is_available()
+    # streamlit[performance] brings uvloop, and Streamlit's server runs on it
+    assert report["event_loop"] == {"name": "uvloop", "version": _version("uvloop"), "fix": None}
 
 
 def test_check_names_a_wrong_setting_and_exits_2(tmp_path: Path) -> None:
@@ -166,6 +168,8 @@ def test_the_bare_command_starts_the_app_with_its_config_from_any_folder(tmp_pat
         # The command became Streamlit's (exec, through the app process that announces its backend):
         # signals reach it, on the package's Home.py.
         assert f"-m {APP_PROCESS} run {HOME} --server.port {port} " in command_line(proc.pid)
+        # Its server runs on uvloop (streamlit[performance]): the loop's extension is loaded.
+        assert "/uvloop/loop." in Path(f"/proc/{proc.pid}/maps").read_text()
         # Static serving is on only in app/.streamlit/config.toml: the script's config is in force.
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/app/static/charts.js", timeout=30) as response:
             assert response.status == 200

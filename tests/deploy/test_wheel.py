@@ -234,6 +234,7 @@ def test_no_test_tools_come_with_the_app(installed: Installed) -> None:
     assert "attention-lab" in names and "streamlit" in names
     assert not {t for t in TEST_TOOLS if t in names}, names
     assert names["torch"].startswith("2.13.0"), names["torch"]
+    assert "uvloop" in names  # streamlit[performance]: the server's event loop
 
 
 def test_check_passes(installed: Installed) -> None:
@@ -241,7 +242,7 @@ def test_check_passes(installed: Installed) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     as_json = installed.run(installed.bin("attention-lab"), "check", "--json")
     assert as_json.returncode == 0, as_json.stdout + as_json.stderr
-    json.loads(as_json.stdout)
+    assert json.loads(as_json.stdout)["event_loop"]["name"] == "uvloop"
 
 
 def test_shipped_checkpoints_are_package_data(installed: Installed) -> None:
