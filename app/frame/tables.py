@@ -74,6 +74,16 @@ def _text(value: Any, fmt: str | Callable[[Any], str] | None) -> str:
     return str(value)
 
 
+def _rows(frame: pd.DataFrame, dtypes: list[Any]) -> list[list[Any]]:
+    """The frame's values row by row: a matrix of one numeric numpy dtype in one call (as
+    Python numbers), any other frame a column at a time (each as pandas hands out its values)."""
+    if dtypes and all(d == dtypes[0] for d in dtypes) and isinstance(dtypes[0], np.dtype):
+        if dtypes[0].kind in "iuf":
+            return frame.to_numpy().tolist()
+    columns = [list(series) for _, series in frame.items()]
+    return [list(row) for row in zip(*columns, strict=True)] if columns else [[]] * len(frame)
+
+
 def to_html(
     frame: pd.DataFrame,
     *,
@@ -88,19 +98,18 @@ def to_html(
     digits: decimals of every float column; formats: column -> format of its numbers (over
     digits); bars: column -> (lo, hi), each value drawn as a bar of its share of that range
     behind its text; height: px before the table scrolls."""
-    columns = list(frame.items())  # (name, Series): each column read once, as itertuples reads it
-    kinds = {c: series.dtype.kind for c, series in columns}
-    floats = [c for c, _ in columns if kinds[c] == "f"] if digits is not None else []
+    names, dtypes = frame.columns.tolist(), frame.dtypes.tolist()
+    kinds = {c: dtype.kind for c, dtype in zip(names, dtypes, strict=True)}
+    floats = [c for c in names if kinds[c] == "f"] if digits is not None else []
     formats = {**dict.fromkeys(floats, f"{{:.{digits}f}}"), **(formats or {})}
     bars = bars or {}
     esc = html.escape
     numeric = {c: kinds[c] in "iuf" for c in kinds}
-    head = ([("", False)] if index else []) + [(str(c), numeric[c] or c in bars) for c, _ in columns]
+    head = ([("", False)] if index else []) + [(str(c), numeric[c] or c in bars) for c in names]
     rows = []
-    values = zip(*(list(series) for _, series in columns), strict=True) if columns else [()] * len(frame)
-    for label, row in zip(frame.index, values, strict=True):
+    for label, row in zip(frame.index.tolist(), _rows(frame, dtypes), strict=True):
         cells = [f"<th>{esc(_text(label, None))}</th>"] if index else []
-        for column, value in zip(frame.columns, row, strict=True):
+        for column, value in zip(names, row, strict=True):
             text = esc(_text(value, formats.get(column)))
             if column in bars and isinstance(value, int | float | np.number) and not math.isnan(value):
                 lo, hi = bars[column]

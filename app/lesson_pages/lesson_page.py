@@ -26,5 +26,7 @@ def chart_writer(prefix: str) -> Callable[[dict, str], None]:
 
 
 def matrix_frame(matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str]) -> pd.DataFrame:
-    """A matrix with named rows and columns, unrounded: tables.show(digits=...) formats it."""
-    return pd.DataFrame(np.asarray(matrix, dtype=float), index=list(rows), columns=list(cols))
+    """A matrix with named rows and columns, unrounded: tables.show(digits=...) formats it.
+    The names stay Python strings (object dtype): a table only reads them back."""
+    names = pd.Index(list(rows), dtype=object), pd.Index(list(cols), dtype=object)
+    return pd.DataFrame(np.asarray(matrix, dtype=float), index=names[0], columns=names[1])
