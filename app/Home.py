@@ -7,7 +7,7 @@ import streamlit as st
 from attention_lab.accounts import admin
 from attention_lab.accounts import sign_in as access
 from attention_lab.charts import save_view
-from attention_lab.frame import present, state, tables
+from attention_lab.frame import present, state, tables, turns
 from attention_lab.lecture import classroom, tours
 from attention_lab.models.resources import configure_torch, device_picker
 from attention_lab.serving.logs import app_logging
@@ -67,8 +67,8 @@ SECTIONS = {
 }
 #: reachable at /admin by address, not in the sidebar menu (accounts.admin decides who sees figures)
 ADMIN = st.Page(PAGES / "admin.py", title="Admin", icon=":material/admin_panel_settings:", url_path="admin")
-# a follower opening the lecturer's new view runs all of it in turn with the others
-with classroom.page_turn():
+# the whole run in turns: a few at a time per process, as fast each as alone (frame.turns)
+with turns.page_turn(classroom.run_turns()):
     navigation = st.navigation({**SECTIONS, "Admin": [ADMIN]}, position="hidden")
     BY_PATH = {p.url_path: p for pages in SECTIONS.values() for p in pages}
     classroom.open_new_view(BY_PATH)  # a follower whose lecturer moved goes there first

@@ -52,6 +52,7 @@ SETTINGS: dict[str, Callable[[], Any]] = {
     settings.REDIS_URL_ENV: _redis_url,
     settings.DEVICE_ENV: settings.device_setting,
     "ATTENTION_LAB_TORCH_THREADS": settings.torch_threads,
+    "ATTENTION_LAB_PAGE_RUNS": settings.page_runs,
     "ATTENTION_LAB_MAX_RUNS": settings.max_runs,
     "ATTENTION_LAB_RUNS_MAX_MB": lambda: settings.runs_max_bytes() / MB,
     "ATTENTION_LAB_RUN_MAX_SECONDS": settings.run_max_seconds,

@@ -13,13 +13,10 @@ fragment) catches a lost push. Where the installed Streamlit lacks an internal t
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import functools
 import secrets
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,7 +24,7 @@ import segno
 import streamlit as st
 
 from attention_lab.accounts import sign_in as access
-from attention_lab.frame import present
+from attention_lab.frame import present, turns
 from attention_lab.frame.state import REOPEN
 from attention_lab.lecture import push as class_push
 from attention_lab.serving import settings
@@ -53,11 +50,6 @@ PAGE_NOTE = "_class_page"  # session_state: the router's page lookup, url_path -
 CHECKED = "_class_checked"  # session_state: this run's router looked at the view already
 RUNS = "_class_runs"  # session_state: this session's full runs (a mirror that ran since gets a whole run)
 TURN = "_class_turn"  # session_state: this run opens the lecturer's new view (it waits its turn)
-# A lecturer's change sets every follower on this process to run its page at once. Run
-# together they share the interpreter, so all finish late, other users' pages with them;
-# in turns, the first followers see the change soon and others' pages keep their pace.
-FOLLOWER_RUNS = threading.BoundedSemaphore(2)  # page runs of followers at once, per process
-TURN_WAIT_SECONDS = 30.0  # a follower never waits longer than this for its turn
 
 
 @functools.cache
@@ -97,19 +89,13 @@ def share(page: str, params: dict[str, Any]) -> None:
         sessions().publish(code, *view)
 
 
-@contextlib.contextmanager
-def page_turn() -> Iterator[None]:
-    """Around the whole run: a follower opening the lecturer's new view waits its turn
-    (FOLLOWER_RUNS); every other run goes straight on."""
-    if not st.session_state.pop(TURN, False):
-        yield
-        return
-    took = FOLLOWER_RUNS.acquire(timeout=TURN_WAIT_SECONDS)
-    try:
-        yield
-    finally:
-        if took:
-            FOLLOWER_RUNS.release()
+def run_turns() -> turns.Turns | None:
+    """The pool this run takes its turn from (asked once, by the router): a follower opening
+    the lecturer's new view the followers', a follower's other runs none (the push and the
+    poll pace them), anyone else's the page runs' (attention_lab.frame.turns)."""
+    if st.session_state.pop(TURN, False):
+        return turns.FOLLOWERS
+    return None if following() else turns.pages(settings.page_runs())
 
 
 def poll_seconds() -> float:

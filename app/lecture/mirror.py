@@ -32,7 +32,9 @@ from attention_lab.frame import streamlit_private as private
 from attention_lab.frame.streamlit_private import ForwardMsg, SessionState
 
 FINAL = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)  # a run's last finish
-RECORD_SECONDS = 40.0  # a leader's run not finished by then (its turn, TURN_WAIT_SECONDS, and more)
+RECORD_SECONDS = (
+    40.0  # a leader's run not finished by then (its turn, turns.FOLLOWERS.wait_seconds, and more)
+)
 # Mirrors handed their copy per turn of the event loop (~2 ms each): other users' messages go
 # out between turns instead of waiting for a whole process's class (100 mirrors: ~0.2 s).
 MIRRORS_PER_TURN = 8

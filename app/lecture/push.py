@@ -112,7 +112,7 @@ class FollowerWatch:
                 self._store.still_here(code, named)
                 self._beats |= dict.fromkeys(named, now)
         # All at once: each run opens the view early in the router (classroom.open_new_view)
-        # and then waits its turn for the page (classroom.page_turn). Pushing in turns here
+        # and then waits its turn for the page (attention_lab.frame.turns). Pushing in turns here
         # instead left turns idle between runs: p95 at 100 followers 9.0 s against 5.2 s.
         idle = [f for f in followers if f.session_id in behind and not f.running]
         rerun, mirroring = self._on_loop(lambda: self._launch(idle, behind, pages))

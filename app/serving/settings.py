@@ -114,6 +114,12 @@ def torch_threads() -> int:
     return env_int("ATTENTION_LAB_TORCH_THREADS", max(1, (os.cpu_count() or 2) // 2))
 
 
+def page_runs() -> int:
+    """ATTENTION_LAB_PAGE_RUNS, default 1: whole page runs of one app process at once (the
+    others wait their turn, a few seconds at most; attention_lab.frame.turns); 0: no turns."""
+    return env_int("ATTENTION_LAB_PAGE_RUNS", 1, low=0)
+
+
 def max_runs() -> int:
     """ATTENTION_LAB_MAX_RUNS: trainings at once on the box, else 4 on a CUDA box and 2 on CPU."""
     import torch  # only to ask whether a GPU exists; cheap once torch is loaded
@@ -207,6 +213,6 @@ def admin_token() -> str | None:
 
 def check_all() -> None:
     """Parse every setting once (a server's start): a bad value stops it with its message."""
-    runs_dir(), models_dir(), device_setting(), torch_threads(), runs_max_bytes(), run_max_seconds()
-    run_threads(), run_nice(), run_yield(), gpu_fraction(max_runs()), class_hours()
+    runs_dir(), models_dir(), device_setting(), torch_threads(), page_runs(), runs_max_bytes()
+    run_max_seconds(), run_threads(), run_nice(), run_yield(), gpu_fraction(max_runs()), class_hours()
     admin_emails(), admin_token(), runs_per_person(), uploads_per_person(), disk_per_person_bytes()
