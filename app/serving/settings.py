@@ -116,7 +116,7 @@ def torch_threads() -> int:
 
 def page_runs() -> int:
     """ATTENTION_LAB_PAGE_RUNS, default 1: whole page runs of one app process at once (the
-    others wait their turn, a few seconds at most; attention_lab.frame.turns); 0: no turns."""
+    others wait their turn, in order; attention_lab.frame.turns); 0: no turns."""
     return env_int("ATTENTION_LAB_PAGE_RUNS", 1, low=0)
 
 
