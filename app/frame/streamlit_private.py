@@ -33,14 +33,17 @@ from typing import Any
 
 import streamlit
 from streamlit import runtime
-from streamlit.proto.BackMsg_pb2 import BackMsg as BackMsg  # re-exported: the test harness's protocol
+
+# `X as X`: re-exported, so the harness and the tests import no Streamlit internals themselves
+from streamlit.proto.BackMsg_pb2 import BackMsg as BackMsg
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.Element_pb2 import Element as Element
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg as ForwardMsg
+from streamlit.proto.NewSession_pb2 import Config as Config
 from streamlit.proto.NumberInput_pb2 import NumberInput as NumberInput
 from streamlit.proto.WidgetStates_pb2 import WidgetState as WidgetState
 from streamlit.runtime.scriptrunner import get_script_run_ctx
-from streamlit.runtime.state.session_state import SessionState
+from streamlit.runtime.state.session_state import SessionState as SessionState
 
 _LOG = logging.getLogger(__name__)
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server keeps the browser's XSRF token in

@@ -65,9 +65,10 @@ class Shim:
         self.pages: dict[str, str] = {}  # session id -> the page its runs show
 
     def run_script(self, original: Callable[..., Any], runner: Any, rerun_data: Any) -> Any:
-        """ScriptRunner._run_script, profiled in this thread with a profile of its own (a page
-        recompiled after Streamlit cleared its script cache has new code objects, which one
-        profile would file under one name, keeping the last), then merged into its page's stats."""
+        """The PROFILED "run_script" hook (a whole script run), profiled in this thread with a
+        profile of its own (a page recompiled after Streamlit cleared its script cache has new code
+        objects, which one profile would file under one name, keeping the last), then merged into
+        its page's stats."""
         from attention_lab.frame.streamlit_private import runner_session_id  # loaded with Streamlit
 
         session = runner_session_id(runner)
@@ -96,8 +97,8 @@ class Shim:
         return original(page)
 
     def send_message(self, original: Callable[..., Any], runtime: Any, session_info: Any, msg: Any) -> Any:
-        """Runtime._send_message, on the event loop: count the message for its session's page and,
-        the first time, start the loop's profile in this thread."""
+        """The PROFILED "send_message" hook, on the event loop: count the message for its
+        session's page and, the first time, start the loop's profile in this thread."""
         if self.loop is None:
             import asyncio
 

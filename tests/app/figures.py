@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -92,25 +93,41 @@ def texts(at: AppTest, kind: str) -> list[str]:
     return [e.value for e in at.get(kind)]
 
 
-def download_files(monkeypatch: pytest.MonkeyPatch, run: Callable[[], AppTest]) -> dict[str, str]:
-    """label -> content of every download button the page run by `run` offers.
+@dataclass(frozen=True)
+class Download:
+    """What a download button offers: the file's name and its content as text."""
+
+    file_name: str
+    text: str
+
+
+Offered = dict[str, Download]  # a button's label -> what it offers
+
+
+def downloads(monkeypatch: pytest.MonkeyPatch, run: Callable[[], AppTest]) -> tuple[AppTest, Offered]:
+    """The run `run` makes, and label -> what each of its download buttons offers.
 
     AppTest has no server to fetch a download from, so record what each button was given
     (text, bytes, or the callable that builds the file on click) and produce it here."""
-    given: dict[str, object] = {}
+    given: dict[str, tuple[object, str]] = {}
     original = DeltaGenerator.download_button
 
     def recording(self: DeltaGenerator, label: str, data: object, *args: object, **kwargs: object) -> object:
-        given[label] = data
+        given[label] = (data, str(kwargs.get("file_name")))
         return original(self, label, data, *args, **kwargs)
 
     monkeypatch.setattr(DeltaGenerator, "download_button", recording)
-    run()
-    files = {}
-    for label, data in given.items():
+    at = run()
+    found = {}
+    for label, (data, file_name) in given.items():
         content = data() if callable(data) else data
-        files[label] = content.decode() if isinstance(content, bytes) else str(content)
-    return files
+        found[label] = Download(file_name, content.decode() if isinstance(content, bytes) else str(content))
+    return at, found
+
+
+def download_files(monkeypatch: pytest.MonkeyPatch, run: Callable[[], AppTest]) -> dict[str, str]:
+    """label -> content of every download button the page run by `run` offers."""
+    return {label: d.text for label, d in downloads(monkeypatch, run)[1].items()}
 
 
 def saved_runs(monkeypatch: pytest.MonkeyPatch, runs: Path, shipped: str, *run_ids: str) -> None:

@@ -1,7 +1,7 @@
 """A finished leader's run handed to its mirrors (attention_lab.lecture.mirror.Mirrors), on a real event
-loop with real SessionStates and ForwardMsgs; the sessions are stand-ins with the parts of
-Streamlit's AppSession the hand-out touches. Through a real app process:
-tests/deploy/test_class_mirror.py."""
+loop with real SessionStates and ForwardMsgs; the sessions are stand-ins, and the adapter's
+calls that reach into Streamlit's AppSession (attention_lab.frame.streamlit_private) read them.
+Through a real app process and real AppSessions: tests/deploy/test_class_mirror.py."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.runtime.state.session_state import SessionState
 
 from attention_lab.frame import streamlit_private
+from attention_lab.frame.streamlit_private import ForwardMsg, SessionState
 from attention_lab.lecture.mirror import MIRRORS_PER_TURN, Mirrors, Recording, state_fingerprint
 
 KEYS = ("following", "seen", "beat")
@@ -42,7 +41,8 @@ class Queue:
 
 
 class Session:
-    """An AppSession as the hand-out sees it: its state, whether it runs, its browser queue."""
+    """An AppSession as the hand-out sees it through the adapter: its state, whether it runs, its
+    browser queue, how often its browser was woken."""
 
     def __init__(self, session_id: str, text: str) -> None:
         self.id, self.session_state = session_id, SessionState()
@@ -54,11 +54,9 @@ class Session:
         }
         for key, value in values.items():
             self.session_state[key] = value
-        self._scriptrunner = None
-        self._browser_queue = Queue()
-        self.wakes = 0
+        self.running, self.queue, self.wakes = False, Queue(), 0
 
-    def _message_enqueued_callback(self) -> None:
+    def wake(self) -> None:
         self.wakes += 1
 
     def has_fragment(self, fragment_id: str) -> bool:
@@ -101,9 +99,16 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
     n = 2 * MIRRORS_PER_TURN + 3  # three turns
     leader, *mirrors = sessions = [Session(f"s{k}", "attention") for k in range(n + 1)]
     manager = SessionManager(sessions)
-    files = SimpleNamespace(_lock=threading.Lock(), _files_by_session_and_coord={"s0": {"el": "file"}})
-    monkeypatch.setattr(streamlit_private, "session_manager", lambda: manager)
-    monkeypatch.setattr(streamlit_private, "media_file_manager", lambda: files)
+    media = {"s0": {"el": "file"}}  # the leader's run holds a download's file
+    for name, call in {
+        "session_manager": lambda: manager,
+        "is_running": lambda session: session.running,
+        "browser_queue": lambda session: session.queue,
+        "wake_browser": lambda session: session.wake(),
+        "held_media": lambda session_id: dict(media.get(session_id, {})),
+        "hold_media": lambda held, session_id: media.__setitem__(session_id, dict(held)),
+    }.items():
+        monkeypatch.setattr(streamlit_private, name, call)
     hub = Mirrors(loop, KEYS, (), "runs", rerun=lambda session_id: True)
     fingerprint = hub.fingerprint("s1")
     assert fingerprint is not None and fingerprint == hub.fingerprint("s0")  # in step: beats differ only
@@ -114,7 +119,7 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
     handed: list[int] = []  # mirrors that had their messages, each time another callback ran
 
     def other_users() -> None:  # another session's work on the same loop
-        handed.append(sum(1 for m in mirrors if streamlit_private.browser_queue(m).messages))
+        handed.append(sum(1 for m in mirrors if m.queue.messages))
         if len(handed) == 1:  # between the turns: the leader runs again, a mirror types
             leader.session_state["text"] = "the leader's own next run"
             mine.session_state["text"] = "mine"
@@ -133,14 +138,14 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
 
     assert handed[:3] == [MIRRORS_PER_TURN, 2 * MIRRORS_PER_TURN, n - 1]  # other work ran between turns
     # its own text is kept
-    assert rec.failed == [mine.id] and not streamlit_private.browser_queue(mine).messages
+    assert rec.failed == [mine.id] and not mine.queue.messages
     assert mine.session_state["text"] == "mine"
     for m in mirrors[:-1]:
         assert m.session_state["text"] == "new"  # the state the leader's run left, not its next
         assert m.session_state["beat"] == (f"follower-{m.id}", 0.0)  # each keeps its own follower id
-        (start, box, _) = streamlit_private.browser_queue(m).messages
+        (start, box, _) = m.queue.messages
         assert start.new_session.initialize.session_id == m.id  # its own session, not the leader's
         assert box.delta.new_element.text_input.value == "new"
-        assert m.wakes == 1 and streamlit_private.held_media(m.id) == {"el": "file"}
+        assert m.wakes == 1 and media[m.id] == {"el": "file"}
     skip = frozenset({"beat", "runs"})
     assert len({state_fingerprint(m.session_state, skip) for m in mirrors[:-1]}) == 1

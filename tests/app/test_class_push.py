@@ -13,9 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.runtime.state.session_state import SessionState
 
+from attention_lab.frame.streamlit_private import ForwardMsg, SessionState
 from attention_lab.lecture.mirror import Recording, copy_state, last_run, state_fingerprint
 from attention_lab.lecture.push import ENDED, Follower, FollowerWatch
 from attention_lab.serving.classroom import FOLLOWING_SECONDS, SQLiteClassSessions

@@ -151,22 +151,14 @@ def test_downloads_hold_both_traces_and_the_difference(monkeypatch: pytest.Monke
     import json
 
     import pandas as pd
-    from streamlit.delta_generator import DeltaGenerator
 
-    from tests.app.figures import download_files
+    from tests.app.figures import downloads
     from transformer_core.interp.trace import trace_seq2seq
     from transformer_core.io.checkpoint import load_checkpoint
 
-    names: dict[str, str] = {}
-    original = DeltaGenerator.download_button
-
-    def recording(self: DeltaGenerator, label: str, data: object, *args: object, **kwargs: object) -> object:
-        names[label] = str(kwargs.get("file_name"))
-        return original(self, label, data, *args, **kwargs)
-
-    files = download_files(monkeypatch, lambda: open_compare(REVERSAL_LINK))
-    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
-    at = open_compare(REVERSAL_LINK)
+    at, offered = downloads(monkeypatch, lambda: open_compare(REVERSAL_LINK))
+    files = {label: d.text for label, d in offered.items()}
+    names = {label: d.file_name for label, d in offered.items()}
     assert names["A, B and B − A as JSON"] == "compare_reverse-rope_vs_reverse-none_cross.json"
     data = json.loads(files["A, B and B − A as JSON"])
     for side, name in (("a", "reverse-rope"), ("b", "reverse-none")):

@@ -18,7 +18,7 @@ from attention_lab.models import explorer_compute
 from attention_lab.models.compute import canonical, run_cached
 from attention_lab.models.explorer_compute import lesson_head
 from attention_lab.viewmodel import gpt as gpt_viewmodel
-from tests.app.figures import charts, download_files, heatmaps, saved_runs, tables, texts
+from tests.app.figures import charts, download_files, downloads, heatmaps, saved_runs, tables, texts
 from tests.support.calls import count_calls
 from transformer_core.config import InferenceOptions
 from transformer_core.interp import distribution_shift, query_steps, record_arrays, softmax_allowed
@@ -413,15 +413,6 @@ def test_next_character_chart_shows_the_distribution_the_sampler_draws_from(
 def test_exports_carry_their_context(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 11 #12: the JSON held only the next character; file names said nothing; the
     grid's PNG was `plot-image.png`."""
-    from streamlit.delta_generator import DeltaGenerator
-
-    names: dict[str, str] = {}
-    original = DeltaGenerator.download_button
-
-    def recording(self: DeltaGenerator, label: str, data: object, *args: object, **kwargs: object) -> object:
-        names[label] = str(kwargs.get("file_name"))
-        return original(self, label, data, *args, **kwargs)
-
     params = {
         "checkpoint": "gpt-rope",
         "layer": "1",
@@ -430,9 +421,9 @@ def test_exports_carry_their_context(monkeypatch: pytest.MonkeyPatch) -> None:
         "top_k": "5",
         "seed": "3",
     }
-    files = download_files(monkeypatch, lambda: open_gpt(params))
-    monkeypatch.setattr(DeltaGenerator, "download_button", recording)
-    at = open_gpt(params)
+    at, offered = downloads(monkeypatch, lambda: open_gpt(params))
+    files = {label: d.text for label, d in offered.items()}
+    names = {label: d.file_name for label, d in offered.items()}
     assert names == {
         "Attention as JSON": "gpt_gpt-rope_L1H2_attention.json",
         "Attention as CSV": "gpt_gpt-rope_L1H2_attention.csv",

@@ -9,8 +9,10 @@ import __future__
 import ast
 import asyncio
 import concurrent.futures
+import importlib.util
 import inspect
 import logging
+import re
 import socket
 import textwrap
 import threading
@@ -33,11 +35,42 @@ from attention_lab.lecture import push as class_push
 APP = Path(__file__).resolve().parents[2] / "app"
 ADAPTER = APP / "frame" / "streamlit_private.py"
 LOGGER = "attention_lab.frame.streamlit_private"
-# the private names the adapter guards: no other module of app/ may name them
+
+
+def _adapter_names() -> set[str]:
+    """The private names the adapter's own code reaches for besides its PARTS: another object's
+    `_x`, or a "_x" it looks up by name."""
+    found = set()
+    for node in ast.walk(ast.parse(ADAPTER.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            found |= (
+                {node.attr} if not (isinstance(node.value, ast.Name) and node.value.id == "self") else set()
+            )
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            found |= {node.value} if node.value.startswith("_") and not node.value.startswith("__") else set()
+    return found
+
+
+# the private names of Streamlit's the adapter reaches: no other module may name them, not even
+# on a stand-in of its own (a fake AppSession reads them through the adapter's calls too)
 GUARDED = {
     name
-    for name in [*(part.split(".")[-1] for part in streamlit_private.PARTS), streamlit_private.XSRF_COOKIE]
+    for name in [
+        *(part.split(".")[-1] for part in streamlit_private.PARTS),
+        *(method for _, method in streamlit_private.PROFILED.values()),
+        streamlit_private.XSRF_COOKIE,
+        *_adapter_names(),
+    ]
     if name.startswith("_")
+}
+COMMON = {"_lock"}  # guarded, but a name too common to forbid on the lab's own objects
+# Streamlit's modules anyone may import; the rest are its internals, imported by the adapter alone
+PUBLIC_MODULES = {
+    "streamlit",
+    "streamlit.config",  # st.get_option's home
+    "streamlit.components.v1",
+    "streamlit.delta_generator",  # st.container()'s type
+    "streamlit.testing.v1",
 }
 # Private Streamlit names other modules use: none
 ELSEWHERE: set[tuple[str, str]] = set()
@@ -205,22 +238,44 @@ class Use:
     guarded: bool
 
 
-def private_uses(path: Path) -> list[Use]:
-    """Where a module names a private part of Streamlit: a guarded name anywhere (attribute or
-    string), another object's `_x` in a module that imports streamlit, a private import."""
+def _private_import(node: ast.Import | ast.ImportFrom) -> str | None:
+    """The first of Streamlit's modules outside PUBLIC_MODULES an import reaches into, if any."""
+    if isinstance(node, ast.Import):
+        modules = [a.name for a in node.names]
+    elif node.level or not node.module:
+        return None
+    elif node.module == "streamlit":  # `from streamlit import runtime` reaches a module, `import x` a name
+        modules = [
+            f"streamlit.{a.name}" for a in node.names if importlib.util.find_spec(f"streamlit.{a.name}")
+        ]
+    else:
+        modules = [node.module]
+    return next((m for m in modules if m.split(".")[0] == "streamlit" and m not in PUBLIC_MODULES), None)
+
+
+def private_uses(path: Path, root: Path | None = None) -> list[Use]:
+    """Where a module names a private part of Streamlit: a guarded name anywhere (an attribute, even
+    on a stand-in of its own, a method or keyword of that name, a word of a string), another
+    object's `_x` in a module that imports streamlit, an import of Streamlit's internals."""
     tree = ast.parse(path.read_text(), str(path))
-    (streamlit_module, own_modules), name = _imported(tree), str(path.relative_to(APP.parent))
+    (streamlit_module, own_modules), name = _imported(tree), str(path.relative_to(root or APP.parent))
+    strict = GUARDED - COMMON
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
-            if not _own(node.value, own_modules) and (streamlit_module or node.attr in GUARDED):
-                found.append(Use(name, node.lineno, ast.unparse(node), node.attr in GUARDED))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in GUARDED:
-            found.append(Use(name, node.lineno, repr(node.value), True))
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "streamlit":
-            names = [node.module or "", *(a.name for a in node.names)]
-            if any(part.startswith("_") for n in names for part in n.split(".")):
-                found.append(Use(name, node.lineno, f"from {node.module} import ...", False))
+            guarded = node.attr in GUARDED
+            if node.attr in strict or (not _own(node.value, own_modules) and (streamlit_module or guarded)):
+                found.append(Use(name, node.lineno, ast.unparse(node), guarded))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in strict:
+            found.append(Use(name, node.lineno, f"def {node.name}", True))
+        elif isinstance(node, ast.keyword) and node.arg in strict:
+            found.append(Use(name, node.lineno, f"{node.arg}=", True))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            words = set(re.findall(r"\b_\w+", node.value)) & strict
+            if node.value in GUARDED or words:
+                found.append(Use(name, node.lineno, repr(node.value)[:60], True))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and (module := _private_import(node)):
+            found.append(Use(name, node.lineno, f"import {module}", False))
     return found
 
 
@@ -230,18 +285,29 @@ def outside_the_adapter() -> list[Use]:
     return [use for path in sorted(paths) if path != ADAPTER for use in private_uses(path)]
 
 
+# the adapter's own tests name the parts to probe them, and take one away to see the fallback
+ADAPTER_TESTS = {Path(__file__).resolve(), APP.parent / "tests" / "deploy" / "test_private_fallback.py"}
+
+
 def in_the_tests() -> list[Use]:
-    """The tests but this one (which names the parts to probe them): their fakes may stand in for
-    Streamlit's objects, but they read them through the adapter too."""
+    """The tests but the adapter's: their fakes may stand in for Streamlit's objects, but they
+    read them through the adapter's calls too, and import Streamlit's types from it."""
     paths = (APP.parent / "tests").rglob("*.py")
-    return [use for path in sorted(paths) if path != Path(__file__).resolve() for use in private_uses(path)]
+    return [use for path in sorted(paths) if path not in ADAPTER_TESTS for use in private_uses(path)]
 
 
 def test_no_module_but_the_adapter_names_the_parts_it_guards() -> None:
-    assert {"_session_mgr", "_scriptrunner", "_browser_queue", "_streamlit_xsrf"} <= GUARDED
+    assert {"_session_mgr", "_scriptrunner", "_browser_queue", "_streamlit_xsrf", "_run_script"} <= GUARDED
+    assert all(path.exists() for path in ADAPTER_TESTS)
     uses = [use for use in [*outside_the_adapter(), *in_the_tests()] if use.guarded]
     assert not uses, uses
     assert {use.what for use in private_uses(ADAPTER) if use.guarded}  # the scan sees them where they are
+
+
+def test_no_test_imports_streamlits_internals_but_through_the_adapter() -> None:
+    uses = [use for use in in_the_tests() if use.what.startswith("import ")]
+    assert not uses, uses
+    assert {use.what for use in private_uses(ADAPTER) if use.what.startswith("import ")}  # seen there
 
 
 def test_no_other_private_streamlit_name_outside_the_adapter_but_those_known() -> None:
@@ -264,9 +330,36 @@ def test_the_check_finds_a_private_use_outside_the_adapter(
         "    return state._cast(raw, 1), super()._run()\n"
     )
     assert {(use.what, use.guarded) for use in private_uses(page)} == {
+        ("import streamlit.runtime", False),
         ("info.session._client_state", True),
         ("'_browser_queue'", True),
         ("runtime.get_instance()._x", False),
+    }
+
+
+def test_the_check_finds_a_stand_in_that_names_streamlits_parts(tmp_path: Path) -> None:
+    """A test's fake AppSession with Streamlit's private names on itself, or naming them in words:
+    it would read them without the adapter; the lab's own `self._lock` is its own."""
+    fake = tmp_path / "test_fake.py"
+    fake.write_text(
+        "from types import SimpleNamespace\n"
+        "from streamlit.proto.ForwardMsg_pb2 import ForwardMsg\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        "import streamlit.components.v1\n"
+        "class Session:\n"
+        '    """Stands in for AppSession._browser_queue."""\n'
+        "    def __init__(self):\n"
+        "        self._scriptrunner, self._lock = None, None\n"
+        "    def _message_enqueued_callback(self):\n"
+        "        pass\n"
+        "files = SimpleNamespace(_files_by_session_and_coord={})\n"
+    )
+    assert {(use.line, use.what) for use in private_uses(fake, root=tmp_path)} == {
+        (2, "import streamlit.proto.ForwardMsg_pb2"),
+        (6, "'Stands in for AppSession._browser_queue.'"),
+        (8, "self._scriptrunner"),
+        (9, "def _message_enqueued_callback"),
+        (11, "_files_by_session_and_coord="),
     }
 
 

@@ -11,8 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from streamlit.proto.BackMsg_pb2 import BackMsg
 
+from attention_lab.frame.streamlit_private import BackMsg
 from attention_lab.testing.explore import (
     EXPLORE_MIX,
     Drawn,

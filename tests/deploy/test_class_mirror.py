@@ -12,8 +12,7 @@ import contextlib
 import time
 from pathlib import Path
 
-from streamlit.proto.BackMsg_pb2 import BackMsg
-
+from attention_lab.frame.streamlit_private import BackMsg
 from attention_lab.serving.page_stats import PageCounter
 from attention_lab.testing.protocol import Browser, read_run, rerun_msg
 from attention_lab.testing.servers import running_app

@@ -28,11 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import websockets
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.proto.NewSession_pb2 import Config
 
 from attention_lab.frame import streamlit_private
+from attention_lab.frame.streamlit_private import BackMsg, Config, ForwardMsg
 from tests.support.serve import free_port, in_own_loop
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import websockets
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 import attention_lab
+from attention_lab.frame.streamlit_private import BackMsg, ForwardMsg
 from attention_lab.testing.servers import descendants, free_port  # noqa: F401 (tests import free_port here)
 
 ROOT = Path(__file__).resolve().parents[2]
