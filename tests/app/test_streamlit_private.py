@@ -42,13 +42,13 @@ def _adapter_names() -> set[str]:
     `_x`, or a "_x" it looks up by name."""
     found = set()
     for node in ast.walk(ast.parse(ADAPTER.read_text())):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
-            found |= (
-                {node.attr} if not (isinstance(node.value, ast.Name) and node.value.id == "self") else set()
-            )
+        if isinstance(node, ast.Attribute) and not (
+            isinstance(node.value, ast.Name) and node.value.id == "self"
+        ):
+            found.add(node.attr)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-            found |= {node.value} if node.value.startswith("_") and not node.value.startswith("__") else set()
-    return found
+            found.add(node.value)
+    return {name for name in found if name.startswith("_") and not name.startswith("__")}
 
 
 # the private names of Streamlit's the adapter reaches: no other module may name them, not even
@@ -239,18 +239,25 @@ class Use:
 
 
 def _private_import(node: ast.Import | ast.ImportFrom) -> str | None:
-    """The first of Streamlit's modules outside PUBLIC_MODULES an import reaches into, if any."""
+    """The first of Streamlit's internals an import reaches, if any: a module outside
+    PUBLIC_MODULES, or a private name of any."""
     if isinstance(node, ast.Import):
-        modules = [a.name for a in node.names]
-    elif node.level or not node.module:
+        reached = [a.name for a in node.names]
+    elif node.level or (node.module or "").split(".")[0] != "streamlit":
         return None
-    elif node.module == "streamlit":  # `from streamlit import runtime` reaches a module, `import x` a name
-        modules = [
-            f"streamlit.{a.name}" for a in node.names if importlib.util.find_spec(f"streamlit.{a.name}")
-        ]
-    else:
-        modules = [node.module]
-    return next((m for m in modules if m.split(".")[0] == "streamlit" and m not in PUBLIC_MODULES), None)
+    else:  # `from streamlit import runtime` reaches the module streamlit.runtime
+        names = [f"{node.module}.{a.name}" for a in node.names]
+        submodules = [n for n in names if node.module == "streamlit" and importlib.util.find_spec(n)]
+        reached = [node.module, *submodules, *(n for n in names if n.rsplit(".", 1)[1].startswith("_"))]
+    return next(
+        (
+            m
+            for m in reached
+            if m.split(".")[0] == "streamlit"
+            and (m not in PUBLIC_MODULES or any(part.startswith("_") for part in m.split(".")))
+        ),
+        None,
+    )
 
 
 def private_uses(path: Path, root: Path | None = None) -> list[Use]:
@@ -353,6 +360,7 @@ def test_the_check_finds_a_stand_in_that_names_streamlits_parts(tmp_path: Path) 
         "    def _message_enqueued_callback(self):\n"
         "        pass\n"
         "files = SimpleNamespace(_files_by_session_and_coord={})\n"
+        "from streamlit import config, _bottom\n"
     )
     assert {(use.line, use.what) for use in private_uses(fake, root=tmp_path)} == {
         (2, "import streamlit.proto.ForwardMsg_pb2"),
@@ -360,6 +368,7 @@ def test_the_check_finds_a_stand_in_that_names_streamlits_parts(tmp_path: Path) 
         (8, "self._scriptrunner"),
         (9, "def _message_enqueued_callback"),
         (11, "_files_by_session_and_coord="),
+        (12, "import streamlit._bottom"),
     }
 
 
