@@ -1,7 +1,8 @@
 """The one door to Streamlit's internals (attention_lab.frame.streamlit_private): on the installed
 Streamlit every part is there and the push runs; with a part taken away it is named in one
-warning, the push and mirrors are off and followers poll every 2 s; no other module of the app
-touches a private Streamlit name. Through a real app process: tests/deploy/test_private_fallback.py."""
+warning, the push and mirrors are off and followers poll every 2 s; no other module of the app,
+the benchmarks or the tests touches a private Streamlit name or imports Streamlit's internals.
+Through a real app process: tests/deploy/test_private_fallback.py."""
 
 from __future__ import annotations
 import __future__
