@@ -1,16 +1,12 @@
 """Every private part of Streamlit the lab uses, in one place, checked once against the installed Streamlit.
 
 Streamlit has no public call that reruns another session, lists a process's sessions, or
-records and copies a session's messages and state: the lecture's push and mirrors
-(attention_lab.lecture.push, attention_lab.lecture.mirror) use Streamlit's internals for that,
-and a person is told apart by Streamlit's XSRF cookie (attention_lab.accounts.sign_in). Each
-use is a small named function here, so no other module of the app touches a private name.
-
-`check()` looks, once per process, whether each of those parts exists on the Streamlit
-installed. Where one is missing (an upgrade moved it), it says so in one warning and the
-push and mirrors stay off: followers then find the lecturer's new view by their own poll,
-slower (attention_lab.lecture.classroom.poll_seconds). Run benchmarks/streamlit_upgrade_check.py
-before an upgrade to see what moved.
+records and copies a session's messages and state: the lecture's push and mirrors use its
+internals for that, and a person is told apart by its XSRF cookie (attention_lab.accounts.sign_in).
+Each use is a small named function here, and a session is handed out only to be passed back to
+them: no other module touches a private name. `check()` looks once per process whether each part
+exists; where one is missing (an upgrade moved it) it says so once and the push and mirrors stay
+off (followers poll instead). Run benchmarks/streamlit_upgrade_check.py before an upgrade.
 """
 
 from __future__ import annotations
@@ -45,6 +41,8 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState as WidgetState
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.session_state import SessionState as SessionState
 
+from attention_lab.frame import sockets
+
 _LOG = logging.getLogger(__name__)
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server keeps the browser's XSRF token in
 _APP_SESSION = "streamlit.runtime.app_session:AppSession"
@@ -52,6 +50,7 @@ _RUNTIME = "streamlit.runtime.runtime:Runtime"
 _MEDIA = "streamlit.runtime.media_file_manager:MediaFileManager"
 _STATE = "streamlit.runtime.state.session_state"
 _SESSIONS = "streamlit.runtime.session_manager"
+_MANAGER = f"{_SESSIONS}:SessionManager"
 _QUEUE = "streamlit.runtime.forward_msg_queue"
 _XSRF = "streamlit.web.server.starlette"
 _STATIC = "streamlit.web.server.starlette.starlette_static_routes"
@@ -123,12 +122,8 @@ PARTS: dict[str, Callable[[], bool]] = {
     "Runtime.media_file_mgr": lambda: hasattr(_find(_RUNTIME), "media_file_mgr"),
     "MediaFileManager._lock": lambda: _assigned(_MEDIA, "_lock"),
     "MediaFileManager._files_by_session_and_coord": lambda: _assigned(_MEDIA, "_files_by_session_and_coord"),
-    "SessionManager.list_active_sessions": lambda: _method(
-        f"{_SESSIONS}:SessionManager", "list_active_sessions"
-    ),
-    "SessionManager.get_active_session_info": lambda: _method(
-        f"{_SESSIONS}:SessionManager", "get_active_session_info"
-    ),
+    "SessionManager.list_active_sessions": lambda: _method(_MANAGER, "list_active_sessions"),
+    "SessionManager.get_active_session_info": lambda: _method(_MANAGER, "get_active_session_info"),
     "ActiveSessionInfo.session": lambda: _field(f"{_SESSIONS}:ActiveSessionInfo", "session"),
     "AppSession._scriptrunner": lambda: _assigned(_APP_SESSION, "_scriptrunner"),
     "AppSession._client_state": lambda: _assigned(_APP_SESSION, "_client_state"),
@@ -237,6 +232,16 @@ def runner_session_id(runner: Any) -> str:
     return str(getattr(runner, "_session_id", ""))
 
 
+def rerun_page_name(rerun_data: Any) -> str:
+    """The page a run asks for ("" for the default), from the "run_script" hook's RerunData."""
+    return str(rerun_data.page_name or "")
+
+
+def sender_session_id(session_info: Any) -> str:
+    """The session a message is for, from the "send_message" hook's ActiveSessionInfo."""
+    return str(session_info.session.id)
+
+
 @contextlib.contextmanager
 def around_apptest_runs(around: Callable[[Callable[[], None]], None]) -> Iterator[None]:
     """While the block lasts, each AppTest script thread runs as `around(run)` (a benchmark's
@@ -270,9 +275,8 @@ def wrap_profiled(hooks: dict[str, Callable[..., Any]]) -> None:
 
 
 def script_config(script: Path) -> types.ModuleType:
-    """Streamlit's config as `streamlit run <script>` reads it: the script-level
-    <script's folder>/.streamlit/config.toml over the project's and the user's (Streamlit's
-    command sets this private path before it reads the files; there is no public call)."""
+    """Streamlit's config as `streamlit run <script>` reads it, the script folder's config.toml over
+    the project's and the user's (its command sets this private path first; no public call does)."""
     from streamlit import config
 
     config._main_script_path = str(script)
@@ -315,10 +319,8 @@ def _wrap_once(part: str, where: str, name: str, wrap: Callable[[Any], Any]) -> 
 
 
 def announce_backend() -> bool:
-    """Before the server starts: every page's index.html tells the frontend where the server is.
-    Without it a page's own address (/train) is taken as the server's first: /train/_stcore/health
-    and /host-config answer 404 and the frontend waits before trying /. False where the part is
-    missing: the frontend then probes as before."""
+    """Before the server starts: every page's index.html tells the frontend where the server is
+    (else /train/_stcore/health and /host-config answer 404 first). False where the part is missing."""
     from starlette.responses import HTMLResponse
 
     def announcing(make: Callable[..., Any]) -> Callable[..., Any]:
@@ -346,11 +348,9 @@ def announce_backend() -> bool:
 
 
 def keep_compiled_pages() -> bool:
-    """Before the server starts: with no file watcher (`server.fileWatcherType = "none"`, the
-    lab's), the compiled pages are kept when a process's last session closes. Streamlit forgets
-    them then, so that an edited file is read again; with nothing watching, nothing is reloaded
-    anyway, and students opening links one at a time paid a compile of the router and the page
-    on every run. False where the part is missing: Streamlit's own way."""
+    """Before the server starts: with no file watcher (the lab's `server.fileWatcherType`), the
+    compiled pages are kept when a process's last session closes (Streamlit forgets them, to read
+    an edited file again). False where the part is missing: Streamlit's own way."""
     from streamlit import config
 
     def keeping(plain: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -364,23 +364,10 @@ def keep_compiled_pages() -> bool:
     return _wrap_once("ScriptCache.clear", _SCRIPTS, "clear", keeping)
 
 
-def naming_tcp(sock: socket.socket) -> socket.socket:
-    """`sock` (listening) naming TCP as its protocol, same descriptor, blocking and inheritance: only
-    then does asyncio turn Nagle off (TCP_NODELAY) on what it accepts. A Unix socket as it is."""
-    if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto == socket.IPPROTO_TCP:
-        return sock
-    blocking, inheritable = sock.getblocking(), sock.get_inheritable()
-    tcp = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
-    tcp.setblocking(blocking)
-    tcp.set_inheritable(inheritable)
-    return tcp
-
-
 def send_without_delay() -> bool:
-    """Before the server starts: each message is sent as written. Streamlit binds without naming
-    TCP, so Nagle stayed on and a run's later messages waited up to 40 ms for the browser's
-    delayed ACK (its Tornado server had it off). False where the part is missing."""
-    naming = lambda bind: lambda address, port, backlog: naming_tcp(bind(address, port, backlog))  # noqa: E731
+    """Before the server starts: each message is sent as written (Streamlit binds without naming
+    TCP, so Nagle stays on: a delayed ACK's wait). False where the part is missing."""
+    naming = lambda bind: lambda address, port, backlog: sockets.naming_tcp(bind(address, port, backlog))  # noqa: E731
     return _wrap_once("starlette_server._bind_socket", _SERVER, "_bind_socket", naming)
 
 
@@ -390,7 +377,7 @@ def server_socket(address: str, port: int, backlog: int, *, streamlit_own: bool 
     return (inspect.unwrap(bind) if streamlit_own else bind)(address, port, backlog)
 
 
-# ---------------------------------------------------------------- the runtime and its sessions
+# ---------------------------------------------------------------- the runtime, its sessions, the XSRF cookie
 
 
 def runtime_exists() -> bool:
@@ -403,9 +390,21 @@ def event_loop() -> asyncio.AbstractEventLoop:
     return runtime.get_instance()._get_async_objs().eventloop
 
 
-def session_manager() -> Any:
-    """The runtime's sessions of this process (no public session list)."""
-    return runtime.get_instance()._session_mgr
+def sessions() -> dict[str, Any]:
+    """This process's sessions by id (no public session list): AppSessions, to pass to the calls here."""
+    infos = runtime.get_instance()._session_mgr.list_active_sessions()
+    return {info.session.id: info.session for info in infos}
+
+
+def find_session(session_id: str) -> Any | None:
+    """The session of that id; None where its tab has closed."""
+    info = runtime.get_instance()._session_mgr.get_active_session_info(session_id)
+    return None if info is None else info.session
+
+
+def session_state(session: Any) -> SessionState:
+    """The session's own state: what st.session_state is in its runs."""
+    return session.session_state
 
 
 def is_running(session: Any) -> bool:
@@ -413,37 +412,47 @@ def is_running(session: Any) -> bool:
     return session._scriptrunner is not None
 
 
-def client_state(session: Any) -> ClientState:
-    """The session's last run's page and URL, as run-on-save reruns it."""
-    return session._client_state
+def has_fragments(session: Any, fragment_ids: Iterable[str]) -> bool:
+    """Whether the session knows every one of these fragments (their reruns need them)."""
+    return all(session.has_fragment(f) for f in fragment_ids)
 
 
-def forward_sender(session: Any) -> Callable[[ForwardMsg], None]:
-    """Where the session's messages to its browser pass now."""
-    return session._enqueue_forward_msg
+def rerun_page(session: Any) -> None:
+    """Rerun the whole of the session's current page, its URL and widgets as they are (run-on-save's call)."""
+    state = ClientState()
+    state.CopyFrom(session._client_state)  # the last run's page and URL
+    state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not a fragment
+    session.request_rerun(state)
 
 
-def divert_forward(session: Any, sender: Callable[[ForwardMsg], None]) -> None:
-    """Pass the session's messages to its browser through `sender` (until `restore_forward`)."""
-    session._enqueue_forward_msg = sender
+def tap(session: Any, on_forward: Callable[[ForwardMsg], None], on_back: Callable[[BackMsg], None]) -> None:
+    """Until `untap`: each message the session sends its browser is sent, then shown to on_forward;
+    each one from its browser is shown to on_back, then handled."""
+    send, handle = session._enqueue_forward_msg, session.handle_backmsg
+
+    def sent(msg: ForwardMsg) -> None:
+        send(msg)
+        on_forward(msg)
+
+    def received(msg: BackMsg) -> None:
+        on_back(msg)
+        handle(msg)
+
+    session._enqueue_forward_msg, session.handle_backmsg = sent, received  # this session's alone
 
 
-def restore_forward(session: Any) -> None:
-    """The session's messages pass as Streamlit sends them again."""
-    session.__dict__.pop("_enqueue_forward_msg", None)
+def untap(session: Any) -> None:
+    """The session's messages pass as Streamlit passes them again."""
+    for name in ("_enqueue_forward_msg", "handle_backmsg"):
+        session.__dict__.pop(name, None)
 
 
-def browser_queue(session: Any) -> Any:
-    """The session's messages not yet sent to its browser (`enqueue(msg)` adds one)."""
-    return session._browser_queue
-
-
-def wake_browser(session: Any) -> None:
-    """Tell the server the session's browser queue has messages to send (once for many)."""
+def send_to_browser(session: Any, messages: Iterable[ForwardMsg]) -> None:
+    """Queue messages for the session's browser as its own sending does; wake the server once."""
+    queue = session._browser_queue
+    for msg in messages:
+        queue.enqueue(msg)
     session._message_enqueued_callback()
-
-
-# ---------------------------------------------------------------- session state and media files
 
 
 def widget_metadata(state: SessionState) -> Iterable[Any]:
@@ -457,26 +466,18 @@ def replace_state(target: SessionState, source: SessionState) -> None:
         setattr(target, f.name, getattr(source, f.name))
 
 
-def media_file_manager() -> Any:
-    """The runtime's media files (download buttons)."""
-    return runtime.get_instance().media_file_mgr
-
-
 def held_media(session_id: str) -> dict[str, Any]:
     """The media files a session's last run holds, by element (no public call says who holds which)."""
-    files = media_file_manager()
+    files = runtime.get_instance().media_file_mgr
     with files._lock:
         return dict(files._files_by_session_and_coord.get(session_id, {}))
 
 
 def hold_media(held: dict[str, Any], session_id: str) -> None:
     """The session holds the files `held` (as its own run would have made it hold them)."""
-    files = media_file_manager()
+    files = runtime.get_instance().media_file_mgr
     with files._lock:
         files._files_by_session_and_coord[session_id] = dict(held)
-
-
-# ---------------------------------------------------------------- the XSRF cookie
 
 
 def browser_token(cookie: str) -> str:

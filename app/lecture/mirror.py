@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attention_lab.frame import streamlit_private as private
-from attention_lab.frame.streamlit_private import ForwardMsg, SessionState
+from attention_lab.frame.streamlit_private import BackMsg, ForwardMsg, SessionState
 
 FINAL = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR)  # a run's last finish
-RECORD_SECONDS = (
-    40.0  # a leader's run not finished by then (its turn, turns.FOLLOWERS.wait_seconds, and more)
-)
+# a leader's run not finished by then (its turn, turns.FOLLOWERS.wait_seconds, and more)
+RECORD_SECONDS = 40.0
 # Mirrors handed their copy per turn of the event loop (~2 ms each): other users' messages go
 # out between turns instead of waiting for a whole process's class (100 mirrors: ~0.2 s).
 MIRRORS_PER_TURN = 8
@@ -208,19 +207,16 @@ class Mirrors:
         self.shown: dict[str, tuple[Recording, int]] = {}
 
     def fingerprint(self, session_id: str) -> str | None:
-        info = private.session_manager().get_active_session_info(session_id)
-        return None if info is None else state_fingerprint(info.session.session_state, self._skip)
+        session = private.find_session(session_id)
+        return None if session is None else state_fingerprint(private.session_state(session), self._skip)
 
     def start(self, rec: Recording) -> bool:
         """Record the leader's next run and rerun it; False (nothing started) if it cannot."""
-        info = private.session_manager().get_active_session_info(rec.leader)
-        if info is None or rec.leader in self.active:
+        session = private.find_session(rec.leader)
+        if session is None or rec.leader in self.active:
             return False
-        session = info.session
-        enqueue, handle = private.forward_sender(session), session.handle_backmsg
 
         def recorded(msg: ForwardMsg) -> None:
-            enqueue(msg)
             if rec.failed is not None or (rec.final and not msg.HasField("session_status_changed")):
                 return  # after the final finish only its status belongs to the run (a poll may follow)
             rec.messages.append(msg)
@@ -228,14 +224,12 @@ class Mirrors:
                 rec.final = True  # after this handler's last message (the status), copy it out
                 self._loop.call_soon(self._finish, rec)
 
-        def guarded(msg: Any) -> None:
+        def touched(msg: BackMsg) -> None:
             rerun = msg.rerun_script if msg.WhichOneof("type") == "rerun_script" else None
             if rerun is not None and not (rerun.fragment_id and rerun.is_auto_rerun):
                 rec.touched = True  # the page's own poll waits for the run's end: not a touch
-            handle(msg)
 
-        private.divert_forward(session, recorded)
-        session.handle_backmsg = guarded
+        private.tap(session, recorded, touched)
         self.active[rec.leader] = rec
         if not self._rerun(rec.leader):
             self._detach(rec)
@@ -244,16 +238,15 @@ class Mirrors:
         return True
 
     def _detach(self, rec: Recording) -> None:
-        info = private.session_manager().get_active_session_info(rec.leader)
-        if info is not None:
-            private.restore_forward(info.session)
-            info.session.__dict__.pop("handle_backmsg", None)
+        session = private.find_session(rec.leader)
+        if session is not None:
+            private.untap(session)
 
     def _finish(self, rec: Recording) -> None:
         """The leader's run ended: give each mirror still in step its state and messages."""
         self._detach(rec)
-        info = private.session_manager().get_active_session_info(rec.leader)
-        leader = None if info is None else info.session.session_state
+        session = private.find_session(rec.leader)
+        leader = None if session is None else private.session_state(session)
         if rec.touched or leader is None or rec.failed is not None:
             rec.failed = list(rec.mirrors)
             return
@@ -268,7 +261,7 @@ class Mirrors:
         runs = state_value(leader, self._runs, 0)
         files = private.held_media(rec.leader)
         job = HandOut(rec, state, files, fragments, runs, list(reversed(rec.mirrors)))
-        here = {info.session.id for info in private.session_manager().list_active_sessions()}
+        here = private.sessions()
         self.shown = {k: v for k, v in self.shown.items() if k in here}  # closed tabs forgotten
         self.shown[rec.leader] = (rec, runs)  # its browser got the whole run
         self._hand_out(job)
@@ -284,20 +277,20 @@ class Mirrors:
 
     def _mirror(self, job: HandOut, session_id: str) -> None:
         """One mirror still in step gets the leader's state and messages (else it is failed)."""
-        rec, mirror = job.rec, private.session_manager().get_active_session_info(session_id)
-        if mirror is None:
+        rec, session = job.rec, private.find_session(session_id)
+        if session is None:
             return  # the tab closed
-        session = mirror.session
         if (
             private.is_running(session)  # its own run goes on
             or self.fingerprint(session_id) != rec.fingerprint
-            or not all(session.has_fragment(f) for f in job.fragments)  # its fragments' reruns need them
+            or not private.has_fragments(session, job.fragments)  # its fragments' reruns need them
         ):
             job.failed.append(session_id)
             return
         shown = self.shown.get(session_id)
-        ran = state_value(session.session_state, self._runs, 0)
-        copy_state(job.state, session.session_state, (self._beat,), self._share)
+        state = private.session_state(session)
+        ran = state_value(state, self._runs, 0)
+        copy_state(job.state, state, (self._beat,), self._share)
         private.hold_media(job.files, session_id)  # served after the leader's next run, until its own
         if shown and shown[1] == ran:  # it shows `shown`'s view still: the changes alone
             if id(shown[0]) not in job.updates:
@@ -305,10 +298,7 @@ class Mirrors:
             messages = job.updates[id(shown[0])]
         else:
             messages = rec.run()
-        queue = private.browser_queue(session)  # what the session's own sending does, woken once
-        for msg in messages:
-            queue.enqueue(for_session(msg, session_id))
-        private.wake_browser(session)
+        private.send_to_browser(session, [for_session(msg, session_id) for msg in messages])
         self.shown[session_id] = (rec, job.runs)
 
     def settle(self) -> list[str]:

@@ -160,14 +160,14 @@ class FollowerWatch:
 def followers_here(following_key: str, seen_key: str, beat_key: str) -> list[Follower]:
     """This process's sessions that follow a class session (call on the runtime's event loop)."""
     found = []
-    for info in private.session_manager().list_active_sessions():
-        state = info.session.session_state
+    for session_id, session in private.sessions().items():
+        state = private.session_state(session)
         code = state_value(state, following_key)
         if code:
             beat = state_value(state, beat_key)
             follower = beat[0] if beat else ""  # its first run names it
-            running = private.is_running(info.session)
-            found.append(Follower(info.session.id, code, state_value(state, seen_key, -1), follower, running))
+            running = private.is_running(session)
+            found.append(Follower(session_id, code, state_value(state, seen_key, -1), follower, running))
     return found
 
 
@@ -175,13 +175,10 @@ def rerun_session(session_id: str) -> bool:
     """Rerun one session on its current page with its widgets as they are (run-on-save's call;
     on the runtime's event loop). Only an idle session: a run going on (a follower opening a
     view, a click) is never cut short; it is asked again next round if still behind."""
-    info = private.session_manager().get_active_session_info(session_id)
-    if info is None or private.is_running(info.session):
+    session = private.find_session(session_id)
+    if session is None or private.is_running(session):
         return False
-    state = private.ClientState()
-    state.CopyFrom(private.client_state(info.session))  # the last run's page and URL
-    state.fragment_id, state.is_auto_rerun = "", False  # the whole page, not a fragment
-    info.session.request_rerun(state)
+    private.rerun_page(session)
     return True
 
 

@@ -69,10 +69,10 @@ class Shim:
         profile of its own (a page recompiled after Streamlit cleared its script cache has new code
         objects, which one profile would file under one name, keeping the last), then merged into
         its page's stats."""
-        from attention_lab.frame.streamlit_private import runner_session_id  # loaded with Streamlit
+        from attention_lab.frame.streamlit_private import rerun_page_name, runner_session_id
 
-        session = runner_session_id(runner)
-        guess = "/" + rerun_data.page_name if rerun_data.page_name else self.pages.get(session, "/")
+        session, asked = runner_session_id(runner), rerun_page_name(rerun_data)
+        guess = "/" + asked if asked else self.pages.get(session, "/")
         self.pages[session], self.local.page = guess, None  # the loop counts this run's messages so
         if not self.active:
             return original(runner, rerun_data)
@@ -104,7 +104,9 @@ class Shim:
 
             self.loop = asyncio.get_running_loop()
             self.restart_loop_profile()
-        self.messages[self.pages.get(session_info.session.id, "?")] += 1
+        from attention_lab.frame.streamlit_private import sender_session_id
+
+        self.messages[self.pages.get(sender_session_id(session_info), "?")] += 1
         return original(runtime, session_info, msg)
 
     def restart_loop_profile(self) -> None:

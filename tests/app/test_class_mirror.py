@@ -9,7 +9,6 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from types import SimpleNamespace
 
 import pytest
 
@@ -32,17 +31,9 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     loop.close()
 
 
-class Queue:
-    def __init__(self) -> None:
-        self.messages: list[ForwardMsg] = []
-
-    def enqueue(self, msg: ForwardMsg) -> None:
-        self.messages.append(msg)
-
-
 class Session:
-    """An AppSession as the hand-out sees it through the adapter: its state, whether it runs, its
-    browser queue, how often its browser was woken."""
+    """An AppSession as the hand-out sees it through the adapter: its state, whether it runs, the
+    messages sent to its browser and how often the server was woken to send them."""
 
     def __init__(self, session_id: str, text: str) -> None:
         self.id, self.session_state = session_id, SessionState()
@@ -54,25 +45,14 @@ class Session:
         }
         for key, value in values.items():
             self.session_state[key] = value
-        self.running, self.queue, self.wakes = False, Queue(), 0
+        self.running, self.messages, self.wakes = False, [], 0
 
-    def wake(self) -> None:
+    def receive(self, messages: list[ForwardMsg]) -> None:
+        self.messages += messages
         self.wakes += 1
 
     def has_fragment(self, fragment_id: str) -> bool:
         return True
-
-
-class SessionManager:
-    def __init__(self, sessions: list[Session]) -> None:
-        self.sessions = {s.id: s for s in sessions}
-
-    def get_active_session_info(self, session_id: str) -> SimpleNamespace | None:
-        session = self.sessions.get(session_id)
-        return None if session is None else SimpleNamespace(session=session)
-
-    def list_active_sessions(self) -> list[SimpleNamespace]:
-        return [SimpleNamespace(session=s) for s in self.sessions.values()]
 
 
 def leader_run(text: str) -> list[ForwardMsg]:
@@ -98,13 +78,13 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
 ) -> None:
     n = 2 * MIRRORS_PER_TURN + 3  # three turns
     leader, *mirrors = sessions = [Session(f"s{k}", "attention") for k in range(n + 1)]
-    manager = SessionManager(sessions)
+    by_id = {s.id: s for s in sessions}
     media = {"s0": {"el": "file"}}  # the leader's run holds a download's file
     for name, call in {
-        "session_manager": lambda: manager,
+        "sessions": lambda: dict(by_id),
+        "find_session": by_id.get,
         "is_running": lambda session: session.running,
-        "browser_queue": lambda session: session.queue,
-        "wake_browser": lambda session: session.wake(),
+        "send_to_browser": lambda session, messages: session.receive(list(messages)),
         "held_media": lambda session_id: dict(media.get(session_id, {})),
         "hold_media": lambda held, session_id: media.__setitem__(session_id, dict(held)),
     }.items():
@@ -119,7 +99,7 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
     handed: list[int] = []  # mirrors that had their messages, each time another callback ran
 
     def other_users() -> None:  # another session's work on the same loop
-        handed.append(sum(1 for m in mirrors if m.queue.messages))
+        handed.append(sum(1 for m in mirrors if m.messages))
         if len(handed) == 1:  # between the turns: the leader runs again, a mirror types
             leader.session_state["text"] = "the leader's own next run"
             mine.session_state["text"] = "mine"
@@ -138,12 +118,12 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
 
     assert handed[:3] == [MIRRORS_PER_TURN, 2 * MIRRORS_PER_TURN, n - 1]  # other work ran between turns
     # its own text is kept
-    assert rec.failed == [mine.id] and not mine.queue.messages
+    assert rec.failed == [mine.id] and not mine.messages
     assert mine.session_state["text"] == "mine"
     for m in mirrors[:-1]:
         assert m.session_state["text"] == "new"  # the state the leader's run left, not its next
         assert m.session_state["beat"] == (f"follower-{m.id}", 0.0)  # each keeps its own follower id
-        (start, box, _) = m.queue.messages
+        (start, box, _) = m.messages
         assert start.new_session.initialize.session_id == m.id  # its own session, not the leader's
         assert box.delta.new_element.text_input.value == "new"
         assert m.wakes == 1 and media[m.id] == {"el": "file"}

@@ -64,6 +64,15 @@ GUARDED = {
     ]
     if name.startswith("_")
 }
+# the public-looking calls of Streamlit's internal objects (a session, the session manager, the
+# runtime's media files) the adapter makes: read outside it, they hand those objects around
+INTERNAL_CALLS = {
+    name
+    for part in streamlit_private.PARTS
+    for owner, _, name in [part.partition(".")]
+    if owner in ("AppSession", "SessionManager", "Runtime", "AsyncObjects", "WStates")
+    and not name.startswith("_")
+}
 COMMON = {"_lock"}  # guarded, but a name too common to forbid on the lab's own objects
 # Streamlit's modules anyone may import; the rest are its internals, imported by the adapter alone
 PUBLIC_MODULES = {
@@ -270,7 +279,13 @@ def private_uses(path: Path, root: Path | None = None) -> list[Use]:
     strict = GUARDED - COMMON
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in INTERNAL_CALLS
+            and not _own(node.value, own_modules)
+        ):
+            found.append(Use(name, node.lineno, ast.unparse(node), True))
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             guarded = node.attr in GUARDED
             if node.attr in strict or (not _own(node.value, own_modules) and (streamlit_module or guarded)):
                 found.append(Use(name, node.lineno, ast.unparse(node), guarded))
@@ -306,6 +321,7 @@ def in_the_tests() -> list[Use]:
 
 def test_no_module_but_the_adapter_names_the_parts_it_guards() -> None:
     assert {"_session_mgr", "_scriptrunner", "_browser_queue", "_streamlit_xsrf", "_run_script"} <= GUARDED
+    assert {"handle_backmsg", "request_rerun", "list_active_sessions", "media_file_mgr"} <= INTERNAL_CALLS
     assert all(path.exists() for path in ADAPTER_TESTS)
     uses = [use for use in [*outside_the_adapter(), *in_the_tests()] if use.guarded]
     assert not uses, uses
@@ -362,6 +378,7 @@ def test_the_check_finds_a_stand_in_that_names_streamlits_parts(tmp_path: Path) 
         "        pass\n"
         "files = SimpleNamespace(_files_by_session_and_coord={})\n"
         "from streamlit import config, _bottom\n"
+        "Session().handle_backmsg = print\n"
     )
     assert {(use.line, use.what) for use in private_uses(fake, root=tmp_path)} == {
         (2, "import streamlit.proto.ForwardMsg_pb2"),
@@ -370,6 +387,7 @@ def test_the_check_finds_a_stand_in_that_names_streamlits_parts(tmp_path: Path) 
         (9, "def _message_enqueued_callback"),
         (11, "_files_by_session_and_coord="),
         (12, "import streamlit._bottom"),
+        (13, "Session().handle_backmsg"),
     }
 
 
