@@ -36,6 +36,7 @@ from transformer_core.device import (
     DEVICE_CHOICES,
     describe_device,
     resolve_device,
+    set_cpu_threads,
 )
 from transformer_core.errors import (
     CheckpointError,
@@ -115,6 +116,7 @@ __all__ = [
     "rope_angles",
     "sample_seq2seq",
     "scaled_dot_product_attention",
+    "set_cpu_threads",
     "shift_rotation",
     "sinusoidal_positional_encoding",
     "t5_relative_position_bucket",

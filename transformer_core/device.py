@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from transformer_core.errors import ConfigError
 
@@ -20,6 +21,13 @@ def resolve_device(choice: str = "auto") -> torch.device:
     if choice == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device: 'cuda' was asked for but no CUDA GPU is available")
     return torch.device(choice)
+
+
+def set_cpu_threads(threads: int) -> None:
+    """Threads per CPU operation, torch's and numpy's BLAS alike (the numpy decoding step's
+    matrix products): on a shared box one operation must not take every core."""
+    torch.set_num_threads(threads)
+    threadpool_limits(threads, user_api="blas")
 
 
 def resolve_device_before_fork(choice: str = "auto") -> torch.device:

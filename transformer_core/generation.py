@@ -11,6 +11,7 @@ import torch
 from transformer_core.attention import KVCache
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.models import GPT, EncoderDecoder
+from transformer_core.numpy_step import NumpyStep
 from transformer_core.stepping import special_tokens, stepper_for
 from transformer_core.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS
 
@@ -105,14 +106,22 @@ def generate(
     if cache is not None and not (use_cache and 0 < cache.length < len(ids)):
         raise ValueError("generate: a given cache must hold some, not all, of the prompt's tokens")
     fed = 0 if cache is None else cache.length  # how many tokens of `ids` the cache already holds
+    step: NumpyStep | None = None  # once the cache holds all but the newest token, on the CPU
+    numpy_steps = NumpyStep.supports(model, options)
     for _ in range(max_new_tokens):
         if use_cache and cache is not None and len(ids) <= max_len:
-            x = torch.tensor([ids[fed:]], device=device)
+            if step is None and numpy_steps and len(ids) - fed == 1:
+                step = NumpyStep(model, options, cache)  # it keeps the keys and values from here on
+            new = ids[fed:]
         else:
-            window = ids[-max_len:]
+            new = ids[-max_len:]  # the window: every position again
             cache = model.new_cache() if use_cache and len(ids) <= max_len else None
-            x = torch.tensor([window], device=device)
-        logits = model(x, options=options, cache=cache, last_only=True)[0, -1].clone()
+            step = None
+        if step is not None:
+            logits = torch.from_numpy(step(new[0]))
+        else:
+            x = torch.tensor([new], device=device)
+            logits = model(x, options=options, cache=cache, last_only=True)[0, -1].clone()
         logits[banned.to(logits.device)] = float("-inf")  # e.g. PAD/SOS/EOS/UNK: not text to write
         fed = len(ids)
         probs = filter_logits(logits, temperature, top_k, top_p)

@@ -35,7 +35,7 @@ MAX_RESTARTS = 5
 Process = subprocess.Popen[bytes]
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 ENVIRONMENT = """\
-Environment: NGINX (nginx binary), ATTENTION_LAB_TORCH_THREADS (torch threads per process,
+Environment: NGINX (nginx binary), ATTENTION_LAB_TORCH_THREADS (torch and BLAS threads per process,
 default 1), and any ATTENTION_LAB_* / STREAMLIT_* setting, passed on to every app process.
 The app processes run on this Python ({python})."""
 

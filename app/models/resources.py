@@ -17,7 +17,7 @@ import torch
 
 from attention_lab.frame import state
 from attention_lab.serving import RunStore, backends, is_run_id, open_run_store, settings
-from transformer_core import CheckpointError, ConfigError, describe_device, resolve_device
+from transformer_core import CheckpointError, ConfigError, describe_device, resolve_device, set_cpu_threads
 from transformer_core.io import (
     META_FILE,
     Checkpoint,
@@ -47,7 +47,7 @@ def configure_torch() -> None:
         st.error(f"This server's settings need fixing: {e}", icon=":material/settings_alert:")
         state.stop()
     if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
+        set_cpu_threads(threads)
 
 
 def current_device() -> torch.device:

@@ -124,9 +124,11 @@ def lower_priority() -> int:
 
 def prepare_run_process() -> None:
     """What every run process does first (spawned on one box, or an RQ work horse): a low
-    priority and ATTENTION_LAB_RUN_THREADS torch threads."""
+    priority and ATTENTION_LAB_RUN_THREADS threads (torch's and numpy's)."""
     import torch
 
+    from transformer_core.device import set_cpu_threads
+
     nice = lower_priority()
-    torch.set_num_threads(settings.run_threads())
+    set_cpu_threads(settings.run_threads())
     _LOG.debug("run process %d: niceness +%d, %d torch threads", os.getpid(), nice, torch.get_num_threads())

@@ -110,7 +110,8 @@ def device_setting() -> str:
 
 
 def torch_threads() -> int:
-    """ATTENTION_LAB_TORCH_THREADS: torch threads of an app process, default half the cores."""
+    """ATTENTION_LAB_TORCH_THREADS: threads of one torch or numpy (BLAS) operation in an app
+    process, default half the cores."""
     return env_int("ATTENTION_LAB_TORCH_THREADS", max(1, (os.cpu_count() or 2) // 2))
 
 
@@ -138,7 +139,7 @@ def run_max_seconds() -> int:
 
 
 def run_threads() -> int:
-    """ATTENTION_LAB_RUN_THREADS, default 1: torch threads of one run process."""
+    """ATTENTION_LAB_RUN_THREADS, default 1: torch and numpy (BLAS) threads of one run process."""
     return env_int("ATTENTION_LAB_RUN_THREADS", 1)
 
 
