@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from transformer_core.errors import ConfigError
 
@@ -23,11 +24,22 @@ def resolve_device(choice: str = "auto") -> torch.device:
     return torch.device(choice)
 
 
+@functools.cache
+def _blas_pools() -> ThreadpoolController:
+    """The BLAS libraries loaded in this process (numpy's, which torch has imported by now):
+    found once, since looking them up costs a scan of every loaded library."""
+    return ThreadpoolController().select(user_api="blas")
+
+
 def set_cpu_threads(threads: int) -> None:
     """Threads per CPU operation, torch's and numpy's BLAS alike (the numpy decoding step's
-    matrix products): on a shared box one operation must not take every core."""
-    torch.set_num_threads(threads)
-    threadpool_limits(threads, user_api="blas")
+    matrix products): on a shared box one operation must not take every core. Cheap when
+    nothing changes, so a page run may call it every time."""
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    blas = _blas_pools()
+    if any(pool.num_threads != threads for pool in blas.lib_controllers):
+        blas.limit(limits=threads)
 
 
 def resolve_device_before_fork(choice: str = "auto") -> torch.device:

@@ -94,7 +94,8 @@ def generate(
     imported model passes its tokenizer's (`tokenizer.never_sampled`, often none). stop_id:
     sampling it ends generation (it is the last step returned), e.g. GPT-2's <|endoftext|>.
     cache: the keys and values of the prompt's first cache.length tokens, already computed
-    (a traced pass of the prompt, see KVCache.keep): the first step feeds only the rest."""
+    (a traced pass of the prompt, see KVCache.keep): the first step feeds only the rest. It is
+    read, not kept: on the CPU the numpy step takes a copy and goes on from there."""
     banned = torch.tensor(list(never_sampled), dtype=torch.long)
     device = next(model.parameters()).device
     generator = torch.Generator(device=device)

@@ -4,7 +4,7 @@ A small model's step is dozens of tiny operations, and on the CPU their call ove
 their arithmetic, is the time: numpy's per call is a fraction of torch's. `generate` takes
 this step once the cache holds the prompt; tests hold it to the modules' cached forward.
 The weights are read-only numpy views of the model's own tensors, so nothing is copied,
-nothing is kept between calls, and a shared model is never written.
+nothing outlives the `generate` call that made the step, and a shared model is never written.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from transformer_core.errors import InputError
 from transformer_core.layers import ACTIVATIONS, EncoderBlock, RMSNorm
 from transformer_core.models import GPT
 
+BIAS_ROWS = 32  # queries whose position bias (ALiBi, T5) is computed at once
+
 
 def _view(t: torch.Tensor) -> np.ndarray:
     """A read-only numpy view of a CPU tensor (no copy)."""
@@ -30,28 +32,39 @@ def _view(t: torch.Tensor) -> np.ndarray:
     return a
 
 
+def _optional_view(t: torch.Tensor | None) -> np.ndarray | None:
+    """A read-only view of an optional parameter (a bias, an affine weight), or None."""
+    return None if t is None else _view(t)
+
+
 @dataclass(frozen=True)
 class _Norm:
-    """LayerNorm (bias given) or RMSNorm (bias None) over a vector (d_model,)."""
+    """LayerNorm (centred) or RMSNorm over one vector (d_model,), with its optional gain and
+    bias as the module holds them."""
 
-    weight: np.ndarray
-    bias: np.ndarray | None
+    centred: bool
+    weight: np.ndarray | None  # (d_model,)
+    bias: np.ndarray | None  # (d_model,)
     eps: float
 
     @classmethod
     def of(cls, norm: torch.nn.Module) -> _Norm | None:
+        """The norm module's maths, or None for nn.Identity (a post-norm GPT's final norm)."""
         if isinstance(norm, RMSNorm):
-            return cls(_view(norm.weight), None, norm.eps)
+            return cls(False, _view(norm.weight), None, norm.eps)
         if isinstance(norm, torch.nn.LayerNorm):
-            return cls(_view(norm.weight), _view(norm.bias), norm.eps)
-        return None  # nn.Identity: a post-norm GPT's missing final norm
+            return cls(True, _optional_view(norm.weight), _optional_view(norm.bias), norm.eps)
+        return None
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        """x (d_model,) -> (d_model,): scaled to unit root mean square (after centring)."""
         n = x.shape[-1]
-        if self.bias is None:
-            return x / np.sqrt(np.dot(x, x) / n + self.eps) * self.weight
-        centred = x - x.sum() / n
-        return centred / np.sqrt(np.dot(centred, centred) / n + self.eps) * self.weight + self.bias
+        if self.centred:
+            x = x - x.sum() / n
+        y = x / np.sqrt(np.dot(x, x) / n + self.eps)
+        if self.weight is not None:
+            y = y * self.weight
+        return y if self.bias is None else y + self.bias
 
 
 def _linear(w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
@@ -61,7 +74,8 @@ def _linear(w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
 
 
 def _bias(linear: torch.nn.Linear) -> np.ndarray | None:
-    return None if linear.bias is None else _view(linear.bias)
+    """A linear layer's bias (d_out,) as a read-only view, or None where it has none."""
+    return _optional_view(linear.bias)
 
 
 @dataclass(frozen=True)
@@ -75,17 +89,18 @@ class _Block:
     w_o: np.ndarray  # (d_model, d_model)
     b_o: np.ndarray | None
     norm_ffn: _Norm | None  # None: attention-only
-    w1: np.ndarray | None
+    w1: np.ndarray | None  # (d_ff, d_model)
     b1: np.ndarray | None
-    w2: np.ndarray | None
+    w2: np.ndarray | None  # (d_model, d_ff)
     b2: np.ndarray | None
-    w3: np.ndarray | None  # SwiGLU's gated projection
+    w3: np.ndarray | None  # (d_ff, d_model): SwiGLU's gated projection
     b3: np.ndarray | None
     activation: str
     ablated: tuple[int, ...]
 
     @classmethod
     def of(cls, block: EncoderBlock, ablated: list[int]) -> _Block:
+        """Views of one block's weights; `ablated`: its heads whose outputs are zeroed."""
         attn, ffn = block.self_attn, block.ffn
         norm_self = _Norm.of(block.norm_self)
         assert norm_self is not None
@@ -152,17 +167,17 @@ class NumpyStep:
 
         every = torch.arange(config.max_len)
         scheme = model.positions
-        with torch.no_grad():  # every position's codes, angles and bias, computed as a step would
+        with torch.no_grad():  # every position's codes and angles, computed as a step would
             codes = scheme.codes(every) if options.positions else None
             rotation = scheme.rotation(every) if options.positions else None
-            bias = scheme.bias(every, every) if options.positions else None
         self.codes = None if codes is None else codes.numpy()  # (max_len, d_model)
         self.turn_cos, self.turn_sin = None, None  # (max_len, d_head): RoPE as x cos + swap(x) sin
         if rotation is not None:  # pair (even, odd) -> (even cos - odd sin, even sin + odd cos)
             cos, sin = rotation[0].numpy(), rotation[1].numpy()  # each (max_len, d_head/2)
             self.turn_cos = np.repeat(cos, 2, axis=-1)
             self.turn_sin = np.stack((-sin, sin), axis=-1).reshape(len(sin), -1)
-        self.position_bias = None if bias is None else bias.numpy()  # (H, max_len, max_len)
+        self.bias_scheme = scheme if options.positions and scheme.biases else None  # ALiBi, T5
+        self.bias_block: tuple[int, np.ndarray] | None = None  # (first query, (H, BIAS_ROWS, keys))
 
         shape = (len(self.blocks), self.n_heads, config.max_len, self.d_head)
         self.keys = np.empty(shape, np.float32)  # (L, H, max_len, d_head)
@@ -184,22 +199,36 @@ class NumpyStep:
             x = x * self.embedding_scale
         if self.codes is not None:
             x = x + self.codes[p]
+        bias = self._bias_row(p)
         for i, block in enumerate(self.blocks):
-            x = self._block(i, block, x, p)
+            x = self._block(i, block, x, p, bias)
         self.length = p + 1
         if self.final_norm is not None:
             x = self.final_norm(x)
         return self.unembedding @ x  # (vocab_size, d_model) @ (d_model,)
 
-    def _block(self, i: int, block: _Block, x: np.ndarray, p: int) -> np.ndarray:
+    def _bias_row(self, p: int) -> np.ndarray | None:
+        """(H, p + 1): the position bias of query p over keys 0..p, or None. Computed by the
+        scheme itself BIAS_ROWS queries at a time, so a long context never costs (H, max_len, max_len)."""
+        if self.bias_scheme is None:
+            return None
+        if self.bias_block is None or not 0 <= p - self.bias_block[0] < BIAS_ROWS:
+            end = min(p + BIAS_ROWS, self.max_len)
+            with torch.no_grad():
+                rows = self.bias_scheme.bias(torch.arange(p, end), torch.arange(end))  # (H, end - p, end)
+            self.bias_block = (p, rows.numpy())
+        first, rows = self.bias_block
+        return rows[:, p - first, : p + 1]
+
+    def _block(self, i: int, block: _Block, x: np.ndarray, p: int, bias: np.ndarray | None) -> np.ndarray:
         """Pre-LN: x + f(norm(x)); post-LN: norm(x + f(x)); for attention, then the MLP."""
         if block.pre_norm:
-            x = x + self._attend(i, block, block.norm_self(x), p)
+            x = x + self._attend(i, block, block.norm_self(x), p, bias)
             return x if block.norm_ffn is None else x + block.feed_forward(block.norm_ffn(x))
-        x = block.norm_self(x + self._attend(i, block, x, p))
+        x = block.norm_self(x + self._attend(i, block, x, p, bias))
         return x if block.norm_ffn is None else block.norm_ffn(x + block.feed_forward(x))
 
-    def _attend(self, i: int, block: _Block, h: np.ndarray, p: int) -> np.ndarray:
+    def _attend(self, i: int, block: _Block, h: np.ndarray, p: int, bias: np.ndarray | None) -> np.ndarray:
         """Self-attention of the new position p over positions 0..p (or the window's)."""
         H, d_head = self.n_heads, self.d_head
         qkv = _linear(block.w_qkv, block.b_qkv, h).reshape(3, H, d_head)  # (3, H, d_head)
@@ -212,8 +241,8 @@ class NumpyStep:
         start = 0 if self.window is None else max(0, p - self.window + 1)
         keys, values = self.keys[i, :, start : p + 1], self.values[i, :, start : p + 1]  # (H, T, d_head)
         scores = np.matmul(keys, qk[0][:, :, None])[..., 0] * self.scale  # (H, T)
-        if self.position_bias is not None:
-            scores = scores + self.position_bias[:, p, start : p + 1]
+        if bias is not None:  # (H, p + 1) over every key, of which the window's
+            scores = scores + bias[:, start:]
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         weights /= weights.sum(axis=-1, keepdims=True)
         heads = np.matmul(weights[:, None, :], values)[:, 0]  # (H, 1, T) @ (H, T, d_head) -> (H, d_head)

@@ -34,7 +34,7 @@ URL_CHECKPOINT_PARAMS = ("checkpoint", "a", "b")  # query parameters that may na
 
 
 def configure_torch() -> None:
-    """CPU threads per torch op: ATTENTION_LAB_TORCH_THREADS, default half the cores.
+    """CPU threads per torch or BLAS op: ATTENTION_LAB_TORCH_THREADS, default half the cores.
 
     Many users' reruns and trainings share the CPU; one op grabbing every core makes the
     others wait on busy-spinning threads (seen: a 0.1 s sample taking 4-9 s). Every other
@@ -46,8 +46,7 @@ def configure_torch() -> None:
     except ConfigError as e:
         st.error(f"This server's settings need fixing: {e}", icon=":material/settings_alert:")
         state.stop()
-    if torch.get_num_threads() != threads:
-        set_cpu_threads(threads)
+    set_cpu_threads(threads)
 
 
 def current_device() -> torch.device:

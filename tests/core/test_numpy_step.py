@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from attention_lab.models.explorer_compute import view_and_sample
 from tests.support.models import _tiny_config, random_block
@@ -22,9 +22,19 @@ from transformer_core.numpy_step import NumpyStep
 from transformer_core.positional import POSITION_SCHEMES
 
 
+def _perturbed(model: GPT) -> GPT:
+    """Every parameter moved off its initial value, so that norms' gains and biases (ones and
+    zeros when built) count in the comparison."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.2)
+    return model
+
+
 def _steps_agree(model: GPT, options: InferenceOptions, prompt: int = 5, length: int = 15) -> None:
     """After a torch pass of `prompt` tokens, each numpy step gives the logits of the modules'
     cached step on the same token (the numpy step keeps its own copy of the cache)."""
+    _perturbed(model)
     idx = torch.randint(4, model.config.vocab_size, (1, length))
     with torch.inference_mode():
         cache = model.new_cache()
@@ -68,6 +78,14 @@ def test_a_numpy_step_gives_the_modules_logits_for_any_block(seed):
 @pytest.mark.parametrize("positions", ["rope", "alibi", "learned"])
 def test_a_numpy_step_follows_the_options(make_gpt, positions, options):
     _steps_agree(make_gpt(positions), options)
+
+
+@pytest.mark.parametrize("positions", ["alibi", "t5"])
+def test_a_position_bias_is_computed_in_blocks_of_queries_across_a_long_block(make_gpt, positions):
+    """Past BIAS_ROWS queries the next block of bias rows is the scheme's own: 3 blocks of 32."""
+    model = make_gpt(positions, max_len=100)
+    _steps_agree(model, InferenceOptions(), prompt=5, length=100)
+    _steps_agree(model, InferenceOptions(sliding_window=7), prompt=5, length=80)
 
 
 def test_the_step_fills_the_cache_to_max_len_and_no_further(make_gpt):
@@ -148,6 +166,28 @@ def test_generate_takes_numpy_steps_after_the_prompt_and_torch_where_it_must(mak
     assert len(calls) == 5
 
 
+@pytest.mark.parametrize(
+    ("prompt", "cached", "new"),
+    [([7], 0, 6), ([4, 5, 6, 7, 8, 9], 2, 6), (list(range(4, 16)) + [4, 5, 6], 0, 4)],
+    ids=["one-token-prompt", "a-cache-of-part-of-the-prompt", "from-max_len-1"],
+)
+def test_generate_hands_over_to_numpy_wherever_the_prompt_ends(make_gpt, prompt, cached, new):
+    """A one-token prompt; a given cache holding only part of the prompt (torch feeds the rest,
+    then numpy); a prompt of max_len - 1 (one numpy step, then the window slides): the same
+    tokens and probabilities as a full torch pass per token."""
+    model = _perturbed(make_gpt("alibi", max_len=16))
+    kwargs = dict(temperature=1.0, seed=5)
+    cache = None
+    if cached:
+        cache = model.new_cache()
+        with torch.inference_mode():
+            model(torch.tensor([prompt[:cached]]), cache=cache)
+    got = generate(model, prompt, new, cache=cache, **kwargs)
+    full = generate(model, prompt, new, use_cache=False, **kwargs)
+    assert [s.token for s in got] == [s.token for s in full]
+    np.testing.assert_allclose([s.prob for s in got], [s.prob for s in full], atol=1e-5)
+
+
 SHIPPED_GPTS = [n for n in SHIPPED_NAMES if n.startswith("gpt-")]
 
 
@@ -178,14 +218,22 @@ def test_the_shipped_gpts_write_what_full_passes_write(name):
         ]
 
 
+def _blas_threads() -> set[int]:
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
 def test_cpu_threads_bound_torch_and_numpys_blas_alike():
     """The numpy step's matrix products run on numpy's BLAS: the app's thread setting must
-    bound it as it bounds torch, or one large product takes every core of a shared box."""
-    before = torch.get_num_threads()
+    bound it as it bounds torch, or one large product takes every core of a shared box. It
+    bounds BLAS even where torch already has that many threads."""
+    torch_before, (blas_before,) = torch.get_num_threads(), _blas_threads()
     try:
         for threads in (2, 1):
             set_cpu_threads(threads)
-            assert torch.get_num_threads() == threads
-            assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {threads}
+            assert torch.get_num_threads() == threads and _blas_threads() == {threads}
+        threadpool_limits(2, user_api="blas")  # torch at 1 already, BLAS not
+        set_cpu_threads(1)
+        assert _blas_threads() == {1}
     finally:
-        set_cpu_threads(before)
+        torch.set_num_threads(torch_before)
+        threadpool_limits(blas_before, user_api="blas")
