@@ -39,6 +39,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, sync_playwright
 
+from attention_lab.frame.streamlit_dom import inline, part
 from attention_lab.testing.chromium import CHROMIUM, CHROMIUM_ARGS
 from attention_lab.testing.servers import ROOT, running_app
 
@@ -69,16 +70,16 @@ FLOOR_LINKS: dict[str, str] = {
 
 # Runs in the page from the first script on: records when the page's title appeared, when
 # the first figure has drawn its plot and when the main area last changed.
-PROBE = """
+PROBE = inline("""
 (() => {
   window.__probe = {title: null, firstMap: null, lastChange: performance.now()};
   const tick = () => {
-    const main = document.querySelector('[data-testid="stMain"]');
+    const main = document.querySelector(part("main"));
     if (main && window.__probe.title === null && main.querySelector('h1')) {
       window.__probe.title = performance.now();
     }
     if (main && window.__probe.firstMap === null) {
-      for (const host of main.querySelectorAll('[data-testid="stBidiComponentIsolated"]')) {
+      for (const host of main.querySelectorAll(part("component"))) {
         const map = host.shadowRoot && host.shadowRoot.querySelector('.lab-chart[data-drawn]');
         if (map && window.__probe.firstMap === null) window.__probe.firstMap = performance.now();
       }
@@ -89,20 +90,20 @@ PROBE = """
   new MutationObserver(() => { window.__probe.lastChange = performance.now(); })
     .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 })();
-"""
+""")
 
-SETTLED = """() => {
-  const main = document.querySelector('[data-testid="stMain"]');
+SETTLED = inline("""() => {
+  const main = document.querySelector(part("main"));
   if (!main || !main.querySelector('h1')) return false;
-  const s = document.querySelector('[data-testid="stStatusWidget"]');
+  const s = document.querySelector(part("status"));
   const busy = s ? s.innerText.toLowerCase() : '';
   if (busy.includes('stop') || busy.includes('running')) return false;
-  if (main.querySelector('[data-testid="stSkeleton"]')) return false;
-  for (const host of main.querySelectorAll('[data-testid="stBidiComponentIsolated"]')) {
+  if (main.querySelector(part("skeleton"))) return false;
+  for (const host of main.querySelectorAll(part("component"))) {
     if (!(host.shadowRoot && host.shadowRoot.querySelector('.lab-chart[data-drawn]'))) return false;
   }
   return performance.now() - window.__probe.lastChange > 1500;
-}"""
+}""")
 
 
 @contextmanager
@@ -135,7 +136,7 @@ def visit(browser: Browser, url: str, shot: Path | None = None) -> Visit:
         cdp.send("Performance.enable")
         page.goto(url)
         page.wait_for_function(SETTLED, timeout=120_000, polling=100)
-        if page.locator('[data-testid="stException"]').count():
+        if page.locator(part("exception")).count():
             raise RuntimeError(f"exception on {url}")
         probe = "[window.__probe.title, window.__probe.firstMap, window.__probe.lastChange]"
         title, first, last = page.evaluate(probe)
@@ -144,7 +145,7 @@ def visit(browser: Browser, url: str, shot: Path | None = None) -> Visit:
         if shot is not None:
             page.screenshot(path=str(shot))
             # the main area scrolls inside the window: grow the window to the content to see it all
-            tall = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+            tall = page.evaluate(inline('document.querySelector(part("main")).scrollHeight'))
             page.set_viewport_size({"width": 1280, "height": int(tall) + 100})
             page.wait_for_timeout(1500)
             page.screenshot(path=str(shot.with_name(shot.stem + "-full.png")))

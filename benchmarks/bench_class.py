@@ -47,6 +47,7 @@ from pathlib import Path
 
 from bench_load import StepResult, load_step, pct, started
 
+from attention_lab.frame.streamlit_dom import part
 from attention_lab.testing.chromium import CHROMIUM, CHROMIUM_ARGS
 from attention_lab.testing.protocol import ROUTE, Browser, read_run, rerun_msg
 from attention_lab.testing.servers import Server
@@ -223,7 +224,7 @@ def browser_bench(url: str, args: argparse.Namespace) -> None:
         lecturer.set_default_timeout(90_000)
         lecturer.goto(url + START)
         lecturer.get_by_role("button", name="Start a class session").click()
-        link = lecturer.locator('[data-testid="stSidebar"] code').first.inner_text(timeout=60_000).strip()
+        link = lecturer.locator(f"{part('sidebar')} code").first.inner_text(timeout=60_000).strip()
         followers = [browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
                      for _ in range(args.browsers)]  # fmt: skip
         for page in followers:
@@ -245,7 +246,7 @@ def browser_bench(url: str, args: argparse.Namespace) -> None:
                 time.sleep(0.05)
             missed += len(waiting)
             time.sleep(max(0.0, args.every - (time.monotonic() - changed)))
-        shown = sum(page.locator('[data-testid="stException"]').count() for page in [lecturer, *followers])
+        shown = sum(page.locator(part("exception")).count() for page in [lecturer, *followers])
         browser.close()
     d = sorted(delays) or [float("nan")]
     print(f"{args.browsers} browser tabs x {args.rounds} changes: p50 {statistics.median(d):.2f} s, "

@@ -4,7 +4,8 @@
                                                  [--venv DIR] [--tests PATH ...]
 
 The lecture's push and mirrors use private parts of Streamlit (attention_lab.frame.streamlit_private
-lists and checks them; where one is missing the app still works, with followers polling). This
+lists and checks them; where one is missing the app still works, with followers polling), and the
+pages' styles and scripts find Streamlit's elements by hooks (attention_lab.frame.streamlit_dom). This
 script makes a scratch virtual environment in a temporary folder, installs the Streamlit asked
 for (`--spec`, default: the newest) into it, prints what the adapter's check finds there (the
 parts that moved), then runs the classroom tests with that interpreter and exits with their
@@ -37,6 +38,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 CLASS_TESTS = (
     "tests/app/test_streamlit_private.py",
+    "tests/app/test_streamlit_dom.py",
+    "tests/browser/test_streamlit_dom.py",
     "tests/app/test_class_push.py",
     "tests/app/test_class_mirror.py",
     "tests/app/test_classroom.py",
@@ -48,10 +51,11 @@ TEST_TOOLS = ("pytest", "playwright", "websockets", "pillow")  # what the class 
 # Run in the environment: the adapter's check, as JSON (no caching, no warning).
 CHECK = """
 import json, streamlit
-from attention_lab.frame import streamlit_private as private
+from attention_lab.frame import streamlit_dom, streamlit_private as private
 found = private.probe_all()
 print(json.dumps({"streamlit": found.streamlit, "missing": list(found.missing),
-                  "parts": list(private.PARTS), "from": streamlit.__file__}))
+                  "parts": list(private.PARTS), "from": streamlit.__file__,
+                  "dom_missing": streamlit_dom.missing(), "dom_parts": len(streamlit_dom.PARTS)}))
 """
 
 
@@ -109,6 +113,12 @@ def report(found: dict[str, Any]) -> None:
         print("Followers would poll every 2 s. Update app/frame/streamlit_private.py before upgrading.")
     else:
         print(f"All {len(parts)} internals are where the lab expects them.")
+    for hook in found["dom_missing"]:
+        print(f"  MOVED  page hook {hook}")
+    if found["dom_missing"]:
+        print("The pages' styles and scripts would miss these elements: update app/static/streamlit_dom.js.")
+    else:
+        print(f"All {found['dom_parts']} page hooks (app/static/streamlit_dom.js) are in its frontend.")
 
 
 def main() -> int:

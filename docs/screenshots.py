@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from attention_lab.frame.streamlit_dom import inline, part
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "screenshots"
@@ -57,7 +59,7 @@ SHOTS = (
         (1280, 1000),
         "light",
         "a class session's sidebar",
-        element='[data-testid="stSidebar"]',
+        element=part("sidebar"),
     ),
     Shot("teach-phone-follow", "?follow=", PHONE, "dark", "a follower's phone (the session above)"),
     Shot(
@@ -108,12 +110,12 @@ SHOTS = (
     Shot("sign-in", "/", PROJECTOR, "light", "the sign-in page", app="sign-in"),
 )
 
-IDLE = """() => {
-    const main = document.querySelector('[data-testid="stMain"]');
-    if (!main || !main.querySelector('h1, [data-testid="stHeading"]')) return false;
-    const s = document.querySelector('[data-testid="stStatusWidget"]');
+IDLE = inline("""() => {
+    const main = document.querySelector(part("main"));
+    if (!main || !main.querySelector("h1, " + part("heading"))) return false;
+    const s = document.querySelector(part("status"));
     return !s || !/stop|running/i.test(s.innerText);
-}"""
+}""")
 
 
 def settle(page, timeout: float = 120_000) -> None:
@@ -125,7 +127,7 @@ def settle(page, timeout: float = 120_000) -> None:
         "() => [...document.querySelectorAll('.lab-chart')].every(c => c.hasAttribute('data-drawn'))",
         timeout=timeout,
     )
-    if page.locator('[data-testid="stException"]').count():
+    if page.locator(part("exception")).count():
         raise RuntimeError(f"{page.url}: the page shows an exception")
     page.wait_for_timeout(500)
 
@@ -133,7 +135,7 @@ def settle(page, timeout: float = 120_000) -> None:
 def start_class_session(page) -> str:
     """Click the sidebar's button; the follow link it shows."""
     page.get_by_role("button", name="Start a class session").click()
-    code = page.locator('[data-testid="stSidebar"] code').filter(has_text="?follow=")
+    code = page.locator(f"{part('sidebar')} code").filter(has_text="?follow=")
     code.first.wait_for(timeout=60_000)
     settle(page)
     return code.first.inner_text().strip()

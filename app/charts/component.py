@@ -69,7 +69,9 @@ def script() -> str:
     entry = static_url("charts.js")
     if entry is None:
         return chart_script.bundled()
-    module_urls = json.dumps([static_url(f"charts/{m.name}") for m in chart_script.modules()])
+    module_urls = json.dumps(
+        [static_url(m.relative_to(chart_script.STATIC).as_posix()) for m in chart_script.modules()]
+    )
     return LOADER % (module_urls, f"{entry}?v={chart_script.version()}")  # a changed module: a new URL
 
 

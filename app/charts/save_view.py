@@ -8,7 +8,6 @@ it, in a rerun of this fragment alone: page runs carry only the button.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import streamlit as st
@@ -18,17 +17,15 @@ from attention_lab.charts.component import static_url
 
 WANTED = "save_view_wanted"  # session_state: the shell was asked for; sent in the next fragment run
 
-SCRIPT = script.STATIC / "save_view.js"
-
 
 def _js() -> str:
     """The button's JS: where the server serves app/static, a one-line loader of save_view.js
-    (fetched once per browser page, not sent with every run); else the script itself."""
+    (fetched once per browser page, not sent with every run); else the script bundled with the
+    module it imports."""
     url = static_url("save_view.js")
     if url is None:
-        return SCRIPT.read_text(encoding="utf-8")
-    version = hashlib.sha256(SCRIPT.read_bytes()).hexdigest()[:12]
-    module = f'new URL("{url}?v={version}", location.origin).href'
+        return script.bundled("save_view.js")
+    module = f'new URL("{url}?v={script.version("save_view.js")}", location.origin).href'
     # two lines: Streamlit reads a one-line string with a "/" in it as a file's path
     loader = f"export default (c) => import({module}).then((m) => m.default(c));"
     return f"// the button's script, fetched once per browser page\n{loader}\n"

@@ -1,5 +1,6 @@
 """The charts' code in the browser, as text (no Streamlit): app/static/charts.js, the entry
-module that mounts one chart, its modules in app/static/charts/, and charts.css.
+module that mounts one chart, its modules in app/static/charts/ and app/static/streamlit_dom.js
+(Streamlit's DOM hooks), and charts.css.
 
 The pages load it as a Streamlit component (`attention_lab.charts.component`); the notebook
 widget and the offline HTML files (`attention_lab.notebook`) inline `bundled()`, so every place
@@ -13,7 +14,8 @@ import re
 from pathlib import Path
 
 STATIC = Path(__file__).resolve().parents[1] / "static"  # served at /app/static/
-SCRIPT = STATIC / "charts.js"  # the entry module; it imports charts/*.js
+SCRIPT = STATIC / "charts.js"  # the entry module; it imports charts/*.js and streamlit_dom.js
+DOM = "streamlit_dom.js"  # Streamlit's DOM hooks, in STATIC (attention_lab.frame.streamlit_dom)
 CSS = STATIC / "charts.css"
 
 #: the modules' two forms of import: `import * as name from "./x.js";`, `import { a, b } from "./x.js";`
@@ -23,19 +25,20 @@ _EXPORT = re.compile(r"^export (?:async function|function|const) (\w+)", re.MULT
 
 def modules() -> list[Path]:
     """charts.js's modules, in a fixed order."""
-    return sorted((STATIC / "charts").glob("*.js"))
+    return [*sorted((STATIC / "charts").glob("*.js")), STATIC / DOM]
 
 
-def version() -> str:
-    """12 hex digits of a hash of charts.js and all its modules: a changed module, a new version."""
-    files = [STATIC / "charts.js", *modules()]
+def version(entry: str = "charts.js") -> str:
+    """12 hex digits of a hash of an entry module (charts.js) and every module it may import: a
+    changed module, a new version."""
+    files = [STATIC / entry, *modules()]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:12]
 
 
-def bundled() -> str:
-    """charts.js and every module it imports as one module script: each imported module's
-    code in a function scope that returns its exports, each import a read of those; the
-    entry keeps its `export default function (component)`."""
+def bundled(entry: str = "charts.js") -> str:
+    """An entry module in STATIC (charts.js) and every module it imports as one module script: each
+    imported module's code in a function scope that returns its exports, each import a read of
+    those; the entry keeps its `export default function (component)`."""
     parts: list[str] = []
     names: dict[Path, str] = {}  # module -> the constant holding its exports in the bundle
 
@@ -43,7 +46,7 @@ def bundled() -> str:
         if path not in names:
             text = path.read_text(encoding="utf-8")
             body = _IMPORT.sub(lambda m: _read_import(m, add((path.parent / m[3]).resolve())), text)
-            if path == entry:
+            if path == STATIC / entry:
                 parts.append(body)
             else:
                 code = re.sub(r"^export ", "", body, flags=re.MULTILINE)
@@ -52,8 +55,7 @@ def bundled() -> str:
             names[path] = f"charts_{path.stem}"
         return names[path]
 
-    entry = STATIC / "charts.js"
-    add(entry)
+    add(STATIC / entry)
     return "\n".join(parts)
 
 

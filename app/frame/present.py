@@ -12,6 +12,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from attention_lab.frame.streamlit_dom import fill
+
 KEY, PARAM = "present", "present"
 #: the browser tab's icon (st.set_page_config's page_icon): Material Symbols' "visibility" (rounded,
 #: app/static/icons, Apache-2.0) from a file, which Streamlit sends inline. Why not ":material/visibility:":
@@ -26,15 +28,16 @@ HEAD_PX = 470
 # The bars that may open a page (a tour's scene bar, a follower's banner): their containers' keys.
 TOP_BAR_KEYS = ("tour_bar", "class_banner")
 # Every page, either mode, either theme: text at WCAG AA contrast (4.5:1) where Streamlit's own isn't,
-# pills that wrap, and the bars above a page clear of the header.
+# pills that wrap, and the bars above a page clear of the header. ($name: a Streamlit element,
+# frame.streamlit_dom; the stylesheets below are filled in once, at import.)
 CONTRAST_CSS = (
     """
 /* captions in the text colour, a little lighter: Streamlit's grey is 3.9:1 on white */
-[data-testid="stCaptionContainer"] { color: inherit; opacity: 0.8; }
+$caption { color: inherit; opacity: 0.8; }
 /* a slider's value in the text colour: the dark theme's red on its background is 3.9:1 */
-[data-testid="stSliderThumbValue"] { color: inherit; }
+$slider_value { color: inherit; }
 /* pills wrap onto more lines (Streamlit scrolls them sideways): a sample's 40 characters, none cut */
-[data-testid="stButtonGroup"] div:has(> button[role="radio"]) { flex-wrap: wrap; overflow-x: visible; }
+$pills div:has(> button[role="radio"]) { flex-wrap: wrap; overflow-x: visible; }
 /* a bar that opens the page starts below the header (3.75rem; 2.2rem projected), not under it */
 """
     + ", ".join(f".st-key-{key}" for key in TOP_BAR_KEYS)
@@ -42,7 +45,7 @@ CONTRAST_CSS = (
     + """
 /* a collapsed sidebar lies off the screen: its controls leave the tab order (and screen readers)
    until it is opened, after its slide out (its help icons set their own visibility: all of it) */
-[data-testid="stSidebar"][data-collapsed="true"], [data-testid="stSidebar"][data-collapsed="true"] * {
+$collapsed_sidebar, $collapsed_sidebar * {
   visibility: hidden !important; transition: visibility 0s 0.3s; }
 """
 )
@@ -51,38 +54,38 @@ CONTRAST_CSS = (
 # first row <prefix>inputs)
 PHONE_CSS = """
 @media (max-width: 640px) {
-  [data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+  $main_block $vertical_block { gap: 0.6rem; }
   h1 { font-size: 1.75rem !important; padding-bottom: 0.25rem !important; }
   h3 { font-size: 1.2rem !important; }
-  [data-testid="stAlert"] > div { padding: 0.6rem 0.8rem; }
+  $alert > div { padding: 0.6rem 0.8rem; }
   /* a page's first row (a container keyed ..._inputs): the model and the text side by side */
-  [class*="_inputs"] [data-testid="stHorizontalBlock"] > [data-testid="stColumn"]:not(:last-child) {
+  [class*="_inputs"] $columns > $column:not(:last-child) {
     min-width: calc(50% - 0.5rem) !important; }
 }
 """
 # Every page, outside projector mode: Streamlit leaves 6rem above the title (room for a header
 # that holds only the menu here); 3rem lets the explorers' first map start above the fold at 1280x720.
-LAYOUT_CSS = (
+LAYOUT_CSS = fill(
     """
 <style>
-[data-testid="stMainBlockContainer"] { padding-top: 3rem; }
+$main_block { padding-top: 3rem; }
 """
     + CONTRAST_CSS
     + PHONE_CSS
     + "</style>\n"
 )
 
-CSS = (
+CSS = fill(
     """
 <style>
 html { font-size: 19px !important; }
-header[data-testid="stHeader"] { background: transparent; height: 2.2rem; }
+$header { background: transparent; height: 2.2rem; }
 /* the header's toolbar reaches below its 2.2rem: clicks and hovers there go to the page (the top
    row's help icons), only its own buttons keep theirs */
-header[data-testid="stHeader"], [data-testid="stToolbar"] { pointer-events: none; }
-header[data-testid="stHeader"] button, header[data-testid="stHeader"] a { pointer-events: auto; }
-[data-testid="stMainBlockContainer"] { padding-top: 1rem; padding-bottom: 2rem; max-width: 100%; }
-[data-testid="stCaptionContainer"] { display: none; }  /* the lecturer says it; the maps move up */
+$header, $toolbar { pointer-events: none; }
+$header button, $header a { pointer-events: auto; }
+$main_block { padding-top: 1rem; padding-bottom: 2rem; max-width: 100%; }
+$caption { display: none; }  /* the lecturer says it; the maps move up */
 h1 { display: none; }  /* the lecturer names the page; the grid and its head fit on the screen */
 h3 { padding-top: 0.2rem !important; padding-bottom: 0 !important; }
 """

@@ -10,6 +10,7 @@ import { withAlpha } from "./charts/colors.js";
 import * as heatmap from "./charts/heatmap.js";
 import { fillTable, followKeys, followPointer, savePng, saveSvg } from "./charts/pointer.js";
 import * as xy from "./charts/xy.js";
+import { part } from "./streamlit_dom.js";
 
 // spec.kind -> its module: prepare(spec) -> data; paint(ctx, spec, data, width, em, theme) -> drawn;
 // hit(spec, data, drawn, x, y) -> what is there; tip(spec, data, hit) -> lines; legend(spec) -> names;
@@ -104,7 +105,7 @@ function intoView(key) {
   const el = document.querySelector(`.st-key-${CSS.escape(key)}`);
   if (!el) return;
   const box = el.getBoundingClientRect();
-  const top = document.querySelector('header[data-testid="stHeader"]')?.getBoundingClientRect().bottom || 0;
+  const top = document.querySelector(part("header"))?.getBoundingClientRect().bottom || 0;
   el.style.scrollMarginTop = `${top}px`; // not under Streamlit's header
   if (box.top < top || box.bottom > window.innerHeight) el.scrollIntoView({ block: "nearest" });
 }

@@ -5,19 +5,23 @@
 // The file's shell, with the chart code inlined, comes from Python
 // (attention_lab.charts.offline.shell) the first time a tab asks for it.
 
+import { part } from "./streamlit_dom.js";
+
 const KEEP = new Set(["H1", "H2", "H3", "H4", "H5", "H6", "P", "UL", "OL", "LI", "STRONG", "EM", "B", "I",
   "CODE", "PRE", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD", "CAPTION", "FIGURE", "FIGCAPTION",
   "BLOCKQUOTE", "BR", "HR", "SUP", "SUB", "KBD", "DIV", "SPAN", "A", "MARK", "DEL"]);
 const DROP = new Set(["BUTTON", "SVG", "SCRIPT", "STYLE", "INPUT", "IFRAME", "IMG", "CANVAS", "TEXTAREA", "SELECT"]);
-const TEXT = ["stHeading", "stMarkdown", "stCaptionContainer", "stHtml", "stAlert", "stCode", "stMetric"];
-const WIDGETS = ["stTextInput", "stTextArea", "stNumberInput", "stSelectbox", "stSlider", "stRadio",
-  "stCheckbox", "stMultiSelect", "stSelectSlider"];
+// Streamlit's elements copied as they are shown, and widgets written as "label: value" (a select
+// slider is a slider to Streamlit's page)
+const TEXT = ["heading", "markdown", "caption", "html", "alert", "code", "metric"].map(part).join(", ");
+const WIDGETS = ["text_input", "text_area", "number_input", "selectbox", "slider", "radio", "checkbox",
+  "multiselect"].map(part).join(", ");
 
 function clean(node) {
   // a copy of the page's own HTML: allowed tags only, no attributes but a table cell's spans
   if (node.nodeType === Node.TEXT_NODE) return document.createTextNode(node.textContent);
   if (node.nodeType !== Node.ELEMENT_NODE || DROP.has(node.tagName.toUpperCase())) return null;
-  if (node.dataset?.testid?.startsWith("stIcon")) return null; // an icon's ligature name ("check_circle")
+  if (node.matches(part("icon"))) return null; // an icon's ligature name ("check_circle")
   const tag = node.tagName.toUpperCase();
   const out = KEEP.has(tag) ? document.createElement(tag === "A" ? "span" : tag) : document.createDocumentFragment();
   for (const name of ["colspan", "rowspan", "scope"]) {
@@ -32,13 +36,13 @@ function clean(node) {
 
 function widgetText(el) {
   // "label: value" of an input as it is set now
-  const label = el.querySelector('[data-testid="stWidgetLabel"]')?.innerText.trim() || "";
+  const label = el.querySelector(part("widget_label"))?.innerText.trim() || "";
   const input = el.querySelector("input, textarea");
   const slider = el.querySelector('[role="slider"]');
-  const picked = el.querySelector('[data-baseweb="select"]');
+  const tags = el.querySelector(part("multiselect_tags"));
   let value;
   if (slider) value = [...el.querySelectorAll('[role="slider"]')].map((s) => s.getAttribute("aria-valuetext") || s.getAttribute("aria-valuenow")).join(" – ");
-  else if (picked) value = picked.innerText.trim();
+  else if (tags) value = tags.innerText.split("\n").map((tag) => tag.trim()).filter(Boolean).join(", ");
   else if (input?.type === "checkbox") value = input.checked ? "on" : "off";
   else if (el.querySelector('[role="radiogroup"]')) value = el.querySelector("input:checked")?.closest("label")?.innerText.trim();
   else value = input?.value;
@@ -60,19 +64,19 @@ function chartIn(el) {
 function gather(main, prefix = "p") {
   // the page's elements in order: [html of each block, JSON of each chart's spec]
   const blocks = [], specs = [];
-  for (const el of main.querySelectorAll('[data-testid="stElementContainer"]')) {
+  for (const el of main.querySelectorAll(part("element"))) {
     const chart = chartIn(el);
-    const kind = el.firstElementChild?.dataset?.testid || el.querySelector("[data-testid]")?.dataset.testid;
+    const first = el.firstElementChild?.matches(part("any_part")) ? el.firstElementChild : el.querySelector(part("any_part"));
     if (chart?.__spec) {
       const name = `${prefix}${specs.length}`;
       specs.push(`<script type="application/json" data-spec="${name}">` +
         JSON.stringify({ ...chart.__spec, clickable: false }).replace(/</g, "\\u003c") + "</script>");
       blocks.push(`<div class="lab-mount" data-spec="${name}"></div>`);
-    } else if (TEXT.includes(kind)) {
+    } else if (first?.matches(TEXT)) {
       const holder = document.createElement("div");
       holder.appendChild(clean(el));
       blocks.push(holder.innerHTML);
-    } else if (WIDGETS.includes(kind)) {
+    } else if (first?.matches(WIDGETS)) {
       blocks.push(widgetText(el).outerHTML);
     }
   }
@@ -84,7 +88,7 @@ const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
 function scene(title, prefix, hidden) {
   // the page as shown now, as one scene of a file: [section html, spec scripts]
-  const [blocks, specs] = gather(document.querySelector('[data-testid="stMain"]'), prefix);
+  const [blocks, specs] = gather(document.querySelector(part("main")), prefix);
   const heading = title ? `<h2 tabindex="-1">${escapeHtml(title)}</h2>` : "";
   return [`<section class="lab-scene"${hidden ? " hidden" : ""}>${heading}${blocks.join("\n")}</section>`, specs.join("")];
 }
@@ -103,7 +107,7 @@ function download(shell, title, scenes, nav, file) {
 
 function pageTitle() {
   // the page's own h1 (every page has one), else the tab's title
-  return document.querySelector('[data-testid="stMain"] h1')?.innerText.trim() || document.title;
+  return document.querySelector(`${part("main")} h1`)?.innerText.trim() || document.title;
 }
 
 function savePage({ shell, nav }) {
@@ -112,7 +116,7 @@ function savePage({ shell, nav }) {
 }
 
 function idle() {
-  const status = document.querySelector('[data-testid="stStatusWidget"]')?.innerText.toLowerCase() || "";
+  const status = document.querySelector(part("status"))?.innerText.toLowerCase() || "";
   return !status.includes("running") && !status.includes("stop");
 }
 

@@ -16,6 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from attention_lab.charts.specs import WEIGHT_DIGITS, values
 from attention_lab.explorers.explorer_html import contrast_ratio
+from attention_lab.frame.streamlit_dom import inline, part
 from attention_lab.testing.servers import running_app
 from tests.support.browser import PREPARED_LINKS, chart, chart_cells, open_page, params
 
@@ -76,7 +77,7 @@ def test_charts_follow_the_theme_picked_in_the_menu(page: Page, app_url: str, tm
     open_page(page, app_url + "/reversal?text=attention")
     assert canvas_background(page, "rev_cross_head") == [255, 255, 255]
     for theme, dark in (("Dark", True), ("Light", False)):
-        page.get_by_test_id("stMainMenu").click()
+        page.locator(part("main_menu")).click()
         page.get_by_role("menuitemradio", name=theme).click()
         page.keyboard.press("Escape")
         for key in ("rev_cross_grid", "rev_cross_head", "rev_enc_head"):
@@ -245,8 +246,8 @@ PHONE_LINKS = [
 
 
 #: how far the page scrolls sideways: the document, and Streamlit's own scrolling main area
-SIDEWAYS = """() => Math.max(...[document.documentElement, document.querySelector('[data-testid="stMain"]')]
-    .filter(Boolean).map((el) => el.scrollWidth - el.clientWidth))"""
+SIDEWAYS = inline("""() => Math.max(...[document.documentElement, document.querySelector(part("main"))]
+    .filter(Boolean).map((el) => el.scrollWidth - el.clientWidth))""")
 
 
 @pytest.mark.parametrize("size", [PHONE, TABLET], ids=["390", "768"])

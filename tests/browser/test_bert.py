@@ -9,6 +9,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.frame.streamlit_dom import part
 from tests.support.browser import chart, chart_cells, chart_title, click_head, open_page, settle
 
 TEXT_LABEL = "Text, with [MASK] for each hidden character"
@@ -29,7 +30,7 @@ def test_bert_page_with_the_keyboard_and_a_click(page: Page, app_url: str, tmp_p
     guesses = page.locator('.lab-table[data-key="bert_guesses"]')
     expect(guesses).to_contain_text("BERT (both sides)")
     expect(guesses).to_contain_text("GPT (left only)")
-    main = page.locator('[data-testid="stMain"]')
+    main = page.locator(part("main"))
     expect(main).to_contain_text("BERT fills in: The return statement")  # the shipped model's best guess
 
     box = page.get_by_role("textbox", name=TEXT_LABEL)
@@ -60,7 +61,7 @@ def test_bert_page_on_a_phone_in_the_dark(browser: Browser, app_url: str, tmp_pa
     page.set_default_timeout(60_000)
     try:
         open_page(page, app_url + "/bert?text=no%20mask%20here", tmp_path / "bert_phone_dark.png")
-        expect(page.locator('[data-testid="stMain"]')).to_contain_text("Nothing is hidden yet")
+        expect(page.locator(part("main"))).to_contain_text("Nothing is hidden yet")
         width = (
             chart(page, "bert_self_grid").locator("canvas").evaluate("c => c.getBoundingClientRect().width")
         )

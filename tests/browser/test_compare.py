@@ -9,6 +9,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page
 
+from attention_lab.frame.streamlit_dom import part
 from tests.support.browser import assert_no_exception, chart, on_screen, open_page, wait_for_app
 
 
@@ -21,7 +22,7 @@ def test_reversal_link_side_by_side_at_1280x720(page: Page, app_url: str, tmp_pa
     open_page(
         page, f"{app_url}/compare?a=reverse-rope&b=reverse-none&text=attention", tmp_path / "compare.png"
     )
-    main = page.locator('[data-testid="stMain"]')
+    main = page.locator(part("main"))
     assert "A writes noitnetta — the input reversed" in main.inner_text()
     for key in ("cmp_a_grid", "cmp_b_grid", "cmp_a_head", "cmp_b_head", "cmp_diff_head"):
         drawn = chart(page, key)
@@ -50,7 +51,7 @@ def test_projected_comparison_fits_both_grids_on_one_screen(page: Page, app_url:
     link = f"{app_url}/compare?a=reverse-rope&b=reverse-none&text=attention&present=1"
     open_page(page, link, tmp_path / "compare-present.png")
     assert on_screen(page, "cmp_a_grid") and on_screen(page, "cmp_b_grid")
-    assert "is not available" not in page.locator('[data-testid="stMain"]').inner_text()
+    assert "is not available" not in page.locator(part("main")).inner_text()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -72,7 +73,7 @@ def test_two_gpts_geometry_and_the_value_weighted_switch(
             drawn.scroll_into_view_if_needed()
             box = drawn.bounding_box()
             assert box is not None and box["x"] + box["width"] <= size["width"], key
-        assert "in the rotation of q and k" in page.locator('[data-testid="stMain"]').inner_text()
+        assert "in the rotation of q and k" in page.locator(part("main")).inner_text()
         switch = page.get_by_role("switch", name="Value-weighted: what each key sends")
         switch.focus()
         page.keyboard.press("Space")

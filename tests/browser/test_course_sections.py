@@ -11,20 +11,21 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.frame.streamlit_dom import part
 from tests.support.browser import assert_no_exception, chart, chart_title, open_page, settle, wait_for_app
 
 SVG = "{http://www.w3.org/2000/svg}"
 
 
 def metric_value(page: Page, label_start: str) -> str:
-    metric = page.locator('[data-testid="stMetric"]').filter(has_text=label_start).first
-    return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
+    metric = page.locator(part("metric")).filter(has_text=label_start).first
+    return metric.locator(part("metric_value")).inner_text().strip()
 
 
 def test_cost_page_with_the_keyboard(page: Page, app_url: str, tmp_path: Path) -> None:
     open_page(page, app_url + "/cost", tmp_path / "cost.png")
     assert metric_value(page, "parameters of the built model") == "380,064"
-    main = page.locator('[data-testid="stMain"]')
+    main = page.locator(part("main"))
     expect(main).to_contain_text("526,368")
     expect(page.locator('.lab-table[data-key="cost_flops"]')).to_contain_text("1,125,120")
     chart_title(page, "cost_flops_fig", "FLOPs of one block, by part")
@@ -32,7 +33,7 @@ def test_cost_page_with_the_keyboard(page: Page, app_url: str, tmp_path: Path) -
     assert metric_value(page, "one layer's weights at T = 10") == "1.6 kB"
     expect(page.locator('.lab-table[data-key="cost_memory"]')).to_contain_text("1,600")
 
-    thumb = page.locator('[data-testid="stSlider"] input[type="range"][aria-label="sequence length T"]')
+    thumb = page.locator(f'{part("slider")} input[type="range"][aria-label="sequence length T"]')
     thumb.focus()
     for _ in range(5):
         thumb.press("ArrowRight")
@@ -45,9 +46,7 @@ def test_cost_page_with_the_keyboard(page: Page, app_url: str, tmp_path: Path) -
     page.keyboard.press("Enter")
     wait_for_app(page)
     assert_no_exception(page)
-    expect(
-        page.locator('[data-testid="stMetric"]').filter(has_text="predicted from the FLOPs")
-    ).to_be_visible()
+    expect(page.locator(part("metric")).filter(has_text="predicted from the FLOPs")).to_be_visible()
     assert re.fullmatch(r"\d+\.\d\d ms", metric_value(page, "measured"))
     page.screenshot(path=str(tmp_path / "cost_timed.png"), full_page=True)
 
@@ -126,4 +125,4 @@ def test_a_sliding_window_on_gpt_from_the_keyboard(page: Page, app_url: str) -> 
     page.keyboard.press("Enter")
     settle(page, {"window": "4"})
     chart_title(page, "gpt_self_grid", "window 4")
-    expect(page.locator('[data-testid="stMain"]')).to_contain_text("With a window of 4, every query reads")
+    expect(page.locator(part("main"))).to_contain_text("With a window of 4, every query reads")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.frame.streamlit_dom import part
 from tests.support.browser import (
     assert_no_exception,
     chart,
@@ -28,7 +29,7 @@ from transformer_core.cli import main as cli_main
 
 
 def main_text(page: Page) -> str:
-    return page.locator('[data-testid="stMain"]').inner_text()
+    return page.locator(part("main")).inner_text()
 
 
 def flip(page: Page, label: str, key: str, value: str, shot: Path) -> None:
@@ -171,13 +172,13 @@ def test_gpt_temperature_changes_the_next_character_chart(page: Page, app_url: s
     """Issue 11 #8: moving the temperature slider redraws the distribution sampled from."""
     open_page(page, app_url + "/gpt?text=import%20o&temperature=1.5&max_new=10", tmp_path / "gpt-t15.png")
     chart_legend(page, "gpt_next", "sampled from")
-    caption = page.locator('[data-testid="stCaptionContainer"]', has_text="can be drawn").first
+    caption = page.locator(part("caption"), has_text="can be drawn").first
     assert "temperature 1.5" in caption.inner_text()
     thumb = page.get_by_role("slider", name="Temperature")
     thumb.focus()
     thumb.press("Home")  # all the way down: greedy
     settle(page, {"temperature": "0.0"}, tmp_path / "gpt-t0.png")
-    caption = page.locator('[data-testid="stCaptionContainer"]', has_text="can be drawn").first
+    caption = page.locator(part("caption"), has_text="can be drawn").first
     text = caption.inner_text()
     assert "greedy (temperature 0)" in text and "1 of " in text and "has 100%" in text
 
@@ -203,7 +204,7 @@ def test_gpt_traces_the_sample_and_explains_a_picked_character(
         chart_title(page, "gpt_self_head", "prompt + sample")
         assert "Tracing the prompt and the 40 sampled characters" in main_text(page)
         assert len(chart_cells(page, "gpt_self_grid")) == 16
-        pills = page.locator('[data-testid="stButtonGroup"]').get_by_role("radio")
+        pills = page.locator(part("pills")).get_by_role("radio")
         expect(pills).to_have_count(40)  # one per sampled character, positions 9..48
         pills.nth(13 - 9).scroll_into_view_if_needed()
         pills.nth(13 - 9).focus()  # the keyboard: a pill is a radio button, Space picks it

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.frame.streamlit_dom import part
 from tests.support.browser import (
     assert_no_exception,
     chart,
@@ -48,7 +49,7 @@ def follow_open_link(page: Page, explorer: str, shot: Path) -> None:
 
 def test_heads_for_a_gpt_then_click_through_to_the_gpt_explorer(page: Page, app_url: str, tmp_path: Path):
     open_page(page, f"{app_url}/heads?checkpoint=gpt-induction&open=self:1.0", tmp_path / "heads-gpt.png")
-    main = page.locator('[data-testid="stMain"]')
+    main = page.locator(part("main"))
     for heading in ("Every head, scored", "Which heads the model needs", "Attention rollout", "Logit lens"):
         assert main.get_by_text(heading).count() >= 1, heading
     assert params(page)["open"] == "self:1.0"
@@ -59,7 +60,7 @@ def test_heads_for_a_gpt_then_click_through_to_the_gpt_explorer(page: Page, app_
 
 def test_heads_for_a_reversal_model_then_click_through(page: Page, app_url: str, tmp_path: Path):
     open_page(page, f"{app_url}/heads?checkpoint=reverse-rope&open=cross:1.2", tmp_path / "heads-rev.png")
-    main = page.locator('[data-testid="stMain"]')
+    main = page.locator(part("main"))
     assert main.get_by_text("Logit lens").count() == 0  # GPT only
     follow_open_link(page, "reversal", tmp_path / "reversal-from-heads.png")
     got = params(page)
@@ -78,9 +79,7 @@ def test_why_a_head_attends_with_the_keyboard(page: Page, app_url: str, tmp_path
     lines = bars.locator(".data-table").inner_text().splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("label"))
     assert lines[header + 1].startswith("embed × L0H"), lines  # the largest part, first
-    caption = page.locator('[data-testid="stCaptionContainer"]').filter(
-        has_text="differs from the model's own score"
-    )
+    caption = page.locator(part("caption")).filter(has_text="differs from the model's own score")
     gap = float(re.search(r"own score by ([0-9.e+-]+)\.", caption.inner_text()).group(1))
     assert gap < 1e-4
     box = page.get_by_role("combobox", name="Query position")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
+from attention_lab.frame.streamlit_dom import part
 from attention_lab.testing.servers import running_app
 from tests.support.browser import assert_no_exception, chart, chart_title, open_page, settle
 from tests.support.gpt2 import write_hf_gpt2
@@ -48,11 +49,11 @@ def test_an_imported_bpe_model_on_gpt_with_its_tokens(
         open_page(page, link, tmp_path / f"bpe-{scheme}.png")
         picker = page.get_by_role("combobox", name="Checkpoint")
         expect(picker).to_have_value(re.compile(r"tiny-bpe · 37\.1k parameters"))
-        main = page.locator('[data-testid="stMain"]')
+        main = page.locator(part("main"))
         expect(main).to_contain_text("imported from Hugging Face (gpt2) · byte-level BPE, 300 tokens")
         expect(main).to_contain_text("Tracing the prompt and the 8 sampled tokens")
         chart_title(page, "gpt_self_head", "prompt + sample")
-        pills = page.locator('[data-testid="stButtonGroup"]').get_by_role("radio")
+        pills = page.locator(part("pills")).get_by_role("radio")
         expect(pills).to_have_count(8)  # one per sampled token
         pills.nth(2).scroll_into_view_if_needed()
         pills.nth(2).focus()  # the keyboard: Space picks a sampled token

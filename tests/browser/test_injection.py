@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.frame.streamlit_dom import inline, part
 from attention_lab.testing import fuzz
 from tests.support.browser import ROOT, assert_no_exception, wait_for_app
 
@@ -54,10 +55,10 @@ ROUTER_KEYS = ["tour", "scene", "follow", "present"]  # read by app/Home.py on e
 
 # everything that would show a payload became markup or a live link, in the page, every shadow root
 # (the charts) and every frame; the sentinel's record and the title say whether anything ran
-FOUND = """() => {
+FOUND = inline("""() => {
     const roots = (r) => [r, ...[...r.querySelectorAll('*')].filter((e) => e.shadowRoot)
         .flatMap((e) => roots(e.shadowRoot))];
-    const bad = [], around = (e) => (e.closest('[data-testid^="st"]')?.innerText || '').slice(0, 160);
+    const bad = [], around = (e) => (e.closest(part("any_part"))?.innerText || '').slice(0, 160);
     for (const r of roots(document)) {
         const markup = '.xss, [onerror], [onload], [onmouseover], iframe[srcdoc], img[src="x"]';
         for (const e of r.querySelectorAll(markup))
@@ -69,7 +70,7 @@ FOUND = """() => {
                 if (/^\\s*javascript:/i.test(a.getAttribute(name) || '')) bad.push(a.outerHTML.slice(0, 160));
     }
     return {ran: window.__xss || [], bad, title: document.title};
-}"""
+}""")
 
 
 def url_keys(page: str) -> list[str]:
@@ -126,7 +127,7 @@ def hover_charts(page: Page, where: str) -> None:
 
 def open_expanders(page: Page) -> None:
     """Open the page's closed expanders: fields inside them are typed into too."""
-    closed = page.locator('[data-testid="stMain"] details:not([open]) > summary')
+    closed = page.locator(f"{part('main')} details:not([open]) > summary")
     for _ in range(20):
         if not closed.count():
             return
@@ -137,7 +138,7 @@ def fill_fields(page: Page, name: str) -> int:
     """Type a payload into every visible text field of the page (Enter, or Ctrl+Enter in a text
     area) and check after each rerun; the number of fields typed into."""
     where = f"/{name}"
-    main = page.locator('[data-testid="stMain"]')
+    main = page.locator(part("main"))
     boxes = main.locator("input[type=text]:not([role=combobox]), textarea")
     if name in FIELDS:  # the page may still be drawing its later parts
         boxes.nth(FIELDS[name] - 1).wait_for(state="attached", timeout=30_000)
@@ -188,10 +189,10 @@ def test_text_fields_of_every_page(page: Page, app_url: str) -> None:
 def test_corpus_upload_and_a_tour(page: Page, app_url: str, tmp_path: Path) -> None:
     page.goto(f"{app_url}/train")
     wait_for_app(page)
-    main = page.locator('[data-testid="stMain"]')
+    main = page.locator(part("main"))
     main.get_by_text("Character language model (GPT)").click()  # the task that takes a corpus
     wait_for_app(page)
-    uploader = main.locator('[data-testid="stFileUploaderDropzoneInput"]')
+    uploader = main.locator(part("file_drop"))
     for k, content in enumerate(["\n".join(PAYLOADS * 20), PAYLOADS[1]]):  # accepted, then refused
         name = f"{PAYLOADS[k]}.txt"
         uploader.set_input_files(files=[{"name": name, "mimeType": "text/plain", "buffer": content.encode()}])
@@ -208,7 +209,7 @@ def test_corpus_upload_and_a_tour(page: Page, app_url: str, tmp_path: Path) -> N
     # a recorded tour: its title and each scene's note are shown in the tour bar
     page.goto(f"{app_url}/reversal?{urlencode({'text': PAYLOADS[0]})}")
     wait_for_app(page)
-    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar = page.locator(part("sidebar"))
     sidebar.get_by_text("Record a tour").click()
     sidebar.get_by_label("Note for this view").fill(PAYLOADS[0] + PAYLOADS[2])
     sidebar.get_by_role("button", name="Add this view to the tour").click()
@@ -218,7 +219,7 @@ def test_corpus_upload_and_a_tour(page: Page, app_url: str, tmp_path: Path) -> N
     wait_for_app(page)
     sidebar.get_by_role("button", name="Save the tour").click()
     wait_for_app(page)
-    link = sidebar.locator('[data-testid="stCode"]').inner_text().strip()
+    link = sidebar.locator(part("code")).inner_text().strip()
     assert link.startswith("?tour="), link
     page.goto(f"{app_url}/{link}")
     wait_for_app(page)

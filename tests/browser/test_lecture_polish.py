@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.frame.streamlit_dom import inline, part
 from attention_lab.lecture import tours
 from tests.support.browser import assert_no_exception, chart, chart_cells, open_page, params, wait_for_app
 
@@ -45,9 +46,9 @@ def phone(browser: Browser) -> Iterator[Page]:
 
 # In the page: every key chart (a chart's element, or a table) wholly between the tour bar (or
 # the header) and the bottom of the window; the boxes as [key, top, bottom, bar bottom].
-KEYS_ON_SCREEN = """(keys) => {
+KEYS_ON_SCREEN = inline("""(keys) => {
   const bar = document.querySelector(".st-key-tour_bar")?.getBoundingClientRect().bottom
-    || document.querySelector('header[data-testid="stHeader"]').getBoundingClientRect().bottom;
+    || document.querySelector(part("header")).getBoundingClientRect().bottom;
   const boxes = keys.map((k) => {
     const e = document.querySelector(`.st-key-${k}, .lab-table[data-key="${k}"]`);
     const b = e && e.getBoundingClientRect();
@@ -55,7 +56,7 @@ KEYS_ON_SCREEN = """(keys) => {
   });
   const ok = boxes.every(([, top, bottom]) => top !== null && top >= bar - 1 && bottom <= innerHeight + 1);
   return ok ? boxes : false;
-}"""
+}""")
 
 
 def key_charts_on_screen(page: Page, keys: tuple[str, ...]) -> list[list[object]]:
@@ -193,17 +194,17 @@ def test_only_accepted_input_reaches_the_url_and_positions_are_named(
     notice = phone.get_by_text(re.compile(r"query=-5.*the last character"))
     notice.scroll_into_view_if_needed()
     expect(notice).to_be_visible()
-    assert "showing -1" not in phone.locator('[data-testid="stMain"]').inner_text()
+    assert "showing -1" not in phone.locator(part("main")).inner_text()
     phone.screenshot(path=str(tmp_path / "query-notice.png"))
 
 
 # ---------------------------------------------------------------- 6 phones: keyboard, first screen, taps
 
-FOCUS = """() => {
+FOCUS = inline("""() => {
   const e = document.activeElement, box = e.getBoundingClientRect();
-  return {inSidebar: !!e.closest('[data-testid="stSidebar"]'), left: box.left, right: box.right,
+  return {inSidebar: !!e.closest(part("sidebar")), left: box.left, right: box.right,
           name: e.getAttribute('aria-label') || e.innerText?.slice(0, 40) || e.tagName};
-}"""
+}""")
 
 
 def test_a_collapsed_sidebar_leaves_the_tab_order_on_a_phone(
@@ -212,8 +213,8 @@ def test_a_collapsed_sidebar_leaves_the_tab_order_on_a_phone(
     """Tab from the top of the page: the collapsed sidebar's controls (off the screen to the
     left) are skipped; opened, they are reached again."""
     open_page(phone, f"{app_url}/reversal?checkpoint=reverse-sinusoidal&text=attention")
-    sidebar = phone.locator('[data-testid="stSidebar"]')
-    expect(sidebar).to_have_attribute("data-collapsed", "true")
+    sidebar = phone.locator(part("sidebar"))
+    expect(phone.locator(part("collapsed_sidebar"))).to_have_count(1)
     expect(sidebar).to_be_hidden()  # once its slide out is over (0.3 s), out of the tab order
 
     def tab_through(presses: int, key: str = "Tab") -> list[dict[str, object]]:
@@ -228,8 +229,8 @@ def test_a_collapsed_sidebar_leaves_the_tab_order_on_a_phone(
     assert "Expand sidebar" in [f["name"] for f in focused], focused
     assert any(f["name"] == REVERSAL_INPUT for f in focused), focused  # the page's own controls come next
     phone.screenshot(path=str(tmp_path / "phone-sidebar-collapsed.png"))
-    phone.locator('[data-testid="stExpandSidebarButton"]').click()
-    expect(sidebar).to_have_attribute("data-collapsed", "false")
+    phone.locator(part("expand_sidebar")).click()
+    expect(phone.locator(part("open_sidebar"))).to_have_count(1)
     phone.wait_for_timeout(500)  # its slide in
     back = tab_through(4, "Shift+Tab")  # from the button that opened it: the sidebar comes before it
     assert any(f["inSidebar"] for f in back), back  # open, its controls are reached again

@@ -9,14 +9,15 @@ from pathlib import Path
 import numpy as np
 from playwright.sync_api import Locator, Page, expect
 
+from attention_lab.frame.streamlit_dom import inline, part
 from tests.support.browser import assert_no_exception, chart_cells, chart_title, open_page, wait_for_app
 
-RENDERED = """() => {
-    if (document.querySelector('[data-testid="stSkeleton"]')) return false;
-    const hosts = document.querySelectorAll('[data-testid="stMain"] [data-testid="stBidiComponentIsolated"]');
+RENDERED = inline("""() => {
+    if (document.querySelector(part("skeleton"))) return false;
+    const hosts = document.querySelectorAll(part("main") + " " + part("component"));
     return hosts.length > 0 && Array.from(hosts).every(
         h => h.shadowRoot && h.shadowRoot.querySelector('.lab-chart[data-drawn]'));
-}"""
+}""")
 
 
 def settle(page: Page) -> None:
@@ -28,7 +29,7 @@ def settle(page: Page) -> None:
 
 def thumb_of(page: Page, label: str) -> Locator:
     """The focusable range input inside the slider labelled `label`."""
-    return page.locator(f'[data-testid="stSlider"] input[type="range"][aria-label="{label}"]')
+    return page.locator(f'{part("slider")} input[type="range"][aria-label="{label}"]')
 
 
 def move_slider(page: Page, label: str, key: str, times: int) -> None:
@@ -44,12 +45,12 @@ def slider_value(page: Page, label: str) -> str:
 
 
 def main_text(page: Page) -> str:
-    return page.locator('[data-testid="stMain"]').inner_text()
+    return page.locator(part("main")).inner_text()
 
 
 def metric_value(page: Page, label_start: str) -> str:
-    metric = page.locator('[data-testid="stMetric"]').filter(has_text=label_start).first
-    return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
+    metric = page.locator(part("metric")).filter(has_text=label_start).first
+    return metric.locator(part("metric_value")).inner_text().strip()
 
 
 def test_basics_page(page: Page, app_url: str, tmp_path: Path) -> None:
@@ -66,7 +67,7 @@ def test_basics_page(page: Page, app_url: str, tmp_path: Path) -> None:
     expect(masked).to_contain_text("0.731")  # weights with WEIGHT_DIGITS decimals, as everywhere
     expect(masked).not_to_contain_text("0.7311")
     expect(page.locator(".lab-formula")).to_contain_text("softmax")  # HTML maths, no KaTeX
-    assert page.locator('[data-testid="stDataFrame"], [data-testid="stLatex"], .katex').count() == 0
+    assert page.locator(f"{part('dataframe')}, .katex").count() == 0
     score = page.get_by_label("row 2, key 1")  # the scores are number inputs
     score.fill("-1.5")
     score.press("Enter")

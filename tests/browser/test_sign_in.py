@@ -16,6 +16,7 @@ import oidc_provider_mock
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from attention_lab.frame.streamlit_dom import part
 from attention_lab.serving.sqlite_store import SQLiteRunStore
 from attention_lab.testing import fuzz
 from attention_lab.testing.servers import running_app
@@ -63,7 +64,7 @@ def sign_in(page: Page, email: str) -> None:
     page.wait_for_url(re.compile(r"/oauth2/authorize"))
     page.get_by_placeholder("sub").fill(email)
     page.get_by_role("button", name="Authorize").click()
-    expect(page.locator('[data-testid="stSidebar"]')).to_contain_text(f"Signed in as {email}")
+    expect(page.locator(part("sidebar"))).to_contain_text(f"Signed in as {email}")
     wait_for_app(page)
 
 
@@ -77,10 +78,10 @@ def test_every_page_asks_for_sign_in_first(
             page.goto(f"{url}/{path}?checkpoint=gpt-induction")
             expect(page.get_by_role("button", name=BUTTON)).to_be_visible()
             wait_for_app(page)
-            main = page.locator('[data-testid="stMain"]')
+            main = page.locator(part("main"))
             expect(main.locator("h1")).to_have_text("Attention Lab")
             expect(main).to_contain_text("This lab is for a class")
-            expect(page.locator('[data-testid="stSidebar"]')).to_have_count(0)  # no page, no menu
+            expect(page.locator(part("sidebar"))).to_have_count(0)  # no page, no menu
             assert page.locator("canvas").count() == 0  # nothing of the page was drawn
             assert_no_exception(page)
         page.screenshot(path=str(tmp_path / "sign-in.png"))
@@ -99,7 +100,7 @@ def test_signed_in_people_own_runs_share_links_and_the_admin_sees_owners(
         sign_in(page, "alice@example.edu")
         assert urlparse(page.url).path == "/heads"  # the link opened before sign-in came back
         assert parse_qs(urlparse(page.url).query)["checkpoint"] == ["gpt-induction"]
-        expect(page.locator('[data-testid="stMain"] h1')).to_contain_text("Heads")
+        expect(page.locator(f"{part('main')} h1")).to_contain_text("Heads")
         page.screenshot(path=str(tmp_path / "signed-in-heads.png"))
 
         page.goto(f"{url}/train")
@@ -110,8 +111,8 @@ def test_signed_in_people_own_runs_share_links_and_the_admin_sees_owners(
         steps.fill("10000")  # still training when alice tries a second run
         steps.press("Enter")
         wait_for_app(page)
-        page.locator('[data-testid="stMain"]').get_by_role("button", name="Start").click()
-        expect(page.locator('[data-testid="stProgress"]')).to_be_visible()
+        page.locator(part("main")).get_by_role("button", name="Start").click()
+        expect(page.locator(part("progress"))).to_be_visible()
         run_id = parse_qs(urlparse(page.url).query)["run"][0]
         mine = page.get_by_text("My runs (1)")
         expect(mine).to_be_visible()
@@ -124,8 +125,8 @@ def test_signed_in_people_own_runs_share_links_and_the_admin_sees_owners(
         second = alice.new_page()  # alice again, in another tab: her limit is one run at once
         second.goto(f"{url}/train")
         wait_for_app(second)
-        second.locator('[data-testid="stMain"]').get_by_role("button", name="Start").click()
-        expect(second.locator('[data-testid="stMain"]')).to_contain_text(
+        second.locator(part("main")).get_by_role("button", name="Start").click()
+        expect(second.locator(part("main"))).to_contain_text(
             "You already have 1 run(s) waiting or training; the limit per person is 1"
         )
         second.screenshot(path=str(tmp_path / "limit.png"))
@@ -136,7 +137,7 @@ def test_signed_in_people_own_runs_share_links_and_the_admin_sees_owners(
             other.goto(f"{url}/train?run={run_id}")
             sign_in(other, "bob@example.edu")
             assert parse_qs(urlparse(other.url).query)["run"] == [run_id]
-            expect(other.locator('[data-testid="stProgress"]')).to_be_visible()
+            expect(other.locator(part("progress"))).to_be_visible()
             expect(other.get_by_text(re.compile(r"My runs \("))).to_have_count(0)  # bob started none
             assert_no_exception(other)
         finally:
@@ -146,8 +147,8 @@ def test_signed_in_people_own_runs_share_links_and_the_admin_sees_owners(
         try:
             board.goto(f"{url}/admin")
             sign_in(board, "admin@example.edu")
-            expect(board.locator('[data-testid="stMain"]')).to_contain_text("Run queue")
-            expect(board.locator('[data-testid="stMain"]')).to_contain_text("alice@example.edu")
+            expect(board.locator(part("main"))).to_contain_text("Run queue")
+            expect(board.locator(part("main"))).to_contain_text("alice@example.edu")
             board.screenshot(path=str(tmp_path / "admin-owners.png"), full_page=True)
             assert_no_exception(board)
         finally:

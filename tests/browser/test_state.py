@@ -9,6 +9,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from attention_lab.frame.streamlit_dom import part
 from tests.support.browser import (
     assert_no_exception,
     chart_box,
@@ -38,9 +39,7 @@ PAGE_PATHS = {
 def sidebar(page: Page, title: str) -> None:
     """Click a page in the sidebar menu and wait until the browser is on that page and its run
     has finished (a page's first visit keeps a bare URL: it shows the defaults)."""
-    page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').filter(
-        has_text=title
-    ).click()
+    page.locator(f"{part('sidebar')} {part('page_link')}").filter(has_text=title).click()
     page.wait_for_function(
         "(path) => window.location.pathname.endsWith(path)",
         arg=PAGE_PATHS[title],
@@ -115,7 +114,7 @@ def test_a_links_bad_values_are_named_and_not_kept(page: Page, app_url: str, tmp
         app_url + "/gpt?layer=99&head=-1&checkpoint=../../etc/passwd&temperature=abc%07&text=def%20f",
         tmp_path / "bad-link.png",
     )
-    main = page.locator('[data-testid="stMain"]').inner_text()
+    main = page.locator(part("main")).inner_text()
     assert "Ignored from the link" in main
     for shown in ("checkpoint=../../etc/passwd", "head=-1", "temperature=abc[U+0007]"):
         assert shown in main, shown
@@ -128,7 +127,7 @@ def test_a_links_bad_values_are_named_and_not_kept(page: Page, app_url: str, tmp
     box.press("Control+Enter")
     wait_for_app(page)
     page.screenshot(path=str(tmp_path / "too-long.png"))
-    assert "at most" in page.locator('[data-testid="stMain"]').inner_text()
+    assert "at most" in page.locator(part("main")).inner_text()
     assert params(page)["text"] == "def f"  # the URL keeps the last accepted prompt
 
 
@@ -161,8 +160,8 @@ def test_projector_mode_is_kept_across_pages_and_links(page: Page, app_url: str,
     the links the pages write keep present=1, also after the sidebar takes you elsewhere."""
     open_page(page, app_url + "/reversal?present=1&text=attention", tmp_path / "present-reversal.png")
     assert font_size(page, "19px") == "19px"
-    expect(page.locator('[data-testid="stSidebar"]')).to_have_attribute("data-collapsed", "true")
-    assert not page.locator('[data-testid="stCaptionContainer"]').first.is_visible()
+    expect(page.locator(part("collapsed_sidebar"))).to_have_count(1)
+    assert not page.locator(part("caption")).first.is_visible()
     assert on_screen(page, "rev_cross_grid") and on_screen(page, "rev_cross_head")
     assert params(page)["present"] == "1"
 
@@ -171,15 +170,15 @@ def test_projector_mode_is_kept_across_pages_and_links(page: Page, app_url: str,
     box_input.press("Enter")
     settle(page, {"text": "lecture", "present": "1"})
 
-    page.locator('[data-testid="stExpandSidebarButton"]').click()
+    page.locator(part("expand_sidebar")).click()
     sidebar(page, "GPT explorer")
     settle(page, {"present": "1"}, tmp_path / "present-gpt.png")
     assert font_size(page, "19px") == "19px"
     assert on_screen(page, "gpt_self_grid") and on_screen(page, "gpt_self_head")
 
-    sidebar_panel = page.locator('[data-testid="stSidebar"]')
-    if sidebar_panel.get_attribute("data-collapsed") == "true":
-        page.locator('[data-testid="stExpandSidebarButton"]').click()
+    sidebar_panel = page.locator(part("sidebar"))
+    if page.locator(part("collapsed_sidebar")).count():
+        page.locator(part("expand_sidebar")).click()
     sidebar_panel.get_by_text("Projector mode", exact=True).click()  # and off again
     page.wait_for_function("() => !new URLSearchParams(location.search).has('present')", timeout=30_000)
     wait_for_app(page)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from attention_lab.frame.streamlit_dom import inline
 from tests.support.browser import assert_no_exception, open_page, wait_for_app
 
 
@@ -48,9 +49,9 @@ def test_the_tour_bar_and_the_title_sit_clear_of_the_header(page: Page, app_url:
     """After Next the scene's bar opens the page: its border shows below Streamlit's header (it
     sat under it), in dark at 390 too; a one-line title leaves no empty line under it at 390
     (its hover anchor wrapped onto a line of its own)."""
-    header_and_bar = """() => [
-        document.querySelector('header[data-testid="stHeader"]').getBoundingClientRect().bottom,
-        document.querySelector('.st-key-tour_bar').getBoundingClientRect().top]"""
+    header_and_bar = inline("""() => [
+        document.querySelector(part("header")).getBoundingClientRect().bottom,
+        document.querySelector('.st-key-tour_bar').getBoundingClientRect().top]""")
     for width, height, scheme in ((1280, 720, "light"), (390, 844, "dark")):
         page.set_viewport_size({"width": width, "height": height})
         page.emulate_media(color_scheme=scheme)

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.frame.streamlit_dom import inline, part
 from attention_lab.serving import new_run_id
 from tests.support.browser import assert_no_exception, chart, open_page, wait_for_app
 
@@ -23,8 +24,8 @@ def test_start_navigate_away_stop_and_open_by_link(
     steps.fill("10000")
     steps.press("Enter")
     wait_for_app(page)
-    page.locator('[data-testid="stMain"]').get_by_role("button", name="Start").click()
-    progress = page.locator('[data-testid="stProgress"]')
+    page.locator(part("main")).get_by_role("button", name="Start").click()
+    progress = page.locator(part("progress"))
     expect(progress).to_contain_text("running", timeout=90_000)
     chart(page, "train_loss_fig")  # the loss curve is drawn while the run trains
     page.screenshot(path=str(tmp_path / "train-running.png"))
@@ -35,15 +36,15 @@ def test_start_navigate_away_stop_and_open_by_link(
     page.get_by_role("link", name="Reversal explorer").click()
     wait_for_app(page)
     page.get_by_role("link", name="Train a model").click()
-    expect(page.locator('[data-testid="stProgress"]')).to_contain_text("running", timeout=30_000)
+    expect(page.locator(part("progress"))).to_contain_text("running", timeout=30_000)
     if not page.get_by_label("Steps").is_visible():
         page.get_by_text("Model shape and optimiser").click()
     expect(page.get_by_label("Steps")).to_have_value("10000")  # settings survive the page change
-    step_text = page.locator('[data-testid="stProgress"]').inner_text()
+    step_text = page.locator(part("progress")).inner_text()
 
-    page.locator('[data-testid="stMain"]').get_by_role("button", name="Stop").click()
-    expect(page.locator('[data-testid="stProgress"]')).to_contain_text("stopped", timeout=15_000)
-    assert step_text != page.locator('[data-testid="stProgress"]').inner_text()
+    page.locator(part("main")).get_by_role("button", name="Stop").click()
+    expect(page.locator(part("progress"))).to_contain_text("stopped", timeout=15_000)
+    assert step_text != page.locator(part("progress")).inner_text()
     expect(page.get_by_text("is now a choice in the Reversal explorer")).to_be_visible(timeout=30_000)
     expect(page.get_by_text(f"/reversal?checkpoint={run_id}")).to_be_visible()
     page.screenshot(path=str(tmp_path / "train-stopped.png"))
@@ -56,13 +57,13 @@ def test_start_navigate_away_stop_and_open_by_link(
         fresh = other.new_page()
         fresh.set_default_timeout(60_000)
         open_page(fresh, f"{app_url}/reversal?checkpoint={run_id}", tmp_path / "reversal-by-link.png")
-        main = fresh.locator('[data-testid="stMain"]')
+        main = fresh.locator(part("main"))
         picked = main.get_by_role("combobox", name="Checkpoint")
         expect(picked).to_have_value(re.compile(re.escape(run_id[:12])))  # the run is the chosen model
         expect(main).to_contain_text("trained for")
-        expect(main.locator('[data-testid="stAlertContentError"]')).to_have_count(0)
+        expect(main.locator(part("error_alert"))).to_have_count(0)
         open_page(fresh, f"{app_url}/train?run={run_id}", tmp_path / "train-by-link.png")
-        expect(fresh.locator('[data-testid="stProgress"]')).to_contain_text("stopped")
+        expect(fresh.locator(part("progress"))).to_contain_text("stopped")
     finally:
         other.close()
 
@@ -72,7 +73,7 @@ def test_an_induction_run_plots_every_heads_scores_and_opens_on_heads(
 ) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, app_url + "/train")
-    main = page.locator('[data-testid="stMain"]')
+    main = page.locator(part("main"))
     main.get_by_text("Induction heads: a random segment repeated").click()
     wait_for_app(page)
     size = main.get_by_role("slider").first  # the model size: small -> tiny
@@ -92,7 +93,7 @@ def test_an_induction_run_plots_every_heads_scores_and_opens_on_heads(
     main.get_by_text("Induction score of every head").scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "train-induction-running.png"))
     assert_no_exception(page)
-    expect(page.locator('[data-testid="stProgress"]')).to_contain_text("done", timeout=180_000)
+    expect(page.locator(part("progress"))).to_contain_text("done", timeout=180_000)
     wait_for_app(page)
     run_id = parse_qs(urlparse(page.url).query)["run"][0]
     for score in ("previous_token", "induction"):  # one line per head, L0 H0 .. L1 H1
@@ -128,9 +129,9 @@ def test_an_unknown_run_id_shows_a_notice(page: Page, app_url: str) -> None:
     expect(page.get_by_text("cannot be opened")).to_be_visible()
 
 
-SCRUBBER_JS = """() => [...document.querySelectorAll('[data-testid="stSlider"]')]
+SCRUBBER_JS = inline("""() => [...document.querySelectorAll(part("slider"))]
     .filter(s => s.innerText.includes('Snapshot'))
-    .map(s => s.querySelector('input[type="range"]'))[0]"""
+    .map(s => s.querySelector('input[type="range"]'))[0]""")
 
 
 def scrubber_state(page: Page) -> tuple[int, int]:
@@ -172,7 +173,7 @@ def test_the_scrubber_holds_its_position_while_the_run_goes_on(
     snapshots; Follow latest plays again (the scrubber jumps to each newest snapshot)."""
     page.set_viewport_size({"width": 1280, "height": 720})
     open_page(page, app_url + "/train")
-    main = page.locator('[data-testid="stMain"]')
+    main = page.locator(part("main"))
     size = main.get_by_role("slider").first  # the model size: small -> tiny
     size.focus()
     size.press("ArrowLeft")
@@ -185,7 +186,7 @@ def test_the_scrubber_holds_its_position_while_the_run_goes_on(
     wait_for_app(page)
     main.get_by_role("button", name="Start").click()
     wait_for_snapshots(page, 3)
-    thumb = main.locator('[data-testid="stSlider"]').filter(has_text="Snapshot").get_by_role("slider")
+    thumb = main.locator(part("slider")).filter(has_text="Snapshot").get_by_role("slider")
     expect(main.get_by_role("button", name="Pause")).to_be_visible()
     wait_until_following(page)  # playing: the latest snapshot
     main.get_by_text("following the latest").scroll_into_view_if_needed()
@@ -225,9 +226,7 @@ def test_the_scrubber_holds_its_position_while_the_run_goes_on(
     stop = main.get_by_role("button", name="Stop")
     if stop.is_enabled():
         stop.click()
-    expect(page.locator('[data-testid="stProgress"]')).to_contain_text(
-        re.compile("stopped|done"), timeout=30_000
-    )
+    expect(page.locator(part("progress"))).to_contain_text(re.compile("stopped|done"), timeout=30_000)
     wait_for_app(page)
     assert scrubber_state(page)[0] == held  # the ended run keeps the held snapshot
 

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from attention_lab.frame.streamlit_dom import part
 from tests.support.browser import assert_no_exception, wait_for_app
 from tests.support.serve import ROUTE, Served, serving, upstream_of
 
@@ -65,7 +66,7 @@ def test_followers_on_both_processes_follow_the_lecturer(
         wait_for_app(lecturer)
         lecturer.get_by_role("button", name="Start a class session").click()
         wait_for_app(lecturer)
-        link = lecturer.locator('[data-testid="stSidebar"] code').first.inner_text().strip()
+        link = lecturer.locator(f"{part('sidebar')} code").first.inner_text().strip()
         assert re.fullmatch(re.escape(served.url) + r"/\?follow=[A-Za-z0-9_-]{16}", link), link
         expect(lecturer.get_by_role("img", name="QR code of the follow link")).to_be_visible()
 
@@ -78,7 +79,7 @@ def test_followers_on_both_processes_follow_the_lecturer(
         for page in followers:
             expect(page).to_have_url(re.compile(r"/reversal\?.*text=attention"), timeout=FOLLOW_S)
             expect(page.get_by_text("Following the lecturer")).to_be_visible()
-        expect(lecturer.locator('[data-testid="stSidebar"]')).to_contain_text("3 following", timeout=FOLLOW_S)
+        expect(lecturer.locator(part("sidebar"))).to_contain_text("3 following", timeout=FOLLOW_S)
         # a follower's tab keeps each view that stayed 2 s: the first, before the lecturer moves on
         first_kept = followers[1].get_by_role("button", name="Download the view you followed (HTML)")
         expect(first_kept).to_be_visible(timeout=FOLLOW_S)

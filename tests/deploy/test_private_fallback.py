@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
+from attention_lab.frame.streamlit_dom import part
 from attention_lab.testing.servers import running_app
 from tests.support.browser import assert_no_exception, wait_for_app
 
@@ -103,7 +104,7 @@ def test_without_the_push_followers_follow_by_their_poll(app: tuple[str, Path], 
         wait_for_app(lecturer)
         lecturer.get_by_role("button", name="Start a class session").click()
         wait_for_app(lecturer)
-        link = lecturer.locator('[data-testid="stSidebar"] code').first.inner_text().strip()
+        link = lecturer.locator(f"{part('sidebar')} code").first.inner_text().strip()
         followers = []
         for _ in range(2):
             ctx, page = tab(browser)
@@ -114,7 +115,7 @@ def test_without_the_push_followers_follow_by_their_poll(app: tuple[str, Path], 
             expect(page).to_have_url(re.compile(r"/reversal\?.*text=attention"), timeout=30_000)
             expect(page.get_by_text("Following the lecturer")).to_be_visible()
             wait_for_app(page)
-        expect(lecturer.locator('[data-testid="stSidebar"]')).to_contain_text("2 following", timeout=30_000)
+        expect(lecturer.locator(part("sidebar"))).to_contain_text("2 following", timeout=30_000)
 
         took = []
         for word in ("classroom", "polled"):

@@ -22,6 +22,7 @@ import streamlit
 from playwright.sync_api import Browser
 
 from attention_lab import APP_PROCESS
+from attention_lab.frame.streamlit_dom import part
 from tests.support.browser import assert_no_exception, wait_for_app
 from tests.support.serve import (
     BASH,
@@ -114,7 +115,7 @@ def test_chromium_renders_a_deep_link_through_nginx(served: Served, browser: Bro
         wait_for_app(page)
         assert_no_exception(page)
         page.screenshot(path=str(tmp_path / "reversal.png"), full_page=True)
-        assert "attention" in page.locator('[data-testid="stMain"]').inner_text().lower()
+        assert "attention" in page.locator(part("main")).inner_text().lower()
         route = [c["value"] for c in context.cookies() if c["name"] == ROUTE]
         assert route, "the browser got no route cookie"
     finally:
@@ -148,8 +149,8 @@ def test_a_killed_app_process_heals_its_users_come_back_and_its_training_goes_on
         page.set_default_timeout(90_000)
         page.goto(served.url + "/train")
         wait_for_app(page)
-        page.locator('[data-testid="stMain"]').get_by_role("button", name="Start").click()
-        progress = page.locator('[data-testid="stProgress"]')
+        page.locator(part("main")).get_by_role("button", name="Start").click()
+        progress = page.locator(part("progress"))
         progress.filter(has_text="running").wait_for()
         run_id = re.search(r"run=(run-[0-9a-f]+)", page.url).group(1)
         page.goto(served.url + "/gpt?text=hello&layer=1&head=2")

@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from attention_lab.frame.streamlit_dom import part
 from tests.support.browser import assert_no_exception, open_page, wait_for_app
 from tests.support.serve import (
     ROUTE,
@@ -287,8 +288,8 @@ def test_a_run_trained_through_train_lands_in_the_user_data_folder(
     steps.fill("10")  # the fewest: the run is done in seconds
     steps.press("Enter")
     wait_for_app(page)
-    page.locator('[data-testid="stMain"]').get_by_role("button", name="Start").click()
-    expect(page.locator('[data-testid="stProgress"]')).to_contain_text("done", timeout=180_000)
+    page.locator(part("main")).get_by_role("button", name="Start").click()
+    expect(page.locator(part("progress"))).to_contain_text("done", timeout=180_000)
     assert_no_exception(page)
     run_id = parse_qs(urlparse(page.url).query)["run"][0]
     assert re.fullmatch(r"run-[0-9a-f]{16,}", run_id), run_id

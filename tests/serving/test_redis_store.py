@@ -32,6 +32,7 @@ from redis import Redis
 from rq import Worker
 from rq.serializers import JSONSerializer
 
+from attention_lab.frame.streamlit_dom import part
 from attention_lab.serving import RunProgress, RunRequest, fetch_run, redis_worker
 from attention_lab.serving.redis_store import ALIVE_SECONDS, RedisRunStore, rq_queue
 from attention_lab.serving.redis_worker import RunWorker, work_root
@@ -213,28 +214,28 @@ def test_a_run_started_through_one_app_replica_is_watched_and_stopped_through_th
         first, second = pages
 
         open_page(first, served.url + "/train")
-        first.locator('[data-testid="stMain"]').get_by_role("button", name="Start").click()
-        expect(first.locator('[data-testid="stProgress"]')).to_contain_text("running", timeout=60_000)
+        first.locator(part("main")).get_by_role("button", name="Start").click()
+        expect(first.locator(part("progress"))).to_contain_text("running", timeout=60_000)
         run_id = parse_qs(urlparse(first.url).query)["run"][0]
         assert re.fullmatch(r"run-[0-9a-f]{32}", run_id)
 
         open_page(second, f"{served.url}/train?run={run_id}")
-        progress = second.locator('[data-testid="stProgress"]')
+        progress = second.locator(part("progress"))
         expect(progress).to_contain_text("running", timeout=30_000)
         expect(progress).to_contain_text("my-reverse-")  # the run's label, read from Redis
-        second.locator('[data-testid="stMain"]').get_by_role("button", name="Stop").click()
+        second.locator(part("main")).get_by_role("button", name="Stop").click()
         expect(progress).to_contain_text("stopped", timeout=15_000)
         wait_for_app(second)
         expect(second.get_by_text(f"/reversal?checkpoint={run_id}")).to_be_visible()
         assert_no_exception(second)
-        expect(first.locator('[data-testid="stProgress"]')).to_contain_text("stopped", timeout=30_000)
+        expect(first.locator(part("progress"))).to_contain_text("stopped", timeout=30_000)
         assert_no_exception(first)
         info = cluster.a.info(run_id)
         assert info.status == "stopped" and info.label.startswith("my-reverse-")
 
         # the run's link opens its trained model in the other replica's explorer
         open_page(second, f"{served.url}/reversal?checkpoint={run_id}&text=attention")
-        main = second.locator('[data-testid="stMain"]')
+        main = second.locator(part("main"))
         steps = json.loads((cluster.a.folder(run_id) / "checkpoint.json").read_text())["metrics"]["steps"]
         expect(main).to_contain_text(f"trained for {steps} steps")
         expect(main.get_by_text("cannot be opened")).to_have_count(0)
@@ -343,7 +344,7 @@ def test_the_train_page_shows_a_killed_workers_run_failed_within_10_s_and_frees_
         page = context.new_page()
         page.set_default_timeout(60_000)
         open_page(page, f"{served.url}/train?run={ids[0]}")
-        progress, main = page.locator('[data-testid="stProgress"]'), page.locator('[data-testid="stMain"]')
+        progress, main = page.locator(part("progress")), page.locator(part("main"))
         expect(progress).to_contain_text("running")
         expect(main).to_contain_text("2 of 2 training slots busy, 1 waiting")
 

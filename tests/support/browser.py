@@ -12,6 +12,8 @@ from urllib.parse import parse_qs, urlparse
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from attention_lab.frame.streamlit_dom import inline, part
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -33,14 +35,14 @@ PREPARED_LINKS = [
 
 def wait_for_app(page: Page, timeout: float = 90_000) -> None:
     """Wait until the script run has finished: a title is shown and no run is in progress."""
-    idle = """() => {
-        const main = document.querySelector('[data-testid="stMain"]');
+    idle = inline("""() => {
+        const main = document.querySelector(part("main"));
         if (!main || !main.querySelector('h1')) return false;
-        const s = document.querySelector('[data-testid="stStatusWidget"]');
+        const s = document.querySelector(part("status"));
         if (!s) return true;
         const t = s.innerText.toLowerCase();
         return !t.includes('stop') && !t.includes('running');
-    }"""
+    }""")
     page.wait_for_function(idle, timeout=timeout)
     page.wait_for_timeout(700)  # a rerun may start right after (query params, fragments)
     page.wait_for_function(idle, timeout=timeout)
@@ -48,7 +50,7 @@ def wait_for_app(page: Page, timeout: float = 90_000) -> None:
 
 def assert_no_exception(page: Page) -> None:
     """Fail on any exception element or error box Streamlit shows on the page."""
-    exceptions = page.locator('[data-testid="stException"]')
+    exceptions = page.locator(part("exception"))
     if exceptions.count():
         raise AssertionError(f"exception on page: {exceptions.first.inner_text()[:2000]}")
 

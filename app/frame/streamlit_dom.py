@@ -1,0 +1,76 @@
+"""Streamlit's page as the lab finds it: the DOM hooks (`data-testid` and the like) of the
+elements the lab's stylesheets, tours, benchmarks and tests reach for, each by a name of ours.
+
+Why one home: Streamlit does not promise these hooks, so an upgrade that renames one must be
+mended in one table. The table is app/static/streamlit_dom.js, which the lab's scripts import;
+this module reads the same table for Python, and `streamlit_private` is its other half (the
+server's internals). tests/app/test_streamlit_dom.py checks that no other file names a hook
+and `missing()` that every hook is in the installed Streamlit's frontend (so does
+benchmarks/streamlit_upgrade_check.py, for a Streamlit not yet installed).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from pathlib import Path
+from types import MappingProxyType
+
+TABLE = Path(__file__).resolve().parents[1] / "static" / "streamlit_dom.js"
+_TABLE = re.compile(r"^export const PARTS = (\{.*?^\});$", re.MULTILINE | re.DOTALL)
+# a selector's tests of Streamlit's attributes: (attribute, operator, value)
+_ATTRIBUTE = re.compile(r"\[(data-[a-z-]+)(\^?=)?(?:'([^']*)')?\]")
+_USED = re.compile(r"""\bpart\(["'](\w+)["']\)""")  # a read of the table in a script
+
+
+def _read() -> MappingProxyType[str, str]:
+    """name -> CSS selector, as app/static/streamlit_dom.js has it."""
+    found = _TABLE.search(TABLE.read_text(encoding="utf-8"))
+    if found is None:
+        raise RuntimeError(f"{TABLE} has no `export const PARTS = {{...}};` table")
+    return MappingProxyType(json.loads(found[1]))
+
+
+PARTS = _read()
+
+
+def part(name: str) -> str:
+    """The CSS selector of Streamlit's element `name` ('main' -> "[data-testid='stMain']");
+    an unknown name raises KeyError (a typo must not select nothing)."""
+    return PARTS[name]
+
+
+def fill(template: str) -> str:
+    """A stylesheet with `$name` for each of Streamlit's elements it styles, the selectors put in
+    (string.Template: CSS's own braces need no escaping; an unknown name raises KeyError)."""
+    return string.Template(template).substitute(PARTS)
+
+
+def inline(script: str) -> str:
+    """A script sent or evaluated as text, which cannot import app/static/streamlit_dom.js: each
+    `part("name")` in it replaced by that selector as a JS string (an unknown name raises KeyError)."""
+    return _USED.sub(lambda m: json.dumps(PARTS[m[1]]), script)
+
+
+def missing() -> list[str]:
+    """The hooks of the table the installed Streamlit's frontend (its shipped JS) does not write,
+    as "name: value": [] where every attribute and value is there, in quotes or, for a prefix
+    (`^=`) or a value Streamlit builds from a template ("stAlertContent${kind}"), its head."""
+    import streamlit  # here, not at import: the stylesheets and scripts above need none of it
+
+    folder = Path(streamlit.__file__).parent / "static" / "static" / "js"
+    code = "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in folder.glob("*.js"))
+    quoted = set(re.findall(r"""["'`]([A-Za-z][\w-]*)["'`]""", code))
+    heads = set(re.findall(r"`([A-Za-z][\w-]*)\$\{", code))  # `stAlertContent${kind}`
+    lacking = []
+    for name, selector in PARTS.items():
+        for attribute, operator, value in _ATTRIBUTE.findall(selector):
+            if attribute not in quoted:
+                lacking.append(f"{name}: {attribute}")
+            elif value and attribute == "data-testid":
+                prefix = operator == "^=" and any(token.startswith(value) for token in quoted)
+                built = any(value.startswith(head) and 4 <= len(head) < len(value) for head in heads)
+                if not (value in quoted or prefix or built):
+                    lacking.append(f"{name}: {value}")
+    return lacking
