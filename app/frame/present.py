@@ -29,7 +29,7 @@ HEAD_PX = 470
 TOP_BAR_KEYS = ("tour_bar", "class_banner")
 # Every page, either mode, either theme: text at WCAG AA contrast (4.5:1) where Streamlit's own isn't,
 # pills that wrap, and the bars above a page clear of the header. ($name: a Streamlit element,
-# frame.streamlit_dom; the stylesheets below are filled in once, at import.)
+# frame.streamlit_dom; LAYOUT_CSS and CSS below, which include this, fill them in at import.)
 CONTRAST_CSS = (
     """
 /* captions in the text colour, a little lighter: Streamlit's grey is 3.9:1 on white */

@@ -21,7 +21,7 @@ TABLE = Path(__file__).resolve().parents[1] / "static" / "streamlit_dom.js"
 _TABLE = re.compile(r"^export const PARTS = (\{.*?^\});$", re.MULTILINE | re.DOTALL)
 # a selector's tests of Streamlit's attributes: (attribute, operator, value)
 _ATTRIBUTE = re.compile(r"\[(data-[a-z-]+)(\^?=)?(?:'([^']*)')?\]")
-_USED = re.compile(r"""\bpart\(["'](\w+)["']\)""")  # a read of the table in a script
+_USED = re.compile(r"""(?<![\w.$])part\(["'](\w+)["']\)""")  # a read of the table in a script
 
 
 def _read() -> MappingProxyType[str, str]:
@@ -29,7 +29,10 @@ def _read() -> MappingProxyType[str, str]:
     found = _TABLE.search(TABLE.read_text(encoding="utf-8"))
     if found is None:
         raise RuntimeError(f"{TABLE} has no `export const PARTS = {{...}};` table")
-    return MappingProxyType(json.loads(found[1]))
+    try:
+        return MappingProxyType(json.loads(found[1]))
+    except json.JSONDecodeError as error:
+        raise RuntimeError(f"{TABLE}: PARTS must stay plain JSON (Python reads it too): {error}") from None
 
 
 PARTS = _read()
@@ -60,7 +63,10 @@ def missing() -> list[str]:
     import streamlit  # here, not at import: the stylesheets and scripts above need none of it
 
     folder = Path(streamlit.__file__).parent / "static" / "static" / "js"
-    code = "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in folder.glob("*.js"))
+    scripts = sorted(folder.glob("*.js"))
+    if not scripts:
+        raise FileNotFoundError(f"no frontend code in {folder}: is Streamlit installed whole?")
+    code = "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in scripts)
     quoted = set(re.findall(r"""["'`]([A-Za-z][\w-]*)["'`]""", code))
     heads = set(re.findall(r"`([A-Za-z][\w-]*)\$\{", code))  # `stAlertContent${kind}`
     lacking = []

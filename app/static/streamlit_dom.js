@@ -3,6 +3,7 @@
 // name of ours. Streamlit does not promise these hooks, so an upgrade that renames one is mended
 // here alone. attention_lab.frame.streamlit_dom reads the table for Python; the tests check that
 // no other file names a hook and that every one is in the installed Streamlit's frontend.
+// PARTS stays plain JSON (double quotes, no trailing comma, no comments inside): Python reads it.
 
 export const PARTS = {
   "main": "[data-testid='stMain']",

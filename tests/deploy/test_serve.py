@@ -81,6 +81,11 @@ def test_static_files_come_from_nginx_compressed_and_cached(served: Served) -> N
     assert status == 200 and "X-Upstream" not in headers and "max-age=86400" in headers["Cache-Control"]
     charts = urllib.request.urlopen(served.url + "/app/static/charts.js", timeout=30).read()
     assert charts == (ROOT / "app" / "static" / "charts.js").read_bytes()
+    for unversioned in ("charts/axes.js", "streamlit_dom.js"):  # imported under fixed names: revalidated
+        with urllib.request.urlopen(f"{served.url}/app/static/{unversioned}", timeout=30) as response:
+            body, headers = response.read(), response.headers
+        assert "X-Upstream" not in headers and headers["Cache-Control"] == "no-cache"
+        assert body == (ROOT / "app" / "static" / unversioned).read_bytes()
 
 
 def test_a_browser_sticks_to_one_worker_and_browsers_spread(served: Served) -> None:
