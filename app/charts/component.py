@@ -78,6 +78,12 @@ def script() -> str:
 _CHART = st.components.v2.component("attention_lab.chart", js=script(), css=chart_script.css())
 
 
+def spec_bytes(spec: dict[str, Any]) -> bytes:
+    """The spec as the page sends it: UTF-8 JSON. Why bytes: Streamlit passes them on as they
+    are, where a dict it scans for dataframes and encodes twice (once key-sorted, to hash it)."""
+    return json.dumps(spec).encode()
+
+
 def show(
     spec: dict[str, Any],
     *,
@@ -102,7 +108,7 @@ def show(
     with where if where is not None else contextlib.nullcontext():
         _CHART(
             key=key,
-            data=spec,
+            data=spec_bytes(spec),
             height=spec["height"] + TOOLS_PX,
             on_head_change=lambda: picked("head", ("layer", "head"), on_head),
             on_cell_change=lambda: picked("cell", ("query", "key"), on_cell),

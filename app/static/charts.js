@@ -128,7 +128,10 @@ function followed(host) {
 export default function (component) {
   // mount one chart: draw it for its column's width in the page's theme, follow the pointer and
   // the keyboard over it, and redraw on resize
-  const { data: spec, parentElement, setTriggerValue } = component;
+  const { data: sent, parentElement, setTriggerValue } = component;
+  // a page sends the spec as JSON bytes (Streamlit then neither scans nor re-encodes it); the
+  // notebook widget and the offline files hand over the object
+  const spec = sent instanceof Uint8Array ? JSON.parse(new TextDecoder().decode(sent)) : sent;
   const host = parentElement.host || parentElement;
   const root = chartRoot(parentElement);
   const canvas = root.querySelector("canvas"), tip = root.querySelector(".tip");

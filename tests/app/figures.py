@@ -19,11 +19,13 @@ from attention_lab.charts import specs as lab_charts
 from attention_lab.serving.settings import RUNS_DIR_ENV
 from transformer_core.io.checkpoint import load_checkpoint, save_checkpoint
 
+CHART = "attention_lab.chart"  # the canvas charts' component (attention_lab.charts.component)
+
 
 def charts(at: AppTest) -> dict[str, dict]:
     """key -> spec of every chart (attention_lab.charts.specs, drawn on a canvas) the run sent."""
     found = at.get("bidi_component")
-    return {c.key: json.loads(c.proto.json) for c in found if c.proto.component_name == "attention_lab.chart"}
+    return {c.key: json.loads(c.proto.bytes) for c in found if c.proto.component_name == CHART}
 
 
 def heatmaps(spec: dict) -> list[np.ndarray]:

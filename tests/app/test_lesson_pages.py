@@ -252,7 +252,7 @@ def test_variance_no_scaling_on_a_shipped_model() -> None:
 def test_variance_sends_thinned_curves_and_binned_histograms() -> None:
     at = open_view("variance", total=50000, warmup=4000, lr_d_model=512, samples=10000)
     specs = figure_specs(at)
-    sent = sum(len(c.proto.json) for c in at.get("bidi_component"))
+    sent = sum(len(c.proto.bytes) + len(c.proto.json) for c in at.get("bidi_component"))
     assert sent < 200_000  # 50,000 steps x 2 curves and 2 x 10,000 samples would be over 1.5 MB
     lr = next(s for key, s in specs.items() if key.endswith("lr_fig"))
     assert [series["name"] for series in lr["panels"][0]["series"]] == [
