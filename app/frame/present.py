@@ -79,7 +79,7 @@ CSS = fill(
     """
 <style>
 html { font-size: 19px !important; }
-$header { background: transparent; height: 2.2rem; }
+$header, $header $toolbar { background: transparent; height: 2.2rem; min-height: 2.2rem; }
 /* the header's toolbar reaches below its 2.2rem: clicks and hovers there go to the page (the top
    row's help icons), only its own buttons keep theirs */
 $header, $toolbar { pointer-events: none; }

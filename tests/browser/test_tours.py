@@ -45,6 +45,28 @@ def test_the_arrow_keys_step_through_a_projected_tour(page: Page, app_url: str, 
     assert_no_exception(page)
 
 
+def test_projected_the_tour_bar_stays_below_the_header_as_the_page_scrolls(page: Page, app_url: str) -> None:
+    """Projector mode's header is 2.2rem (Streamlit's own min-height of 3.75rem had kept it
+    there, its buttons and background over the top of the stuck bar): scrolled, the bar sticks
+    just below it and the header's buttons end above the bar, in light and dark."""
+    boxes = inline("""() => ({
+        header: document.querySelector(part("header")).getBoundingClientRect().bottom,
+        buttons: Math.max(...[...document.querySelectorAll(part("header") + " button")]
+            .map((b) => b.getBoundingClientRect().bottom)),
+        bar: document.querySelector('.st-key-tour_bar').getBoundingClientRect().top})""")
+    for scheme in ("light", "dark"):
+        page.set_viewport_size({"width": 1280, "height": 720})
+        page.emulate_media(color_scheme=scheme)
+        open_page(page, app_url + "/?tour=seed-chapters&scene=3&present=1")
+        page.mouse.move(640, 400)
+        page.mouse.wheel(0, 400)
+        page.wait_for_timeout(800)
+        at = page.evaluate(boxes)
+        assert at["buttons"] <= at["bar"] and at["header"] <= at["bar"] + 0.5, at
+        assert at["bar"] < 2.5 * 19  # stuck at the header's 2.2rem (19 px type), not further down
+        assert_no_exception(page)
+
+
 def test_the_tour_bar_and_the_title_sit_clear_of_the_header(page: Page, app_url: str, tmp_path: Path) -> None:
     """After Next the scene's bar opens the page: its border shows below Streamlit's header (it
     sat under it), in dark at 390 too; a one-line title leaves no empty line under it at 390
