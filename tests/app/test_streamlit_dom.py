@@ -120,7 +120,7 @@ def test_fill_and_inline_put_the_selectors_in_and_refuse_a_name_the_table_lacks(
 def test_the_stylesheets_and_the_tour_script_carry_the_selectors_not_the_names() -> None:
     for text in (present.CSS, present.LAYOUT_CSS, tours.BAR_CSS, tours.REVEAL_JS):
         assert "$" not in text.replace("${", "") and not re.search(r"""\bpart\(["']""", text)
-    assert present.CSS.count(part("header")) == 4 and part("caption") in present.LAYOUT_CSS
+    assert part("header") in present.CSS and part("caption") in present.LAYOUT_CSS
     assert f"{part('collapsed_sidebar')}, {part('collapsed_sidebar')} *" in present.LAYOUT_CSS
     assert json.dumps(part("status")) in tours.REVEAL_JS and json.dumps(part("header")) in tours.REVEAL_JS
 
