@@ -28,6 +28,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 
+from attention_lab.frame.streamlit_private import HEALTH
 from attention_lab.testing.protocol import ROUTE, Browser, open_page
 from attention_lab.testing.servers import Server, descendants
 from attention_lab.testing.tabs import DEEP_LINKS, start_trainings, warm_up
@@ -66,7 +67,7 @@ def app_pid(server: Server, port: str) -> int | None:
 def healthy(port: str) -> bool:
     """Whether the app process on `port` answers its health check now."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{HEALTH}", timeout=2) as r:
             return r.status == 200
     except OSError:
         return False
@@ -106,7 +107,7 @@ async def chaos(server: Server, users: int, before: float, after: float, page_ti
 
     await warm_up(server.base, server.workers, page_timeout)
     [watcher] = await start_trainings(server.base, 1, page_timeout)
-    _, upstream = await watcher.browser.get("/_stcore/health", page_timeout)
+    _, upstream = await watcher.browser.get(HEALTH, page_timeout)
     port = (upstream or "").rsplit(":", 1)[-1]
     victim = app_pid(server, port)
     if victim is None:

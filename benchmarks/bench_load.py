@@ -10,7 +10,7 @@
 
 Each simulated user is one browser speaking Streamlit's own protocol: it opens a deep link
 as a new tab does - GET the page's HTML (keeping the cookies nginx sets, so it stays on one
-app process), open the websocket /_stcore/stream, send a rerun_script BackMsg with the
+app process), open Streamlit's websocket (streamlit_private.STREAM), send a rerun_script BackMsg with the
 page's url path and query string - and reads ForwardMsgs until script_finished. That
 script run is what a page costs the server; the static JavaScript bundles a browser also
 fetches once (and then caches) are not requested. Users loop over the deep links with no

@@ -84,8 +84,12 @@ def nginx_config(
     as_root: bool,
 ) -> str:
     """nginx.conf.template filled in: nginx on address:port in front of the app processes."""
+    from attention_lab.frame.streamlit_private import STREAM, UPLOAD
+
     servers = "".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;\n" for p in app_ports)
     values = {
+        "@STREAM@": STREAM,  # Streamlit's websocket route
+        "@UPLOAD@": UPLOAD,  # its file uploads' route
         "@RUN_DIR@": str(run_dir),
         "@STATIC_DIR@": str(static_dir),
         "@ADDRESS@": f"[{address}]" if ":" in address else address,

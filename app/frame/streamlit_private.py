@@ -1,12 +1,11 @@
 """Every private part of Streamlit the lab uses, in one place, checked once against the installed Streamlit.
 
-Streamlit has no public call that reruns another session, lists a process's sessions, or
-records and copies a session's messages and state: the lecture's push and mirrors use its
-internals for that, and a person is told apart by its XSRF cookie (attention_lab.accounts.sign_in).
-Each use is a small named function here, and a session is handed out only to be passed back to
-them: no other module touches a private name. `check()` looks once per process whether each part
-exists; where one is missing (an upgrade moved it) it says so once and the push and mirrors stay
-off (followers poll instead). Run benchmarks/streamlit_upgrade_check.py before an upgrade.
+Streamlit has no public call that reruns another session, lists a process's sessions, or copies a
+session's messages and state (the lecture's push and mirrors), tells people apart (its XSRF cookie:
+accounts.sign_in), or names its server's routes (HEALTH, STREAM, UPLOAD: proxies, probes). Each use
+is named here; a session is handed out only to be passed back. `check()` looks once per process
+whether each part exists; one missing is said once and the push and mirrors stay off (followers poll).
+Run benchmarks/streamlit_upgrade_check.py before an upgrade.
 """
 
 from __future__ import annotations
@@ -45,6 +44,8 @@ from attention_lab.frame import sockets
 
 _LOG = logging.getLogger(__name__)
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server keeps the browser's XSRF token in
+# the routes of Streamlit's server that nginx forwards and a health probe asks (Streamlit's own names)
+HEALTH, STREAM, UPLOAD = "/_stcore/health", "/_stcore/stream", "/_stcore/upload_file"
 _APP_SESSION = "streamlit.runtime.app_session:AppSession"
 _RUNTIME = "streamlit.runtime.runtime:Runtime"
 _MEDIA = "streamlit.runtime.media_file_manager:MediaFileManager"
@@ -320,7 +321,7 @@ def _wrap_once(part: str, where: str, name: str, wrap: Callable[[Any], Any]) -> 
 
 def announce_backend() -> bool:
     """Before the server starts: every page's index.html tells the frontend where the server is
-    (else /train/_stcore/health and /host-config answer 404 first). False where the part is missing."""
+    (else /train/ + HEALTH and /host-config answer 404 first). False where the part is missing."""
     from starlette.responses import HTMLResponse
 
     def announcing(make: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,6 +1,7 @@
 """One browser tab, spoken as Streamlit's own websocket protocol: GET a page (keeping the
-cookies nginx sets), open /_stcore/stream, send rerun_script BackMsgs and read the ForwardMsgs
-of each script run until it finishes, keeping what a test or a benchmark asks of the page.
+cookies nginx sets), open Streamlit's websocket (streamlit_private.STREAM), send rerun_script
+BackMsgs and read the ForwardMsgs of each script run until it finishes, keeping what a test or a
+benchmark asks of the page.
 
 Why not a real browser: a page run is what a page costs the server, and hundreds of these
 tabs fit in one process where a handful of Chromium tabs fill a box.
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
-from attention_lab.frame.streamlit_private import BackMsg, ForwardMsg
+from attention_lab.frame.streamlit_private import STREAM, BackMsg, ForwardMsg
 
 ROUTE = "attention_lab_route"  # the cookie nginx routes a browser by (deploy/serve.sh)
 FINISHED_SUCCESSFULLY = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_SUCCESSFULLY")
@@ -84,7 +85,7 @@ class Browser:
         parts = urlsplit(self.base)
         headers = {"Cookie": self.cookie_header} if self.cookies else {}
         return connect(
-            f"ws://{parts.netloc}/_stcore/stream",
+            f"ws://{parts.netloc}{STREAM}",
             subprotocols=[websockets.Subprotocol("streamlit")],
             origin=websockets.Origin(f"{parts.scheme}://{parts.netloc}"),
             additional_headers=headers,

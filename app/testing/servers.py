@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attention_lab import APP_PROCESS
+from attention_lab.frame.streamlit_private import HEALTH
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: app/ is the attention_lab package
 
@@ -49,7 +50,7 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: fl
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with status {proc.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=5) as r:
+            with urllib.request.urlopen(url + HEALTH, timeout=5) as r:
                 if r.status == 200:
                     return
         except OSError:

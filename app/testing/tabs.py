@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from websockets.asyncio.client import ClientConnection
 
-from attention_lab.frame.streamlit_private import BackMsg
+from attention_lab.frame.streamlit_private import HEALTH, BackMsg
 from attention_lab.testing.protocol import (
     ROUTE,
     Browser,
@@ -48,7 +48,7 @@ async def warm_up(base: str, workers: int, page_timeout: float, links: Sequence[
     seen: set[str | None] = set()
     for attempt in range(16 * workers):
         browser = Browser(base, cookies={ROUTE: f"warm-{attempt}"})
-        _, upstream = await browser.get("/_stcore/health", page_timeout)
+        _, upstream = await browser.get(HEALTH, page_timeout)
         if upstream in seen:
             continue
         seen.add(upstream)

@@ -501,3 +501,18 @@ def test_compiled_pages_are_kept_where_nothing_watches(
             assert (cache.get_bytecode(str(page)) is before) == kept, option
     finally:
         config.set_option("server.fileWatcherType", watcher)
+
+
+def test_the_routes_the_proxy_and_probes_reach_are_streamlits_own() -> None:
+    """HEALTH, STREAM and UPLOAD are the paths the installed Streamlit serves, and nothing else of
+    the app, the benchmarks or the deploy templates spells one (deploy/multihost's hand-edited
+    front config names them for an admin; the tests speak to servers from outside)."""
+    from streamlit.web.server.starlette import starlette_routes, starlette_websocket
+
+    assert streamlit_private.HEALTH == "/" + starlette_routes.ROUTE_HEALTH
+    assert streamlit_private.UPLOAD == "/" + starlette_routes.BASE_ROUTE_UPLOAD_FILE
+    assert streamlit_private.STREAM == "/" + vars(starlette_websocket)["_ROUTE_WEBSOCKET_STREAM"]
+    root = APP.parent
+    files = [*APP.rglob("*.py"), *APP.rglob("*.template"), *(root / "benchmarks").rglob("*.py")]
+    spelled = [str(f.relative_to(root)) for f in files if f != ADAPTER and "_stcore" in f.read_text()]
+    assert spelled == [] and len(files) > 150
