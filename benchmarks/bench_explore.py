@@ -6,6 +6,7 @@ processes of their own, with the server's CPU per page run and (--profile) where
     python benchmarks/bench_explore.py --changes 3                      # then 3 widget changes per open
     python benchmarks/bench_explore.py --per-page 20                    # and each page alone, 1 user, 20 s
     python benchmarks/bench_explore.py --profile --profile-users 5      # cProfile per page, top 15 items
+    python benchmarks/bench_explore.py --users "" --per-run 120         # each run's CPU: the mix's median
     python benchmarks/bench_explore.py --baseline /tmp/main             # paired with another checkout
     python benchmarks/bench_explore.py --url http://127.0.0.1:8501 --workers 2   # a server already running
     python benchmarks/bench_explore.py --users "" --soak 600 --soak-users 20   # memory over a 10-minute soak
@@ -39,6 +40,14 @@ script run with cProfile (attention_lab.testing.profiling; nothing in the app kn
 router, model compute, chart specs, serialisation, sending, compiling, the page's own code and
 other, and its 15 top items by cumulative time. With --per-page, the split is also given in
 milliseconds of each page's server CPU per run measured without the profiler.
+
+--per-run SECONDS then runs one student on a server whose app processes note their CPU
+(`time.process_time`, nanoseconds) at each script run's start (the shim's clock mode), and prints
+the server CPU of each page open, from its first run to the next open's in that process (the
+run, its messages, its teardown; nginx's 1% is not in it): per page and over the mix, its
+quartiles, p90 and mean, and the median of its script runs' own thread (the rest is the event
+loop: the session's start and end, serialising and sending). The goal's "median over the mix"
+is read here, not from /proc, whose 10 ms clock ticks are too coarse for one run.
 
 --soak SECONDS then runs --soak-users students for that long in one-minute steps, printing each
 minute's row with the app processes' resident memory (VmRSS, MiB, each process), to see whether
@@ -168,11 +177,16 @@ def with_path(env: dict[str, str], first: Path | None) -> dict[str, str]:
 
 @contextmanager
 def started(
-    target: str, workers: int, folder: Path, profile_dir: Path | None = None, baseline: Baseline | None = None
+    target: str,
+    workers: int,
+    folder: Path,
+    profile_dir: Path | None = None,
+    baseline: Baseline | None = None,
+    clock: bool = False,
 ) -> Iterator[Server]:
     """`attention-lab serve --workers N` ("serve") or one `attention-lab` process ("single") on a
-    free port, its runs under `folder`; with `profile_dir`, its app processes profiled; with
-    `baseline` (a baseline_path), the other checkout's lab."""
+    free port, its runs under `folder`; with `profile_dir`, its app processes profiled (`clock`:
+    each run's CPU noted instead); with `baseline` (a baseline_path), the other checkout's lab."""
     port = free_port()
     cmd, cwd = server_command(target, workers, port, baseline)
     count = 1 if target == "single" else workers
@@ -182,10 +196,12 @@ def started(
     if profile_dir is not None:
         env = with_path(env, profiling.write_sitecustomize(folder / "shim"))
         env[profiling.PROFILE_ENV] = str(profile_dir)
-        name += " + cProfile"
+        env |= {profiling.CLOCK_ENV: "1"} if clock else {}
+        name += " + run clock" if clock else " + cProfile"
     name += f" (baseline{'' if baseline.packaged else ', before the package'})" if baseline else ""
     server = Server(name, f"http://127.0.0.1:{port}", count)
     log = folder / f"{target}{'-profiled' if profile_dir else ''}{'-baseline' if baseline else ''}.log"
+    log = log.with_stem(log.stem + "-clock") if clock else log
     with launched(cmd, log, env, cwd=cwd or folder) as proc:  # not this checkout: `-m` puts it first
         server.proc = proc
         wait_healthy(server.base, proc, log)
@@ -352,6 +368,28 @@ def measure(
     return per_page
 
 
+def dump(server: Server, out: Path) -> None:
+    """Have the server's app processes write what their shim holds under `out`; wait until they have."""
+    pids = signal_apps(server, profiling.DUMP)
+    deadline = time.monotonic() + 120
+    while not all((out / str(pid) / "done").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def clock_pass(models: list[ModelShape], args: argparse.Namespace, folder: Path) -> None:
+    """One student for --per-run seconds on a server that notes each run's CPU; the opens' costs."""
+    out = folder / "clock"
+    with started("serve", args.workers, folder, profile_dir=out, clock=True) as server:
+        asyncio.run(warm_up(server.base, server.workers, args.page_timeout, DEEP_LINKS + warm_links(models)))
+        signal_apps(server, profiling.RESET)
+        time.sleep(1.0)
+        print(row(run_step(server, models, 1, args, server.name, duration=args.per_run)), flush=True)
+        dump(server, out)
+    print(f"\nserver CPU per page open, ms (1 student, {args.per_run:.0f} s, each process's process_time):")
+    for line in profiling.clock_report(profiling.run_costs(out)):
+        print(line, flush=True)
+
+
 def profile_pass(models: list[ModelShape], args: argparse.Namespace, folder: Path, per_page: dict) -> None:
     """A profiled server: warm up, reset the profiles, --profile-users students, write and report."""
     out = args.profile_dir or folder / "profiles"
@@ -360,10 +398,7 @@ def profile_pass(models: list[ModelShape], args: argparse.Namespace, folder: Pat
         signal_apps(server, profiling.RESET)
         time.sleep(1.0)
         print(row(run_step(server, models, args.profile_users, args, server.name)), flush=True)
-        pids = signal_apps(server, profiling.DUMP)
-        deadline = time.monotonic() + 120
-        while not all((out / str(pid) / "done").exists() for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.5)
+        dump(server, out)
     print(f"\nprofile ({args.profile_users} users, {args.duration:.0f} s, cProfile timed by thread CPU):")
     for line in profiling.report(profiling.read_profiles(out), per_page or None, args.top):
         print(line, flush=True)
@@ -389,6 +424,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--client-start", type=float, default=5.0, help="seconds the clients get to import")
     parser.add_argument("--seed", type=int, default=0, help="the students' draws (the same for a paired run)")
     parser.add_argument("--per-page", type=float, default=0.0, help="then each page alone: 1 user, so many s")
+    parser.add_argument("--per-run", type=float, default=0.0, help="then 1 student, so many s: CPU per open")
     parser.add_argument("--profile", action="store_true", help="then a cProfile pass on a second server")
     parser.add_argument("--profile-users", type=int, default=5)
     parser.add_argument("--top", type=int, default=15, help="top items per page in the profile")
@@ -400,8 +436,8 @@ def parse() -> argparse.Namespace:
     args = parser.parse_args()
     args.users = [int(u) for u in args.users.split(",") if u.strip()]
     args.single_users = [int(u) for u in args.single_users.split(",") if u.strip()]
-    if max(args.duration, args.per_page, args.soak) > 3600:
-        parser.error("--duration, --per-page and --soak are bounded to one hour")
+    if max(args.duration, args.per_page, args.soak, args.per_run) > 3600:
+        parser.error("--duration, --per-page, --per-run and --soak are bounded to one hour")
     return args
 
 
@@ -442,6 +478,8 @@ def run(args: argparse.Namespace, models: list[ModelShape], tmp: Path, baseline:
             per_page = measure(servers, models, users, args, pages)
             if args.soak > 0:
                 soak(servers[0], models, args)
+    if args.per_run > 0:
+        clock_pass(models, args, tmp)
     if args.profile:
         profile_pass(models, args, tmp, per_page)
 

@@ -11,6 +11,12 @@ own, and each page's share of it is the share of the messages sent for it. SIGUS
 (after a warm-up), SIGUSR2 writes `<dir>/<pid>/page-*.prof`, `loop.prof` and `meta.json`, then
 `done`; a process that exits without having written does so at exit.
 
+With CLOCK_ENV set too, nothing is profiled: the shim notes the process's CPU (`time.process_time`,
+every thread, nanoseconds) as each script run starts, and `run_costs` reads one run's cost as the
+CPU until the next run starts in that process. With one student and no think time that is the
+run, its messages sent on the event loop and its teardown; /proc's clock ticks (10 ms) are too
+coarse for one run, which is why the median over the mix is read here.
+
 Why cProfile and not py-spy: it needs no privileges or extra tool on the box, and it knows which
 page a run belonged to; its overhead inflates Python-heavy code more than torch's C, so read its
 split as shares and take CPU per run from /proc (`Server.cpu_seconds`).
@@ -38,6 +44,7 @@ from types import FrameType
 from typing import Any
 
 PROFILE_ENV = "BENCH_PROFILE_DIR"  # the benchmark's shim only: not a setting of the lab
+CLOCK_ENV = "BENCH_PROFILE_CLOCK"  # with it: each run's process CPU only, no cProfile
 RESET, DUMP = signal.SIGUSR1, signal.SIGUSR2
 SITECUSTOMIZE = "from attention_lab.testing.profiling import install\n\ninstall()\n"
 
@@ -49,8 +56,8 @@ class Shim:
     """The profiles of one app process: per page the merged stats of its runs, the event loop's
     profile, run and message counts, and which page each session shows."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder, self.lock, self.local = folder, threading.Lock(), threading.local()
+    def __init__(self, folder: Path, clock: bool = False) -> None:
+        self.folder, self.lock, self.local, self.clock = folder, threading.Lock(), threading.local(), clock
         self.loop: Any = None  # the event loop, once a message was sent
         self.loop_profile: cProfile.Profile | None = None
         self.active, self.written = True, False
@@ -63,6 +70,8 @@ class Shim:
         self.messages: Counter[str] = Counter()
         self.misfiled = 0  # runs whose messages were counted under another page than the one run
         self.pages: dict[str, str] = {}  # session id -> the page its runs show
+        # clock mode, per run: (process CPU at its start, page, session, its script thread's CPU)
+        self.starts: list[tuple[float, str, str, float]] = []
 
     def run_script(self, original: Callable[..., Any], runner: Any, rerun_data: Any) -> Any:
         """The PROFILED "run_script" hook (a whole script run), profiled in this thread with a
@@ -76,6 +85,8 @@ class Shim:
         self.pages[session], self.local.page = guess, None  # the loop counts this run's messages so
         if not self.active:
             return original(runner, rerun_data)
+        if self.clock:
+            return self.clock_run(original, runner, rerun_data, session)
         generation, profile = self.stats, cProfile.Profile(time.thread_time)
         profile.enable()
         try:
@@ -90,6 +101,17 @@ class Shim:
                     self.stats[page] = self.stats[page].add(stats) if page in self.stats else stats
                     self.runs[page] += 1
                     self.misfiled += page != guess
+
+    def clock_run(self, original: Callable[..., Any], runner: Any, rerun_data: Any, session: str) -> Any:
+        """A script run in clock mode: note the process's CPU at its start, its page, its session and
+        the CPU of its own thread (the script; the rest is the event loop and Streamlit's other work)."""
+        starts, started, own = self.starts, time.process_time(), time.thread_time()
+        try:
+            return original(runner, rerun_data)
+        finally:
+            page = self.pages[session] = self.local.page or self.pages[session]
+            with self.lock:
+                starts.append((started, page, session, time.thread_time() - own))
 
     def page_run(self, original: Callable[..., Any], page: Any) -> Any:
         """st.Page.run: note which page this run shows."""
@@ -113,7 +135,7 @@ class Shim:
         """A fresh profile of the event loop thread (called in it)."""
         if self.loop_profile is not None:
             self.loop_profile.disable()
-        self.loop_profile = cProfile.Profile(time.thread_time) if self.active else None
+        self.loop_profile = cProfile.Profile(time.thread_time) if self.active and not self.clock else None
         if self.loop_profile is not None:
             self.loop_profile.enable()
 
@@ -131,7 +153,7 @@ class Shim:
             self.loop_profile.disable()
         with self.lock:
             pages, runs, messages, misfiled = self.stats, dict(self.runs), dict(self.messages), self.misfiled
-            self.stats = {}
+            self.stats, starts = {}, sorted(self.starts)
         out = self.folder / str(os.getpid())
         out.mkdir(parents=True, exist_ok=True)
         for page, stats in pages.items():
@@ -139,7 +161,7 @@ class Shim:
         if self.loop_profile is not None:
             self.loop_profile.dump_stats(out / "loop.prof")
             self.loop_profile = None
-        meta = {"runs": runs, "messages": messages, "misfiled": misfiled}
+        meta = {"runs": runs, "messages": messages, "misfiled": misfiled, "starts": starts}
         (out / "meta.json").write_text(json.dumps(meta))
         (out / "done").touch()
         self.written = True
@@ -167,7 +189,7 @@ def install() -> None:
         return
     from attention_lab.frame.streamlit_private import wrap_profiled
 
-    shim = Shim(Path(folder))
+    shim = Shim(Path(folder), clock=bool(os.environ.get(CLOCK_ENV)))
     wrap_profiled(dict(run_script=shim.run_script, page_run=shim.page_run, send_message=shim.send_message))
     signal.signal(RESET, shim.on_signal)
     signal.signal(DUMP, shim.on_signal)
@@ -329,6 +351,44 @@ def read_profiles(folder: Path) -> Profiles:
     return Profiles(
         {p: e for p, e in pages.items() if e.files}, pstats.Stats(*loops) if loops else None, misfiled
     )
+
+
+def run_costs(folder: Path) -> dict[str, list[tuple[float, float]]]:
+    """Clock mode's CPU seconds per session, by page, over every app process that wrote: (all of
+    it, its script runs' own threads). All of it runs from its first run's start to the next
+    session's in that process. A session is one page open (with the widget changes a student then
+    made, where any): its runs together, however many Streamlit started for it. Each process's
+    last session has no end and is dropped."""
+    costs: dict[str, list[tuple[float, float]]] = {}
+    for proc in sorted(p for p in folder.iterdir() if (p / "done").exists()):
+        sessions: list[list[Any]] = []  # [start, page, session, script seconds]
+        for began, page, session, script in json.loads((proc / "meta.json").read_text()).get("starts", []):
+            if sessions and sessions[-1][2] == session:
+                sessions[-1][3] += script
+            else:
+                sessions.append([began, page, session, script])
+        for (began, page, _, script), (after, *_) in zip(sessions, sessions[1:], strict=False):
+            costs.setdefault(page, []).append((after - began, script))
+    return costs
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """The q-quantile of sorted values (nearest rank; NaN for none)."""
+    return ordered[round(q * (len(ordered) - 1))] if ordered else float("nan")
+
+
+def clock_report(costs: dict[str, list[tuple[float, float]]]) -> list[str]:
+    """run_costs' table in ms: per page and over them all, the opens' quartiles, p90 and mean, and
+    the median of their script threads' CPU."""
+    heads = ("p25", "median", "p75", "p90", "mean", "script")
+    lines = [f"{'page':<12} {'opens':>5} " + " ".join(f"{h:>6}" for h in heads)]
+    for page, opens in [*sorted(costs.items()), ("the mix", [o for v in costs.values() for o in v])]:
+        ms = sorted(1000 * total for total, _ in opens)
+        script = sorted(1000 * own for _, own in opens)
+        figures = [_quantile(ms, q) for q in (0.25, 0.5, 0.75, 0.9)]
+        figures += [sum(ms) / len(ms) if ms else float("nan"), _quantile(script, 0.5)]
+        lines.append(f"{page:<12} {len(ms):>5} " + " ".join(f"{x:>6.1f}" for x in figures))
+    return lines
 
 
 def label(func: Func) -> str:

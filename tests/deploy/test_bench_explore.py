@@ -6,6 +6,7 @@ PYTHONPATH) files every run under its page, and the classifier splits a profile 
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,9 +25,12 @@ from attention_lab.testing.explore import (
     widget_change,
 )
 from attention_lab.testing.profiling import (
+    CLOCK_ENV,
     PROFILE_ENV,
     Profiles,
+    clock_report,
     read_profiles,
+    run_costs,
     split,
     write_sitecustomize,
 )
@@ -145,3 +149,55 @@ def test_the_classifier_charges_library_time_to_the_part_that_called_it() -> Non
     assert parts["model"] == pytest.approx(0.2)  # the lab's compute and torch's C under it
     assert parts["serialisation"] == pytest.approx(0.1)
     assert sum(parts.values()) == pytest.approx(0.8)
+
+
+def test_run_costs_join_a_sessions_runs_and_end_each_at_the_next_session() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = Path(tmp) / "123"
+        proc.mkdir()
+        starts = [  # (process CPU at a run's start, page, session, the run's own thread)
+            (10.0, "/gpt", "a", 0.05),
+            (10.08, "/gpt", "a", 0.01),  # a widget change in the same open
+            (10.1, "/reversal", "b", 0.02),
+            (10.13, "/basics", "c", 0.03),
+            (10.2, "/gpt", "d", 0.1),  # the last: no end, dropped
+        ]
+        (proc / "meta.json").write_text(json.dumps({"starts": starts}))
+        (Path(tmp) / "456").mkdir()  # a process that never wrote: left out
+        (proc / "done").touch()
+        costs = run_costs(Path(tmp))
+    assert {page: [(round(a, 6), round(b, 6)) for a, b in v] for page, v in costs.items()} == {
+        "/gpt": [(0.1, 0.06)],
+        "/reversal": [(0.03, 0.02)],
+        "/basics": [(0.07, 0.03)],
+    }
+    lines = clock_report(costs)
+    assert lines[0].split() == ["page", "opens", "p25", "median", "p75", "p90", "mean", "script"]
+    assert lines[-1].split() == ["the", "mix", "3", "30.0", "70.0", "100.0", "100.0", "66.7", "30.0"]
+
+
+Costs = dict[str, list[tuple[float, float]]]  # page -> (CPU of an open, its script runs' threads)
+
+
+@pytest.fixture(scope="module")
+def clocked(tmp_path_factory: pytest.TempPathFactory) -> tuple[ExploreTally, Costs]:
+    """One student, six opens with a widget change each, on an app process in clock mode."""
+    folder = tmp_path_factory.mktemp("clock")
+    shim = write_sitecustomize(folder / "shim")
+    env = {PROFILE_ENV: str(folder / "clock"), CLOCK_ENV: "1"}
+    with running_app(folder, env, python_path=str(shim)) as url:
+        stop_at = time.monotonic() + 600
+        tally = in_own_loop(explore(url, shipped_models(), [0], stop_at, 1, TIMEOUT, max_pages=6))
+    return tally, run_costs(folder / "clock")  # the process wrote at its exit
+
+
+def test_clock_mode_costs_each_open_under_its_page(clocked: tuple[ExploreTally, Costs]) -> None:
+    tally, costs = clocked
+    assert not tally.errors and not tally.exceptions and len(tally.changes) == 6
+    # one cost per open but the last, which has no next open to end it, under the open's page
+    opened = Counter(page_of(link) for link in tally.links[:-1])
+    assert Counter({p: len(v) for p, v in costs.items()}) == opened
+    for total, script in (c for v in costs.values() for c in v):
+        assert 0 < script < total < 30  # two runs' threads, less than all the process did for the open
