@@ -42,12 +42,12 @@ other, and its 15 top items by cumulative time. With --per-page, the split is al
 milliseconds of each page's server CPU per run measured without the profiler.
 
 --per-run SECONDS then runs one student on a server whose app processes note their CPU
-(`time.process_time`, nanoseconds) at each script run's start (the shim's clock mode), and prints
-the server CPU of each page open, from its first run to the next open's in that process (the
-run, its messages, its teardown; nginx's 1% is not in it): per page and over the mix, its
-quartiles, p90 and mean, and the median of its script runs' own thread (the rest is the event
-loop: the session's start and end, serialising and sending). The goal's "median over the mix"
-is read here, not from /proc, whose 10 ms clock ticks are too coarse for one run.
+(process_time, in ns) as each script run starts (the shim's clock mode): each page open's server
+CPU is from its first run to the next open's in that process (its run, messages and teardown;
+not nginx's 1%). Printed per page and over the mix: quartiles, p90, mean and the median of its
+script threads (the rest is the event loop). The goal's "median over the mix" is read here: /proc's
+10 ms ticks are too coarse for one run. With --baseline, the halves run A B B A (its shim needs
+the clock mode).
 
 --soak SECONDS then runs --soak-users students for that long in one-minute steps, printing each
 minute's row with the app processes' resident memory (VmRSS, MiB, each process), to see whether
@@ -85,6 +85,7 @@ from attention_lab.testing.explore import (
     shipped_models,
     warm_links,
 )
+from attention_lab.testing.profiling import quantile
 from attention_lab.testing.servers import Server, cpu_seconds, free_port, launched, wait_healthy
 from attention_lab.testing.tabs import DEEP_LINKS, warm_up
 
@@ -299,13 +300,7 @@ def run_step(
     return step
 
 
-def pct(values: list[float], q: float) -> float:
-    """The q-quantile of `values` (nearest rank; NaN for none)."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
+pct = profiling.quantile
 
 HEADER = (
     f"{'target':<36} {'users':>5} {'opens':>5} {'chg':>4} {'p50 s':>6} {'p95 s':>6} {'max s':>6} "
@@ -322,15 +317,15 @@ def row(step: Step) -> str:
     client = f"{step.client_cpu:.1f} s ({100 * step.client_cpu / step.elapsed:.0f}%)" if step.elapsed else "-"
     line = (
         f"{step.label:<36} {step.users:>5} {len(t.opens):>5} {len(t.changes):>4} "
-        f"{statistics.median(times) if times else float('nan'):>6.3f} {pct(times, 0.95):>6.3f} "
+        f"{statistics.median(times) if times else float('nan'):>6.3f} {quantile(times, 0.95):>6.3f} "
         f"{max(times, default=float('nan')):>6.3f} {step.runs / step.elapsed if step.elapsed else 0:>6.2f} "
         f"{step.server_ms_per_run():>10.1f} {nginx:>5.0%} {client:>14} {step.load:>5.2f} "
         f"{len(t.exceptions):>3} {len(t.errors):>3} {len(set(t.links)):>4}/{len(t.links):<4}"
     )
     if t.changes:
         line += (
-            f"\n    opens p50/p95 {statistics.median(t.opens):.3f}/{pct(t.opens, 0.95):.3f} s, changes "
-            f"p50/p95 {statistics.median(t.changes):.3f}/{pct(t.changes, 0.95):.3f} s; the page took "
+            f"\n    opens p50/p95 {statistics.median(t.opens):.3f}/{quantile(t.opens, 0.95):.3f} s, changes "
+            f"p50/p95 {statistics.median(t.changes):.3f}/{quantile(t.changes, 0.95):.3f} s; the page took "
             f"{t.applied}/{t.checkable} changes and {t.echoed}/{t.explorer_opens} drawn inputs"
         )
     for message in sorted(set(t.exceptions + t.errors))[:5]:
@@ -368,6 +363,13 @@ def measure(
     return per_page
 
 
+def warm_then_reset(server: Server, models: list[ModelShape], args: argparse.Namespace) -> None:
+    """Open every model and lesson in every app process, then have its shim start afresh."""
+    asyncio.run(warm_up(server.base, server.workers, args.page_timeout, DEEP_LINKS + warm_links(models)))
+    signal_apps(server, profiling.RESET)
+    time.sleep(1.0)
+
+
 def dump(server: Server, out: Path) -> None:
     """Have the server's app processes write what their shim holds under `out`; wait until they have."""
     pids = signal_apps(server, profiling.DUMP)
@@ -376,27 +378,35 @@ def dump(server: Server, out: Path) -> None:
         time.sleep(0.5)
 
 
-def clock_pass(models: list[ModelShape], args: argparse.Namespace, folder: Path) -> None:
-    """One student for --per-run seconds on a server that notes each run's CPU; the opens' costs."""
-    out = folder / "clock"
-    with started("serve", args.workers, folder, profile_dir=out, clock=True) as server:
-        asyncio.run(warm_up(server.base, server.workers, args.page_timeout, DEEP_LINKS + warm_links(models)))
-        signal_apps(server, profiling.RESET)
-        time.sleep(1.0)
-        print(row(run_step(server, models, 1, args, server.name, duration=args.per_run)), flush=True)
-        dump(server, out)
-    print(f"\nserver CPU per page open, ms (1 student, {args.per_run:.0f} s, each process's process_time):")
-    for line in profiling.clock_report(profiling.run_costs(out)):
-        print(line, flush=True)
+def clock_pass(
+    models: list[ModelShape], args: argparse.Namespace, folder: Path, baseline: Baseline | None
+) -> None:
+    """One student for --per-run seconds on a server that notes each run's CPU; the opens' costs.
+    With a baseline, each checkout gets two halves in the order A B B A (a drift of the box's
+    speed falls on both alike), with the same students' draws."""
+    order = [None] if baseline is None else [None, baseline, baseline, None]
+    duration = args.per_run / (len(order) // 2 or 1)
+    for i, which in enumerate(order):
+        with started("serve", args.workers, folder, folder / f"clock-{i}", which, clock=True) as server:
+            warm_then_reset(server, models, args)
+            print(row(run_step(server, models, 1, args, server.name, duration=duration)), flush=True)
+            dump(server, folder / f"clock-{i}")
+    for which in dict.fromkeys(order):
+        costs: dict[str, list[tuple[float, float]]] = {}
+        for i in (i for i, w in enumerate(order) if w is which):
+            for page, opens in profiling.run_costs(folder / f"clock-{i}").items():
+                costs.setdefault(page, []).extend(opens)
+        name = "this checkout" if which is None else f"baseline {which.checkout}"
+        print(f"\nserver CPU per page open, ms ({name}: 1 student, {args.per_run:.0f} s, process_time):")
+        for line in profiling.clock_report(costs):
+            print(line, flush=True)
 
 
 def profile_pass(models: list[ModelShape], args: argparse.Namespace, folder: Path, per_page: dict) -> None:
     """A profiled server: warm up, reset the profiles, --profile-users students, write and report."""
     out = args.profile_dir or folder / "profiles"
     with started("serve", args.workers, folder, profile_dir=out) as server:
-        asyncio.run(warm_up(server.base, server.workers, args.page_timeout, DEEP_LINKS + warm_links(models)))
-        signal_apps(server, profiling.RESET)
-        time.sleep(1.0)
+        warm_then_reset(server, models, args)
         print(row(run_step(server, models, args.profile_users, args, server.name)), flush=True)
         dump(server, out)
     print(f"\nprofile ({args.profile_users} users, {args.duration:.0f} s, cProfile timed by thread CPU):")
@@ -479,7 +489,7 @@ def run(args: argparse.Namespace, models: list[ModelShape], tmp: Path, baseline:
             if args.soak > 0:
                 soak(servers[0], models, args)
     if args.per_run > 0:
-        clock_pass(models, args, tmp)
+        clock_pass(models, args, tmp, baseline)
     if args.profile:
         profile_pass(models, args, tmp, per_page)
 

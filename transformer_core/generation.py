@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from transformer_core.attention import KVCache
 from transformer_core.config import DEFAULT_OPTIONS, InferenceOptions
 from transformer_core.models import GPT, EncoderDecoder
-from transformer_core.numpy_step import NumpyStep
+from transformer_core.numpy_step import NumpyDecoderStep, NumpyStep
 from transformer_core.stepping import special_tokens, stepper_for
 from transformer_core.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS
 
@@ -134,6 +135,9 @@ def generate(
     return out
 
 
+NUMPY_ROWS = 4  # up to so many rows, numpy steps row by row cost less than the modules' batched passes
+
+
 @torch.inference_mode()
 def greedy_decode(
     model: EncoderDecoder,
@@ -142,8 +146,41 @@ def greedy_decode(
     *,
     options: InferenceOptions = DEFAULT_OPTIONS,
 ) -> list[list[int]]:
-    """Greedy outputs (without SOS/EOS) for a batch of sources src (B, Ts)."""
-    memory = model.encode(src, options=options)
+    """Greedy outputs (without SOS/EOS) for a batch of sources src (B, Ts). A few rows (a page's)
+    go one by one through a numpy decoder step where it computes what the modules would (the
+    CPU, the causal mask on): a step per token, where each full pass of the modules is dozens of
+    tiny operations. More rows (an evaluation's batches) share the modules' passes."""
+    memory = model.encode(src, options=options)  # (B, Ts, d_model)
+    if src.size(0) <= NUMPY_ROWS and NumpyDecoderStep.supports(model, options):
+        return [
+            _greedy_row(NumpyDecoderStep(model, options, memory[b], src[b]), max_new_tokens)  # type: ignore[arg-type]
+            for b in range(src.size(0))
+        ]
+    return _greedy_modules(model, src, memory, max_new_tokens, options)
+
+
+def _greedy_row(step: NumpyDecoderStep, max_new_tokens: int) -> list[int]:
+    """One source's greedy output: from SOS, the likeliest token that is neither PAD nor SOS,
+    until EOS (not kept) or max_new_tokens."""
+    out, token = [], SOS_ID
+    for _ in range(max_new_tokens):
+        logits = step(token)  # (vocab_size,)
+        logits[[PAD_ID, SOS_ID]] = -np.inf
+        token = int(logits.argmax())
+        if token == EOS_ID:
+            break
+        out.append(token)
+    return out
+
+
+def _greedy_modules(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    memory: torch.Tensor,
+    max_new_tokens: int,
+    options: InferenceOptions,
+) -> list[list[int]]:
+    """greedy_decode through the modules: the whole target again at every step."""
     B = src.size(0)
     tgt = torch.full((B, 1), SOS_ID, device=src.device)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)

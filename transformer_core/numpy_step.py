@@ -1,8 +1,10 @@
-"""A GPT's cached decoding step in numpy: the blocks' maths for one new token.
+"""A cached decoding step in numpy, a GPT's or an encoder-decoder's decoder: the blocks' maths
+for one new token.
 
 A small model's step is dozens of tiny operations, and on the CPU their call overhead, not
 their arithmetic, is the time: numpy's per call is a fraction of torch's. `generate` takes
-this step once the cache holds the prompt; tests hold it to the modules' cached forward.
+this step once the cache holds the prompt, `greedy_decode` the decoder's from SOS on; tests
+hold both to the modules' cached forward.
 The weights are read-only numpy views of the model's own tensors, so nothing is copied,
 nothing outlives the `generate` call that made the step, and a shared model is never written.
 """
@@ -17,10 +19,12 @@ import torch
 import torch.nn.functional as F
 
 from transformer_core.attention import KVCache
-from transformer_core.config import InferenceOptions
+from transformer_core.config import InferenceOptions, ModelConfig
 from transformer_core.errors import InputError
-from transformer_core.layers import ACTIVATIONS, EncoderBlock, RMSNorm
-from transformer_core.models import GPT
+from transformer_core.layers import ACTIVATIONS, DecoderBlock, EncoderBlock, RMSNorm
+from transformer_core.models import GPT, Seq2Seq, TokenEmbedding
+from transformer_core.positional import PositionScheme
+from transformer_core.vocab import PAD_ID
 
 BIAS_ROWS = 32  # queries whose position bias (ALiBi, T5) is computed at once
 
@@ -141,6 +145,8 @@ class NumpyStep:
     step (positions, scaling, a sliding window, ablated heads); `supports` says which.
     """
 
+    INPUT = "GPT input"  # what a bad token is named in its message
+
     @staticmethod
     def supports(model: torch.nn.Module, options: InferenceOptions) -> bool:
         """Whether this step computes what `model` would under `options`."""
@@ -152,21 +158,35 @@ class NumpyStep:
         return options.head_gates is None and options.head_patch is None
 
     def __init__(self, model: GPT, options: InferenceOptions, cache: KVCache) -> None:
-        config = model.config
-        if cache.length == 0 or cache.length >= config.max_len or cache.layers[0].k.size(0) != 1:
+        if cache.length == 0 or cache.length >= model.config.max_len or cache.layers[0].k.size(0) != 1:
             raise ValueError("NumpyStep: needs a cache of one row holding 1 to max_len - 1 positions")
+        self._prepare(model.config, options, model.tok_emb, model.positions, model.blocks, "self")
+        self.final_norm = _Norm.of(model.final_norm)
+        self.unembedding = _view(model.lm_head.weight)  # (vocab_size, d_model)
+        self.length = cache.length
+        for i, layer in enumerate(cache.layers):
+            self.keys[i, :, : self.length] = layer.k[0].numpy()  # (H, T, d_head)
+            self.values[i, :, : self.length] = layer.v[0].numpy()
+
+    def _prepare(
+        self,
+        config: ModelConfig,
+        options: InferenceOptions,
+        embedding: TokenEmbedding,
+        scheme: PositionScheme,
+        blocks: torch.nn.ModuleList,
+        kind: str,
+    ) -> None:
+        """The stack's weights, every position's codes, angles or bias, an empty cache."""
         self.n_heads, self.d_head, self.max_len = config.n_heads, config.d_head, config.max_len
         self.vocab_size = config.vocab_size
         self.scale = 1.0 / math.sqrt(config.d_head) if options.scale_scores else 1.0
         self.window = options.sliding_window
-        self.embedding = _view(model.tok_emb.weight)
-        self.embedding_scale = model.tok_emb.scale
-        self.blocks = [_Block.of(b, options.ablated_heads("self", i)) for i, b in enumerate(model.blocks)]
-        self.final_norm = _Norm.of(model.final_norm)
-        self.unembedding = _view(model.lm_head.weight)  # (vocab_size, d_model)
+        self.embedding = _view(embedding.weight)
+        self.embedding_scale = embedding.scale
+        self.blocks = [_Block.of(b, options.ablated_heads(kind, i)) for i, b in enumerate(blocks)]
 
         every = torch.arange(config.max_len)
-        scheme = model.positions
         with torch.no_grad():  # every position's codes and angles, computed as a step would
             codes = scheme.codes(every) if options.positions else None
             rotation = scheme.rotation(every) if options.positions else None
@@ -182,10 +202,7 @@ class NumpyStep:
         shape = (len(self.blocks), self.n_heads, config.max_len, self.d_head)
         self.keys = np.empty(shape, np.float32)  # (L, H, max_len, d_head)
         self.values = np.empty(shape, np.float32)
-        self.length = cache.length
-        for i, layer in enumerate(cache.layers):
-            self.keys[i, :, : self.length] = layer.k[0].numpy()  # (H, T, d_head)
-            self.values[i, :, : self.length] = layer.v[0].numpy()
+        self.length = 0
 
     def __call__(self, token: int) -> np.ndarray:
         """Logits (vocab_size,) after `token` at the next position; its key and value stay."""
@@ -193,7 +210,7 @@ class NumpyStep:
         if p >= self.max_len:
             raise ValueError(f"NumpyStep: the cache is full at {self.max_len} positions")
         if not 0 <= token < self.vocab_size:
-            raise InputError(f"GPT input: token ids must lie in [0, {self.vocab_size})")
+            raise InputError(f"{self.INPUT}: token ids must lie in [0, {self.vocab_size})")
         x = self.embedding[token]
         if self.embedding_scale is not None:
             x = x * self.embedding_scale
@@ -249,3 +266,85 @@ class NumpyStep:
         if block.ablated:
             heads[list(block.ablated)] = 0.0
         return _linear(block.w_o, block.b_o, heads.reshape(H * d_head))  # (H, d_head) -> (d_model,)
+
+
+@dataclass(frozen=True)
+class _Cross:
+    """A decoder block's cross-attention: its norm, W_Q, W_O and the heads it ablates (the
+    source's keys and values belong to the step: one source per step)."""
+
+    norm: _Norm
+    w_q: np.ndarray  # (d_model, d_model)
+    b_q: np.ndarray | None
+    w_o: np.ndarray  # (d_model, d_model)
+    b_o: np.ndarray | None
+    ablated: tuple[int, ...]
+
+    @classmethod
+    def of(cls, block: DecoderBlock, ablated: list[int]) -> _Cross:
+        attn, norm = block.cross_attn, _Norm.of(block.norm_cross)
+        assert norm is not None
+        d, b = attn.d_model, attn.in_proj.bias
+        w_q, b_q = _view(attn.in_proj.weight[:d]), None if b is None else _view(b[:d])
+        return cls(norm, w_q, b_q, _view(attn.out_proj.weight), _bias(attn.out_proj), tuple(ablated))
+
+
+class NumpyDecoderStep(NumpyStep):
+    """Feeds an encoder-decoder's decoder one token at a time from the first (SOS), over one
+    source's encoder memory: step(token) -> logits (vocab_size,) as `model.decode` with a cache
+    gives them. Its causal self-attention needs no mask on a cached step, so a run without the
+    causal mask (which lets earlier targets see later ones) stays with the modules.
+    """
+
+    INPUT = "target"
+
+    @staticmethod
+    def supports(model: torch.nn.Module, options: InferenceOptions) -> bool:
+        """Whether this step computes what the decoder of `model` would under `options`."""
+        if type(model) is not Seq2Seq or model.training:
+            return False
+        weight = model.lm_head.weight
+        if weight.device.type != "cpu" or weight.dtype != torch.float32:
+            return False
+        return options.causal and options.head_gates is None and options.head_patch is None
+
+    def __init__(
+        self, model: Seq2Seq, options: InferenceOptions, memory: torch.Tensor, src: torch.Tensor
+    ) -> None:
+        """memory (Ts, d_model): one source encoded; src (Ts,) its ids, whose PAD keys are hidden
+        (unless the options turn the padding mask off)."""
+        config, positions = model.config, model.tgt_positions
+        self._prepare(config, options, model.tgt_emb, positions, model.decoder, "decoder_self")
+        self.final_norm = _Norm.of(model.decoder_norm)
+        self.unembedding = _view(model.lm_head.weight)  # (vocab_size, d_model)
+        self.cross = [_Cross.of(b, options.ablated_heads("cross", i)) for i, b in enumerate(model.decoder)]
+        with torch.no_grad():  # each layer's keys and values of the memory, once: (H, Ts, d_head) each
+            kv = [block.cross_attn._keys_values(memory[None]) for block in model.decoder]
+        self.memory_keys = [k[0].numpy() for k, _ in kv]
+        self.memory_values = [v[0].numpy() for _, v in kv]
+        self.hidden = (src == PAD_ID).cpu().numpy() if options.padding_mask else None  # (Ts,)
+
+    def _block(self, i: int, block: _Block, x: np.ndarray, p: int, bias: np.ndarray | None) -> np.ndarray:
+        """Self-attention, cross-attention, then the MLP, each pre- or post-LN."""
+        cross = self.cross[i]
+        if block.pre_norm:
+            x = x + self._attend(i, block, block.norm_self(x), p, bias)
+            x = x + self._read_memory(i, cross, cross.norm(x))
+            return x if block.norm_ffn is None else x + block.feed_forward(block.norm_ffn(x))
+        x = block.norm_self(x + self._attend(i, block, x, p, bias))
+        x = cross.norm(x + self._read_memory(i, cross, x))
+        return x if block.norm_ffn is None else block.norm_ffn(x + block.feed_forward(x))
+
+    def _read_memory(self, i: int, cross: _Cross, h: np.ndarray) -> np.ndarray:
+        """Cross-attention of the new position over the source's keys (no positions in it)."""
+        H, d_head = self.n_heads, self.d_head
+        q = _linear(cross.w_q, cross.b_q, h).reshape(H, d_head)  # (d_model,) -> (H, d_head)
+        scores = np.matmul(self.memory_keys[i], q[:, :, None])[..., 0] * self.scale  # (H, Ts)
+        if self.hidden is not None:
+            scores = np.where(self.hidden, np.float32(-np.inf), scores)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+        heads = np.matmul(weights[:, None, :], self.memory_values[i])[:, 0]  # (H, 1, Ts) @ (H, Ts, d_head)
+        if cross.ablated:
+            heads[list(cross.ablated)] = 0.0
+        return _linear(cross.w_o, cross.b_o, heads.reshape(H * d_head))  # (H, d_head) -> (d_model,)

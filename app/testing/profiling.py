@@ -372,9 +372,10 @@ def run_costs(folder: Path) -> dict[str, list[tuple[float, float]]]:
     return costs
 
 
-def _quantile(ordered: list[float], q: float) -> float:
-    """The q-quantile of sorted values (nearest rank; NaN for none)."""
-    return ordered[round(q * (len(ordered) - 1))] if ordered else float("nan")
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile of `values` (nearest rank; NaN for none)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))] if ordered else float("nan")
 
 
 def clock_report(costs: dict[str, list[tuple[float, float]]]) -> list[str]:
@@ -385,8 +386,8 @@ def clock_report(costs: dict[str, list[tuple[float, float]]]) -> list[str]:
     for page, opens in [*sorted(costs.items()), ("the mix", [o for v in costs.values() for o in v])]:
         ms = sorted(1000 * total for total, _ in opens)
         script = sorted(1000 * own for _, own in opens)
-        figures = [_quantile(ms, q) for q in (0.25, 0.5, 0.75, 0.9)]
-        figures += [sum(ms) / len(ms) if ms else float("nan"), _quantile(script, 0.5)]
+        figures = [quantile(ms, q) for q in (0.25, 0.5, 0.75, 0.9)]
+        figures += [sum(ms) / len(ms) if ms else float("nan"), quantile(script, 0.5)]
         lines.append(f"{page:<12} {len(ms):>5} " + " ".join(f"{x:>6.1f}" for x in figures))
     return lines
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 import torch
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from attention_lab.models.explorer_compute import view_and_sample
-from tests.support.models import _tiny_config, random_block
+from tests.support.models import random_config
 from transformer_core.config import HeadGates, InferenceOptions
 from transformer_core.device import set_cpu_threads
 from transformer_core.errors import InputError
@@ -57,12 +55,7 @@ def test_a_numpy_step_gives_the_modules_logits_for_every_scheme(make_gpt, positi
 def test_a_numpy_step_gives_the_modules_logits_for_any_block(seed):
     """Random blocks: norm and its place, activations (SwiGLU, tanh GELU), tying, biases,
     attention-only, unscaled embeddings."""
-    rng = random.Random(seed)
-    block = random_block(rng)
-    block["activation"] = rng.choice(["relu", "gelu", "gelu_tanh", "swiglu"])
-    torch.manual_seed(seed)
-    config = _tiny_config("gpt", mlp=rng.random() < 0.8, scale_embedding=rng.random() < 0.5, **block)
-    _steps_agree(GPT(config).eval(), InferenceOptions())
+    _steps_agree(GPT(random_config("gpt", seed)).eval(), InferenceOptions())
 
 
 @pytest.mark.parametrize(

@@ -64,3 +64,13 @@ def random_block(rng: random.Random) -> dict[str, Any]:
         tie_weights=rng.random() < 0.5,
         attention_bias=rng.random() < 0.5,
     )
+
+
+def random_config(arch: str, seed: int) -> ModelConfig:
+    """A tiny model's config of `arch` with a random block (random_block, any activation incl.
+    tanh GELU), attention-only one time in five, embeddings scaled or not; torch seeded alike."""
+    rng = random.Random(seed)
+    block = random_block(rng)
+    block["activation"] = rng.choice(["relu", "gelu", "gelu_tanh", "swiglu"])
+    torch.manual_seed(seed)
+    return _tiny_config(arch, mlp=rng.random() < 0.8, scale_embedding=rng.random() < 0.5, **block)
