@@ -88,6 +88,8 @@ $main_block { padding-top: 1rem; padding-bottom: 2rem; max-width: 100%; }
 $caption { display: none; }  /* the lecturer says it; the maps move up */
 h1 { display: none; }  /* the lecturer names the page; the grid and its head fit on the screen */
 h3 { padding-top: 0.2rem !important; padding-bottom: 0 !important; }
+/* on a phone a row of switches wraps: its wide gap stays between them side by side, not when stacked */
+@media (max-width: 640px) { $main_block $columns { row-gap: 0.6rem; } }
 """
     + CONTRAST_CSS
     + "</style>\n"

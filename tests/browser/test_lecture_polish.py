@@ -257,6 +257,22 @@ def test_a_phones_first_screen_shows_the_input_and_the_first_chart(
     phone.screenshot(path=str(tmp_path / f"phone-first-screen-{first_chart}.png"))
 
 
+def test_projected_on_a_phone_the_switches_stack_without_wide_gaps(
+    phone: Page, app_url: str, tmp_path: Path
+) -> None:
+    """Projector mode's row of three switches under /reversal's inputs wraps on a phone: one under
+    the other at the type's spacing (the row's 4rem gap had left 76 px of nothing between them)."""
+    open_page(phone, app_url + "/reversal?checkpoint=reverse-sinusoidal&text=attention&present=1")
+    names = ("Drop positional information", "Decoder causal mask off", "Padding mask off")
+    boxes = [phone.get_by_role("switch", name=name).locator("xpath=../..").bounding_box() for name in names]
+    assert all(boxes), boxes
+    tops = [b["y"] for b in boxes if b]
+    gaps = [b - a for a, b in zip(tops, tops[1:], strict=False)]
+    assert len(gaps) == 2 and all(28 <= g <= 28 + 0.6 * 19 + 2 for g in gaps), gaps  # 28 px, then 0.6rem
+    phone.screenshot(path=str(tmp_path / "phone-projected-switches.png"))
+    assert_no_exception(phone)
+
+
 def test_a_tap_on_a_small_map_brings_the_large_map_into_view(
     phone: Page, app_url: str, tmp_path: Path
 ) -> None:
