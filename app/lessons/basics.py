@@ -193,8 +193,21 @@ def kernel_regression_curve(
     queries: ArrayLike, keys: ArrayLike, values: ArrayLike, kernel: KernelName, width: float = 1.0
 ) -> np.ndarray:
     """(n,) predictions at n 1-D queries (NaN where the boxcar sees no key): the whole
-    curve the query traces as it moves."""
-    return np.array([kernel_regression(float(q), keys, values, kernel, width).prediction for q in queries])
+    curve the query traces as it moves. Every query's weights at once, row for row the numbers
+    `kernel_regression` gives at that query."""
+    if width <= 0:
+        raise ValueError(f"width must be positive, got {width}")
+    gap = np.asarray(queries, dtype=np.float64)[:, None] - np.asarray(keys, dtype=np.float64)  # (n, m)
+    if kernel == "gaussian":
+        weights = masked_softmax(_t(-(gap**2) / (2 * width**2))).numpy()  # (n, m), a softmax per row
+    elif kernel == "boxcar":
+        sim = (np.abs(gap) < width).astype(np.float64)  # (n, m)
+        total = sim.sum(axis=-1, keepdims=True)  # (n, 1)
+        weights = np.where(total > 0, sim / np.where(total > 0, total, 1.0), np.nan)
+    else:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    v = np.asarray(values, dtype=np.float64)
+    return np.array([float(w @ v) for w in weights])  # (n,): each row's dot as at one query
 
 
 # --------------------------------------------------------------------------------------

@@ -68,6 +68,27 @@ def test_kernel_regression_edges() -> None:
         lesson.kernel_similarity(0.0, [1.0], "triangle", 1.0)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("kernel", ["gaussian", "boxcar"])
+@pytest.mark.parametrize("width", [0.05, 0.4, 1.0, 2.75, 5.0])
+def test_the_curve_is_the_regression_at_each_query_number_for_number(kernel: str, width: float) -> None:
+    """The curve computes every query at once; each point is kernel_regression's prediction at
+    that query to the last bit (NaN where the boxcar sees no house), on the page's grid and on
+    keys and queries of its own."""
+    rng = np.random.default_rng(int(width * 100))
+    cases = [
+        (np.linspace(0.0, 11.0, 221), lesson.HOUSE_LOCATIONS, lesson.HOUSE_PRICES),
+        (rng.normal(size=50) * 3, rng.normal(size=30), rng.normal(size=30)),
+    ]
+    for queries, keys, values in cases:
+        curve = lesson.kernel_regression_curve(queries, keys, values, kernel, width)  # type: ignore[arg-type]
+        one = [lesson.kernel_regression(float(q), keys, values, kernel, width).prediction for q in queries]  # type: ignore[arg-type]
+        np.testing.assert_array_equal(curve, one)
+    with pytest.raises(ValueError, match="width"):
+        lesson.kernel_regression_curve([1.0], [1.0], [1.0], kernel, 0.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="kernel"):
+        lesson.kernel_regression_curve([1.0], [1.0], [1.0], "triangle", width)  # type: ignore[arg-type]
+
+
 def test_matrix_attention_batched_example() -> None:
     m = lesson.matrix_attention(lesson.BATCH_Q, lesson.BATCH_K, lesson.BATCH_V)
     assert m.weights.shape == (2, 2, 4) and m.outputs.shape == (2, 2, 2)
