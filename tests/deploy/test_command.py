@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from attention_lab import APP_PROCESS
+from attention_lab.frame.streamlit_private import HEALTH
 from tests.support.serve import (
     HOME,
     ROUTE,
@@ -164,7 +165,7 @@ def test_the_bare_command_starts_the_app_with_its_config_from_any_folder(tmp_pat
             start_new_session=True,  # its own group: stopped below, with anything it started
         )
     try:
-        _wait_healthy(proc, f"http://127.0.0.1:{port}/_stcore/health")
+        _wait_healthy(proc, f"http://127.0.0.1:{port}{HEALTH}")
         # The command became Streamlit's (exec, through the app process that announces its backend):
         # signals reach it, on the package's Home.py.
         assert f"-m {APP_PROCESS} run {HOME} --server.port {port} " in command_line(proc.pid)

@@ -30,7 +30,7 @@ from typing import Any
 import websockets
 
 from attention_lab.frame import streamlit_private
-from attention_lab.frame.streamlit_private import BackMsg, Config, ForwardMsg
+from attention_lab.frame.streamlit_private import HEALTH, STREAM, BackMsg, Config, ForwardMsg
 from tests.support.serve import free_port, in_own_loop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def server(script: Path, cwd: Path, probe_out: Path) -> Iterator[str]:
         deadline = time.monotonic() + 90
         while True:
             try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+                urllib.request.urlopen(url + HEALTH, timeout=2)
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
@@ -135,7 +135,7 @@ async def run_page(url: str) -> tuple[Config, list[str]]:
     """Open a session on the server's websocket and run its main page to the end, as a
     browser does: returns the session's config message and the exceptions drawn."""
     async with websockets.connect(
-        url.replace("http://", "ws://") + "/_stcore/stream",
+        url.replace("http://", "ws://") + STREAM,
         subprotocols=[websockets.Subprotocol("streamlit")],
         origin=websockets.Origin(url),
         max_size=None,

@@ -22,6 +22,7 @@ import websockets
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
+from attention_lab.frame.streamlit_private import HEALTH, STREAM
 from tests.support.serve import ROUTE, free_port, in_own_loop
 from transformer_core.cli import build_parser
 
@@ -130,7 +131,7 @@ def test_a_browser_gets_a_route_cookie_and_sticks_to_one_replica(front: tuple[st
     assert cookie, headers["set-cookie"]
     first = replica(body)
     assert body[0] == f"{first} /gpt?text=hello"  # path and query reach the replica unchanged
-    for path in ("/", "/reversal", "/_stcore/health", "/static/app.js"):
+    for path in ("/", "/reversal", HEALTH, "/static/app.js"):
         status, headers, again = get(url + path, cookie=f"{ROUTE}={cookie[1]}")
         assert replica(again) == first
         assert "set-cookie" not in headers  # the cookie is set once, on the first visit
@@ -148,7 +149,7 @@ def test_the_websocket_is_proxied_to_the_replica_of_the_cookie(front: tuple[str,
     page_replica = replica(get(url + "/", cookie=cookie)[2])
 
     async def talk() -> list[str]:
-        ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+        ws_url = url.replace("http://", "ws://") + STREAM
         async with websockets.connect(ws_url, additional_headers={"Cookie": cookie}) as ws:
             replies = []
             for message in ("one", "two"):

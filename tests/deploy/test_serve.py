@@ -23,6 +23,7 @@ from playwright.sync_api import Browser
 
 from attention_lab import APP_PROCESS
 from attention_lab.frame.streamlit_dom import part
+from attention_lab.frame.streamlit_private import HEALTH, STREAM
 from tests.support.browser import assert_no_exception, wait_for_app
 from tests.support.serve import (
     BASH,
@@ -50,7 +51,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 def test_pages_load_through_nginx(served: Served) -> None:
-    status, headers, cookies = get(served.url + "/_stcore/health")
+    status, headers, cookies = get(served.url + HEALTH)
     assert status == 200
     assert re.match(r"127\.0\.0\.1:\d+$", headers["X-Upstream"]), headers
     assert any(c.startswith(f"{ROUTE}=") for c in cookies), f"no route cookie set: {cookies}"
@@ -108,7 +109,7 @@ def test_a_websocket_session_runs_pages_through_nginx(served: Served) -> None:
         assert not exceptions, f"{link}: {exceptions}"
         assert elements > 5, f"{link} drew only {elements} elements"
     log = (served.run_dir / "logs" / "access.log").read_text()
-    assert re.search(r'"GET /_stcore/stream HTTP/1.1" 101 .*route=ws ', log), log[-2000:]
+    assert re.search(rf'"GET {STREAM} HTTP/1.1" 101 .*route=ws ', log), log[-2000:]
 
 
 def test_chromium_renders_a_deep_link_through_nginx(served: Served, browser: Browser, tmp_path: Path) -> None:
@@ -126,9 +127,9 @@ def test_chromium_renders_a_deep_link_through_nginx(served: Served, browser: Bro
     finally:
         context.close()
     log = (served.run_dir / "logs" / "access.log").read_text()
-    assert "/reversal/_stcore/health" not in log  # the page named its server: no probe of /reversal/
+    assert "/reversal" + HEALTH not in log  # the page named its server: no probe of /reversal/
     # nginx logs a websocket when it closes, a moment after the page does
-    pattern = re.compile(rf'"GET /_stcore/stream HTTP/1.1" 101 .*route={route[0]} ')
+    pattern = re.compile(rf'"GET {STREAM} HTTP/1.1" 101 .*route={route[0]} ')
     deadline = time.monotonic() + 30
     while not pattern.search(log := (served.run_dir / "logs" / "access.log").read_text()):
         assert time.monotonic() < deadline, log[-2000:]

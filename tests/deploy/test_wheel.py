@@ -26,6 +26,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from attention_lab.frame.streamlit_dom import part
+from attention_lab.frame.streamlit_private import HEALTH
 from tests.support.browser import assert_no_exception, open_page, wait_for_app
 from tests.support.serve import (
     ROUTE,
@@ -191,7 +192,7 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: fl
     deadline = time.monotonic() + timeout
     while True:
         try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+            urllib.request.urlopen(url + HEALTH, timeout=2)
             return
         except OSError:
             if proc.poll() is not None:
@@ -306,7 +307,7 @@ def test_serve_answers_through_nginx(installed: Installed) -> None:
     with started(installed, installed.bin("attention-lab"), "serve", "--workers", "2", "--port", str(port),
                  log=log) as proc:  # fmt: skip
         wait_healthy(url, proc, log)
-        status, headers, cookies = get(url + "/_stcore/health")
+        status, headers, cookies = get(url + HEALTH)
         assert status == 200 and re.match(r"127\.0\.0\.1:\d+$", headers["X-Upstream"]), headers
         route = next(c.split(";")[0] for c in cookies if c.startswith(f"{ROUTE}="))
         status, _, _ = get(url + "/reversal", route)

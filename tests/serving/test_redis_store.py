@@ -33,6 +33,7 @@ from rq import Worker
 from rq.serializers import JSONSerializer
 
 from attention_lab.frame.streamlit_dom import part
+from attention_lab.frame.streamlit_private import STREAM
 from attention_lab.serving import RunProgress, RunRequest, fetch_run, redis_worker
 from attention_lab.serving.redis_store import ALIVE_SECONDS, RedisRunStore, rq_queue
 from attention_lab.serving.redis_worker import RunWorker, work_root
@@ -244,7 +245,7 @@ def test_a_run_started_through_one_app_replica_is_watched_and_stopped_through_th
         # each browser's websocket went to its own replica (nginx logs one as it closes)
         log = tmp_path / "logs" / "access.log"
         for route, upstream in ((route1, up1), (route2, up2)):
-            pattern = re.compile(rf'"GET /_stcore/stream HTTP/1.1" 101 .*route={route} upstream=(\S+)')
+            pattern = re.compile(rf'"GET {STREAM} HTTP/1.1" 101 .*route={route} upstream=(\S+)')
             wait(lambda: bool(pattern.search(log.read_text())), timeout=30, every=0.2)  # noqa: B023
             assert set(pattern.findall(log.read_text())) == {upstream}, route
         assert up1 != up2

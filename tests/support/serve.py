@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import websockets
 
 import attention_lab
-from attention_lab.frame.streamlit_private import BackMsg, ForwardMsg
+from attention_lab.frame.streamlit_private import HEALTH, STREAM, BackMsg, ForwardMsg
 from attention_lab.testing.servers import descendants, free_port  # noqa: F401 (tests import free_port here)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +134,7 @@ def stop_serve(served: Served) -> None:
 
 def upstream_of(url: str, cookie: str) -> str:
     """The app process (127.0.0.1:port) nginx sends a browser with this route cookie to."""
-    return get(url + "/_stcore/health", cookie)[1]["X-Upstream"]
+    return get(url + HEALTH, cookie)[1]["X-Upstream"]
 
 
 def get(url: str, cookie: str | None = None) -> tuple[int, dict[str, str], list[str]]:
@@ -150,7 +150,7 @@ async def streamlit_session(url: str, cookie: str, link: str) -> tuple[str | Non
     host = url.removeprefix("http://")
     path, _, query = link.partition("?")
     async with websockets.connect(
-        f"ws://{host}/_stcore/stream",
+        f"ws://{host}{STREAM}",
         subprotocols=[websockets.Subprotocol("streamlit")],
         origin=websockets.Origin(url),
         additional_headers={"Cookie": cookie},
