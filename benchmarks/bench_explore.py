@@ -421,9 +421,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--url", help="measure a server already running here (no server CPU figures)")
     parser.add_argument("--workers", type=int, default=2, help="app processes of serve")
     parser.add_argument("--users", default="1,5,20", help="comma-separated concurrent students per step")
-    parser.add_argument(
-        "--single-users", default="1", help="the same, for the single process (--target both)"
-    )
+    parser.add_argument("--single-users", default="1", help="the same, single process (--target both)")
     parser.add_argument("--duration", type=float, default=30.0, help="seconds per step")
     parser.add_argument("--changes", type=int, default=0, help="widget changes after each page open")
     parser.add_argument(
@@ -480,11 +478,13 @@ def run(args: argparse.Namespace, models: list[ModelShape], tmp: Path, baseline:
     per_page: dict[str, float] = {}
     for target in targets:  # each page alone: on the last target (serve, where both)
         users = args.single_users if target == "single" and args.target == "both" else args.users
+        pages = args.per_page > 0 and target == targets[-1]
+        if not (users or pages or args.soak > 0):
+            continue  # a clock or profile pass alone: no server to warm up and read idle first
         with ExitStack() as stack:
             servers = [stack.enter_context(started(target, args.workers, tmp))]
             if baseline is not None:
                 servers.append(stack.enter_context(started(target, args.workers, tmp, baseline=baseline)))
-            pages = args.per_page > 0 and target == targets[-1]
             per_page = measure(servers, models, users, args, pages)
             if args.soak > 0:
                 soak(servers[0], models, args)

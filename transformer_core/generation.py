@@ -152,8 +152,9 @@ def greedy_decode(
     tiny operations. More rows (an evaluation's batches) share the modules' passes."""
     memory = model.encode(src, options=options)  # (B, Ts, d_model)
     if src.size(0) <= NUMPY_ROWS and NumpyDecoderStep.supports(model, options):
+        step = NumpyDecoderStep(model, options, memory[0], src[0])  # type: ignore[arg-type]
         return [
-            _greedy_row(NumpyDecoderStep(model, options, memory[b], src[b]), max_new_tokens)  # type: ignore[arg-type]
+            _greedy_row(step if b == 0 else step.restart(memory[b], src[b]), max_new_tokens)
             for b in range(src.size(0))
         ]
     return _greedy_modules(model, src, memory, max_new_tokens, options)

@@ -318,11 +318,19 @@ class NumpyDecoderStep(NumpyStep):
         self.final_norm = _Norm.of(model.decoder_norm)
         self.unembedding = _view(model.lm_head.weight)  # (vocab_size, d_model)
         self.cross = [_Cross.of(b, options.ablated_heads("cross", i)) for i, b in enumerate(model.decoder)]
+        self.decoder, self.padding_mask = model.decoder, options.padding_mask
+        self.restart(memory, src)
+
+    def restart(self, memory: torch.Tensor, src: torch.Tensor) -> NumpyDecoderStep:
+        """This step over another source, from the first token again; the weights and position
+        tables stay (a batch's rows share them). memory (Ts, d_model), src (Ts,) as for __init__."""
         with torch.no_grad():  # each layer's keys and values of the memory, once: (H, Ts, d_head) each
-            kv = [block.cross_attn._keys_values(memory[None]) for block in model.decoder]
+            kv = [block.cross_attn._keys_values(memory[None]) for block in self.decoder]
         self.memory_keys = [k[0].numpy() for k, _ in kv]
         self.memory_values = [v[0].numpy() for _, v in kv]
-        self.hidden = (src == PAD_ID).cpu().numpy() if options.padding_mask else None  # (Ts,)
+        self.hidden = (src == PAD_ID).cpu().numpy() if self.padding_mask else None  # (Ts,)
+        self.length = 0
+        return self
 
     def _block(self, i: int, block: _Block, x: np.ndarray, p: int, bias: np.ndarray | None) -> np.ndarray:
         """Self-attention, cross-attention, then the MLP, each pre- or post-LN."""

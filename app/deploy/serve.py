@@ -296,9 +296,7 @@ class Server:
         self.say(f"starting {n} app processes on 127.0.0.1 ports {ports} (logs: {logs})")
         for i in range(n):
             self._start_app(i)
-        from attention_lab.frame.streamlit_private import HEALTH
-
-        urls = [f"http://127.0.0.1:{port}{HEALTH}" for port in self.ports]
+        urls = [support.health_url("127.0.0.1", port) for port in self.ports]
         problem = self._wait_healthy([p for p in self.apps if p], urls)
         if problem:
             self.say(problem)
@@ -344,10 +342,7 @@ class Server:
             _tail(logs / "nginx-test.log")
             raise Failed(f"nginx rejected the generated config {self.run_dir / 'nginx.conf'} (see above)")
         self.nginx = self._spawn([*argv, "-g", "daemon off;"], logs / "nginx.log")
-        from attention_lab.frame.streamlit_private import HEALTH
-
-        url = f"http://{support.url_host(self.options.address)}:{self.options.port}{HEALTH}"
-        if self._wait_healthy([self.nginx], [url]):
+        if self._wait_healthy([self.nginx], [support.health_url(self.options.address, self.options.port)]):
             _tail(logs / "error.log")
             _tail(logs / "nginx.log")
             raise Failed(f"nginx did not start on {self.options.address}:{self.options.port} (see above)")

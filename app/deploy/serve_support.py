@@ -64,6 +64,14 @@ def healthy(url: str) -> bool:
         return False
 
 
+def health_url(address: str, port: int) -> str:
+    """Streamlit's health route on address:port. Imported here, not at the top: the supervisor
+    itself never loads Streamlit."""
+    from attention_lab.frame.streamlit_private import HEALTH
+
+    return f"http://{url_host(address)}:{port}{HEALTH}"
+
+
 def url_host(address: str) -> str:
     """How a URL names `address`: IPv6 in brackets, and the wildcards as their loopback."""
     if address == "0.0.0.0":

@@ -3,6 +3,8 @@ pure function of the `lessons` package (or a small gathering of them) cached by 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 import torch
@@ -70,7 +72,21 @@ def rope_table(offset: int) -> pd.DataFrame:
 
 
 score_samples = shared_cache(variance.score_samples, max_entries=32)
-score_variance_table = shared_cache(variance.score_variance_table, max_entries=32)
+
+
+@functools.partial(shared_cache, max_entries=512)
+def score_variance(d_k: int, n_samples: int, seed: int = 0) -> tuple[float, float]:
+    """A row of /variance's table (two floats), from score_samples' cache: the slider's row is
+    the histogram's own draw, so a new d_k or n draws one row, not the table's five."""
+    return variance.score_variance(d_k, n_samples, seed, draw=score_samples)
+
+
+@functools.partial(shared_cache, max_entries=32)
+def score_variance_table(dims: tuple[int, ...], n_samples: int) -> variance.VarianceTable:
+    """/variance section 1: the measured variance for each d_k in dims, row by row from score_variance."""
+    return variance.score_variance_table(dims, n_samples, row=score_variance)
+
+
 lr_schedules = shared_cache(training.lr_schedules, max_entries=32)
 
 

@@ -10,7 +10,7 @@ Shapes: n samples or dimensions, m keys, L layers, H heads (n_heads), Tq queries
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,15 +60,29 @@ class VarianceTable:
     scaled: np.ndarray  # (n,) population variance of q.k / sqrt(d_k)
 
 
-def score_variance_table(dims: Sequence[int], n_samples: int, seed: int = 0) -> VarianceTable:
+Draw = Callable[[int, int, int], tuple[np.ndarray, np.ndarray]]  # score_samples or a cache of it
+
+
+def score_variance(
+    d_k: int, n_samples: int, seed: int = 0, draw: Draw = score_samples
+) -> tuple[float, float]:
+    """(raw, scaled): the population variance of q.k and of q.k / sqrt(d_k) over the n pairs
+    `draw` gives (one row of the table)."""
+    raw, scaled = draw(d_k, n_samples, seed)
+    return float(raw.var()), float(scaled.var())
+
+
+def score_variance_table(
+    dims: Sequence[int],
+    n_samples: int,
+    seed: int = 0,
+    row: Callable[[int, int, int], tuple[float, float]] = score_variance,
+) -> VarianceTable:
     """Measured variance of raw and scaled dot products for each d_k in dims (n,): the
-    evidence for "variance ~ d_k, and ~ 1 after the scaling"."""
-    raw, scaled = [], []
-    for d in dims:
-        r, s = score_samples(int(d), n_samples, seed)
-        raw.append(r.var())
-        scaled.append(s.var())
-    return VarianceTable(np.asarray(dims), np.asarray(raw), np.asarray(scaled))
+    evidence for "variance ~ d_k, and ~ 1 after the scaling". `row`: score_variance or a
+    cache of it, so that a page whose slider moves draws its new row alone."""
+    rows = [row(int(d), n_samples, seed) for d in dims]
+    return VarianceTable(np.asarray(dims), np.array([r for r, _ in rows]), np.array([s for _, s in rows]))
 
 
 # --------------------------------------------------------------------------------------

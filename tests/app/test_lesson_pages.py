@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_lab.charts.specs import WEIGHT_DIGITS, values
@@ -227,6 +228,23 @@ def test_variance_table_and_sliders() -> None:
     at.slider(key="variance_eps").set_value(0.2).run()
     assert metric(at, "probability on the true class") == "0.8200"
     assert at.query_params["d_k"] == "128" and at.query_params["eps"] == "0.2"
+
+
+def test_the_variance_tables_cached_rows_are_the_lessons_own_and_a_moved_slider_draws_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from attention_lab.lesson_pages import lesson_views
+    from attention_lab.lessons import variance
+
+    first = lesson_views.score_variance_table((4, 16, 64, 256, 300), 1500)
+    draws = []
+    randn = torch.randn
+    monkeypatch.setattr(torch, "randn", lambda *a, **k: draws.append(a) or randn(*a, **k))
+    second = lesson_views.score_variance_table((4, 16, 64, 256, 301), 1500)
+    assert draws == [(1500, 301), (1500, 301)]  # q and k of the new row; the others kept
+    for got, dims in ((first, (4, 16, 64, 256, 300)), (second, (4, 16, 64, 256, 301))):
+        want = variance.score_variance_table(dims, 1500)
+        assert np.array_equal(got.raw, want.raw) and np.array_equal(got.scaled, want.scaled)
 
 
 def test_variance_no_scaling_on_a_shipped_model() -> None:

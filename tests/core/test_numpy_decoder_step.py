@@ -37,13 +37,15 @@ def _source(model: Seq2Seq, lengths: tuple[int, ...]) -> torch.Tensor:
 
 
 def _steps_agree(model: Seq2Seq, options: InferenceOptions, lengths: tuple[int, ...] = (6, 3)) -> None:
-    """Each row's numpy steps give the logits of the modules' cached decode on the same tokens."""
+    """Each row's numpy steps give the logits of the modules' cached decode on the same tokens;
+    the later rows restart the first row's step (as greedy_decode does)."""
     _perturbed(model)
     src = _source(model, lengths)
     with torch.inference_mode():
         memory = model.encode(src, options=options)
+        step = NumpyDecoderStep(model, options, memory[0], src[0])
         for b in range(src.size(0)):
-            step, cache = NumpyDecoderStep(model, options, memory[b], src[b]), model.new_cache()
+            step, cache = step if b == 0 else step.restart(memory[b], src[b]), model.new_cache()
             tokens = [SOS_ID] + torch.randint(4, model.config.vocab_size, (9,)).tolist()
             for token in tokens:
                 x = torch.tensor([[token]])

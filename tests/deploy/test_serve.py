@@ -265,3 +265,18 @@ def test_bad_arguments_and_a_busy_port_are_named() -> None:
 def test_help() -> None:
     result = run_serve("--help")
     assert result.returncode == 0 and "--workers N" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("address", "base"),
+    [
+        ("0.0.0.0", "http://127.0.0.1:8080"),
+        ("::", "http://[::1]:8080"),
+        ("fd00::7", "http://[fd00::7]:8080"),
+        ("10.1.2.3", "http://10.1.2.3:8080"),
+    ],
+)
+def test_the_supervisor_probes_streamlits_health_route_where_it_listens(address: str, base: str) -> None:
+    from attention_lab.deploy.serve_support import health_url
+
+    assert health_url(address, 8080) == base + HEALTH

@@ -23,6 +23,34 @@ def test_score_variance_about_d_and_one() -> None:
     assert np.array_equal(raw, lesson.score_samples(64, 100, seed=3)[0])  # seeded
 
 
+def test_the_table_is_each_rows_draw_and_a_row_can_come_from_a_cache() -> None:
+    """Row by row: each d_k's variance is that of score_samples' own draw, bit for bit, and a
+    table given a cached row draws only the rows its cache lacks."""
+    dims, n = (4, 16, 37), 700
+    table = lesson.score_variance_table(dims, n)
+    for i, d in enumerate(dims):
+        raw, scaled = lesson.score_samples(d, n)
+        assert table.raw[i] == raw.var() and table.scaled[i] == scaled.var()
+    drawn: list[int] = []
+    kept: dict[tuple[int, int, int], tuple[float, float]] = {}
+
+    def counted(d_k: int, n_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        drawn.append(d_k)
+        return lesson.score_samples(d_k, n_samples, seed)
+
+    def cached(d_k: int, n_samples: int, seed: int) -> tuple[float, float]:
+        if (d_k, n_samples, seed) not in kept:
+            kept[d_k, n_samples, seed] = lesson.score_variance(d_k, n_samples, seed, draw=counted)
+        return kept[d_k, n_samples, seed]
+
+    first = lesson.score_variance_table(dims, n, row=cached)
+    second = lesson.score_variance_table((4, 16, 99), n, row=cached)
+    assert drawn == [4, 16, 37, 99]  # the moved slider's row alone
+    assert np.array_equal(first.raw, table.raw) and np.array_equal(first.scaled, table.scaled)
+    assert second.raw[:2].tolist() == table.raw[:2].tolist()
+    assert second.raw[2] == lesson.score_samples(99, n)[0].var()
+
+
 def test_softmax_jacobian_norm_matches_autograd() -> None:
     scores = torch.tensor([0.3, -1.2, 2.0, 0.5], dtype=torch.float64)
     jac = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), scores)
