@@ -43,16 +43,23 @@ PATTERNS: dict[str, tuple[str, Callable[[int, int, list[str]], np.ndarray], str]
 }
 
 
-def pattern_shares(weights: np.ndarray, keys: list[str], kind: str) -> dict[str, float]:
-    """Each applicable pattern's share of the (Tq, Tk) map's weight (its template score)."""
+def pattern_scores(weights: np.ndarray, keys: list[str], kind: str) -> dict[str, np.ndarray]:
+    """Each applicable pattern's template score of maps (..., Tq, Tk) -> (...): its share of
+    each map's weight, NaN where its template marks no row the map has weight in. Every head
+    of a grid at once."""
     w = np.nan_to_num(np.asarray(weights, dtype=np.float64))
-    tq, tk = w.shape
+    tq, tk = w.shape[-2:]
     cross = kind == "cross"
-    shares = {
-        name: float(template_score(w, make(tq, tk, keys)))
+    return {
+        name: template_score(w, make(tq, tk, keys))
         for name, (applies, make, _) in PATTERNS.items()
         if applies == "any" or (applies == "cross") == cross and (cross or tq == tk)
     }
+
+
+def pattern_shares(weights: np.ndarray, keys: list[str], kind: str) -> dict[str, float]:
+    """Each applicable pattern's share of the (Tq, Tk) map's weight, where it has one."""
+    shares = {name: float(score) for name, score in pattern_scores(weights, keys, kind).items()}
     return {name: s for name, s in shares.items() if np.isfinite(s)}
 
 
@@ -76,9 +83,9 @@ def attention_sentence(weights: np.ndarray, queries: list[str], keys: list[str],
 def grid_sentence(attention: np.ndarray, queries: list[str], keys: list[str], kind: str) -> str:
     """What a grid of every head (L, H, Tq, Tk) shows: its size and its clearest head."""
     n_layers, n_heads = attention.shape[:2]
-    heads = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
-    clearest = {lh: max(pattern_shares(attention[lh], keys, kind).values(), default=0.0) for lh in heads}
-    layer, head = max(heads, key=clearest.__getitem__)
+    scores = np.stack([np.zeros((n_layers, n_heads)), *pattern_scores(attention, keys, kind).values()])
+    clearest = np.where(np.isfinite(scores), scores, 0.0).max(0)  # (L, H): its best pattern's share
+    layer, head = np.unravel_index(int(np.argmax(clearest)), clearest.shape)  # the first, layer by layer
     says = attention_sentence(attention[layer, head], queries, keys, kind)
     size = f"{n_layers} layers by {n_heads} heads, each a map of {len(queries)} queries by {len(keys)} keys"
     return f"{size}. The clearest, layer {layer} head {head}: {says}"

@@ -107,13 +107,14 @@ def load_model(name: str) -> Checkpoint:
     Raises CheckpointError with a message for people when the name is unknown, the run
     expired (evicted), has not saved a model yet, or its files are corrupt. Every result
     has meta["weights_sha256"]."""
-    device = str(current_device())
+    device = str(current_device())  # the cached loaders are called by keyword: no signature lookup per call
     if is_run_id(name):
-        folder = run_folder(name)
-        return _load_run(name, device, (folder / META_FILE).stat().st_mtime)
+        saved_at = (run_folder(name) / META_FILE).stat().st_mtime
+        return _load_run(run_id=name, device=device, saved_at=saved_at)
     if name in installed_models():
-        return _load_installed(name, device, (resolve_checkpoint(name) / META_FILE).stat().st_mtime)
-    return _load_shipped(name, device)
+        saved_at = (resolve_checkpoint(name) / META_FILE).stat().st_mtime
+        return _load_installed(name=name, device=device, saved_at=saved_at)
+    return _load_shipped(name=name, device=device)
 
 
 def remember_run(run_id: str, label: str, task: str) -> None:
@@ -121,13 +122,14 @@ def remember_run(run_id: str, label: str, task: str) -> None:
     st.session_state.setdefault(MY_MODELS_KEY, {})[run_id] = {"label": label, "task": task}
 
 
-def checkpoint_label(name: str) -> str:
+def checkpoint_label(name: str, installed: dict[str, dict] | None = None) -> str:
     """What a selector shows: shipped names as they are, runs as 'label · run-1a2b3c4d…',
-    imported models with their size ('gpt2 · 124M parameters')."""
+    imported models with their size ('gpt2 · 124M parameters'). installed: installed_models(),
+    where the caller labels several names at once."""
     mine = st.session_state.get(MY_MODELS_KEY, {}).get(name)
     if mine:
         return f"{mine['label']} · {name[:12]}…"
-    if (meta := installed_models().get(name)) is not None:
+    if (meta := (installed_models() if installed is None else installed).get(name)) is not None:
         return f"{name} · {parameter_count(int(meta.get('parameters') or 0))} parameters"
     return name
 
@@ -143,7 +145,8 @@ def parameter_count(n: int) -> str:
 def checkpoint_labels(names: list[str]) -> Callable[[str], str]:
     """A selector's format_func over `names`: their labels as they are now (a frozen table:
     Streamlit may format again outside this run, where the session's runs cannot be read)."""
-    labels = {name: checkpoint_label(name) for name in names}
+    installed = installed_models()
+    labels = {name: checkpoint_label(name, installed) for name in names}
     return lambda name: labels.get(name, name)
 
 
@@ -195,7 +198,7 @@ def shipped_checkpoints() -> dict[str, dict]:
 def installed_models() -> dict[str, dict]:
     """name -> metadata of every imported model in ATTENTION_LAB_MODELS_DIR (an admin adds
     one by importing it there: it appears within a minute, no restart)."""
-    return _installed_models(str(settings.models_dir()))
+    return _installed_models(folder=str(settings.models_dir()))  # by keyword, as load_model's
 
 
 @st.cache_resource(ttl=60, show_spinner=False)

@@ -43,3 +43,30 @@ def test_a_grid_names_its_size_and_its_clearest_head() -> None:
         "2 layers by 2 heads, each a map of 4 queries by 4 keys. The clearest, layer 1 head 1:"
     )
     assert "each token looks at itself (100% of the weight)" in said
+
+
+def test_a_grid_scores_every_head_at_once_as_each_alone() -> None:
+    """Every head's pattern scores at once are each head's own, bit for bit, and the clearest head
+    is the first with the best share, layer by layer (ties, empty rows and NaN maps included)."""
+    from attention_lab.charts.describe import pattern_scores, pattern_shares
+
+    rng = np.random.default_rng(0)
+    for kind, (tq, tk) in [("self", (7, 7)), ("cross", (6, 5)), ("encoder_self", (5, 5))] * 4:
+        keys = [*"abcdefg"[: tk - 1], "<eos>"]
+        grid = rng.dirichlet(np.full(tk, 0.3), size=(3, 4, tq))  # (L, H, Tq, Tk)
+        grid[0, 1] = grid[2, 3]  # a tie: the earlier head is named
+        grid[1, 0, :2] = 0.0  # rows without weight
+        grid[1, 2] = np.nan  # a map with nothing in it
+        batched = pattern_scores(grid, keys, kind)
+        for layer in range(3):
+            for head in range(4):
+                alone = pattern_scores(grid[layer, head], keys, kind)
+                assert all(np.array_equal(batched[n][layer, head], alone[n], equal_nan=True) for n in alone)
+        best = {
+            (layer, head): max(pattern_shares(grid[layer, head], keys, kind).values(), default=0.0)
+            for layer in range(3)
+            for head in range(4)
+        }
+        layer, head = max(best, key=best.__getitem__)
+        queries = [f"q{i}" for i in range(tq)]
+        assert f"The clearest, layer {layer} head {head}:" in grid_sentence(grid, queries, keys, kind)
