@@ -3,8 +3,8 @@
 Charts only: every number arrives computed (the `lessons` package). Colours are shared across
 pages (charts.SERIES_COLORS): scaled/first series blue, unscaled/second series orange. Specs are
 built on every run: most cost less to build than their arrays and labels cost to hash as a cache
-key; the few that cost more to build are cached by their inputs (`shared_cache`). Long series
-are thinned and samples binned here, before they are sent.
+key; the few that cost more to build are cached in lesson_views by the small inputs they are drawn
+from. Long series are thinned and samples binned here, before they are sent.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from attention_lab.charts import specs as charts
 from attention_lab.charts import xy_charts
 from attention_lab.lessons.training import Schedules
 from attention_lab.lessons.variance import Saturation
-from attention_lab.models.compute import shared_cache
 
 CYCLE = charts.SERIES_COLORS
 FIRST, SECOND = CYCLE[:2]  # scaled, sinusoidal, Gaussian; unscaled, learned, boxcar
@@ -193,7 +192,6 @@ def _density(samples: np.ndarray, x_max: float, bins: int) -> tuple[np.ndarray, 
     return edges[:-1] + width / 2, density, width
 
 
-@shared_cache
 def score_histograms(raw: np.ndarray, scaled: np.ndarray, d_k: int, x_min_range: float = 50.0) -> Spec:
     """Histograms of q.k and of q.k / sqrt(d_k) (n,) on one shared x range: +-x_min_range
     (fixed while the samples fit, so growth shows), widened in steps of 10 to hold every sample.

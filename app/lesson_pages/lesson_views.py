@@ -9,11 +9,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from attention_lab.lesson_pages import lesson_charts, position_charts
 from attention_lab.lessons import basics, cost, positions, tokens, training, variance
 from attention_lab.models.compute import shared_cache
 from attention_lab.models.resources import load_model
 from transformer_core import CheckpointError, sinusoidal_positional_encoding
 from transformer_core import cost as counts
+from transformer_core.io import Checkpoint
 from transformer_core.models import count_parameters
 
 
@@ -74,6 +76,14 @@ def rope_table(offset: int) -> pd.DataFrame:
 score_samples = shared_cache(variance.score_samples, max_entries=32)
 
 
+@shared_cache
+def score_histograms(d_k: int, n_samples: int) -> lesson_charts.Spec:
+    """/variance section 1: the histograms of score_samples' draw, cached by (d_k, n) rather than
+    by the draw's 2n floats, which a cache would hash on every run."""
+    raw, scaled = score_samples(d_k, n_samples)
+    return lesson_charts.score_histograms(raw, scaled, d_k)
+
+
 @functools.partial(shared_cache, max_entries=512)
 def score_variance(d_k: int, n_samples: int, seed: int = 0) -> tuple[float, float]:
     """A row of /variance's table (two floats), from score_samples' cache: the slider's row is
@@ -99,6 +109,15 @@ def saturation(n_keys: int) -> variance.Saturation:
 parameter_counts = shared_cache(counts.parameter_counts, max_entries=64)
 block_trace = shared_cache(basics.block_trace, max_entries=32)
 cost_curves = shared_cache(cost.curves, max_entries=64)
+
+
+def t5_bias_charts(ckpt: Checkpoint, span: int) -> dict[str, lesson_charts.Spec]:
+    """/positions section 5: each T5 stack of the model (encoder, decoder or GPT) and its heads'
+    learned bias at every distance a query `span` positions long sees, drawn (compute.view_cached)."""
+    return {
+        where: position_charts.t5_bias_chart(positions.t5_head_biases(scheme, span), where)
+        for where, scheme in positions.t5_schemes(ckpt.model).items()
+    }
 
 
 @shared_cache

@@ -13,7 +13,6 @@ from attention_lab.charts import specs as charts
 from attention_lab.charts import xy_charts
 from attention_lab.lesson_pages.lesson_charts import FIRST, Spec
 from attention_lab.lessons.positions import T5Biases
-from attention_lab.models.compute import shared_cache
 
 
 def _numbered(n: int) -> list[str]:
@@ -182,7 +181,6 @@ def slopes_chart(slopes: np.ndarray) -> Spec:
     )
 
 
-@shared_cache
 def t5_bias_chart(biases: T5Biases, where: str) -> Spec:
     """Each head's learned T5 bias over the distance j - i, one curve per head."""
     heads = [f"head {h}" for h in range(len(biases.bias))]

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
+import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -139,4 +141,15 @@ def view_cached(fn: Callable[[Checkpoint, Any], R], checkpoint_name: str, reques
 def shared_cache(fn: Callable[..., R], max_entries: int = CACHE_ENTRIES) -> Callable[..., R]:
     """`fn`, a pure function (a chart builder, a lesson's numbers), cached by its arguments: one
     result, treated as read-only, serves every run and user (no copy per caller)."""
-    return st.cache_resource(max_entries=max_entries, show_spinner=False)(fn)
+    cached = st.cache_resource(max_entries=max_entries, show_spinner=False)(fn)
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY) for p in params):
+        raise TypeError(f"shared_cache: {fn.__qualname__} must take its arguments by name")
+    names = [p.name for p in params]
+
+    @functools.wraps(fn)
+    def by_name(*args: Any, **kwargs: Any) -> R:
+        """Streamlit looks each positional argument's name up in the signature on every call."""
+        return cached(**dict(zip(names, args, strict=False)), **kwargs)
+
+    return by_name

@@ -15,6 +15,7 @@ from attention_lab.lesson_pages import position_charts as pc
 from attention_lab.lesson_pages.lesson_page import chart_writer, in_range
 from attention_lab.lessons import positions as lesson
 from attention_lab.lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD
+from attention_lab.models.compute import view_cached
 from attention_lab.models.resources import load_model, model_choices, shipped_checkpoints
 from transformer_core import CheckpointError
 
@@ -427,13 +428,12 @@ if t5_names:
     clamp_state(P + "t5_model", t5_names, t5_names[0])  # a link's unknown model is named
     st.selectbox("trained model", t5_names, key=P + "t5_model", persist_state="session")
     try:
-        t5_model = load_model(st.session_state[P + "t5_model"]).model
+        t5_charts = view_cached(lesson_views.t5_bias_charts, st.session_state[P + "t5_model"], t5_len)
     except CheckpointError as e:
         st.error(f"{st.session_state[P + 't5_model']}: {e}")
     else:
-        for where, scheme in lesson.t5_schemes(t5_model).items():
-            biases = lesson.t5_head_biases(scheme, t5_len)
-            chart(pc.t5_bias_chart(biases, where), f"t5_bias_{where}")
+        for where, spec in t5_charts.items():
+            chart(spec, f"t5_bias_{where}")
             st.caption(
                 f"{where}: what each head adds to a score, by distance. A head whose bias peaks near 0 "
                 "keeps to the query's neighbours; one that stays high far away reads far back."

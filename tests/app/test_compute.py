@@ -90,3 +90,23 @@ def test_weights_without_a_stored_checksum_are_hashed_from_the_tensors() -> None
     with torch.no_grad():
         next(changed.model.parameters())[0].add_(1.0)
     assert compute.weights_sha256(changed) != computed
+
+
+def test_a_shared_cache_is_one_entry_however_its_arguments_are_passed() -> None:
+    calls: list[tuple[int, int]] = []
+
+    def area(width: int, height: int = 2) -> list[int]:
+        calls.append((width, height))
+        return [width * height]
+
+    cached = compute.shared_cache(area)
+    first = cached(3, 4)
+    assert cached(3, height=4) is first and cached(width=3, height=4) is first and calls == [(3, 4)]
+    assert cached(3) == [6] and calls == [(3, 4), (3, 2)]
+    assert cached.__name__ == "area"
+
+    def spread(*sizes: int) -> int:
+        return sum(sizes)
+
+    with pytest.raises(TypeError, match="spread must take its arguments by name"):
+        compute.shared_cache(spread)
