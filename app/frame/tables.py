@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,28 @@ def _text(value: Any, fmt: str | Callable[[Any], str] | None) -> str:
     return str(value)
 
 
+@dataclass(frozen=True)
+class Matrix:
+    """A matrix with named rows and columns, as a table reads it: float cells, unrounded
+    (`digits=` formats them). Built without pandas, which a lesson's many small q, k, v tables
+    do not need."""
+
+    values: list[list[float]]  # (rows, columns)
+    rows: list[Any]
+    columns: list[Any]
+
+    @classmethod
+    def of(cls, matrix: Any, rows: Sequence[Any], columns: Sequence[Any]) -> Matrix:
+        """A (len(rows), len(columns)) array of numbers as a table."""
+        values = np.asarray(matrix, dtype=float)
+        if values.shape != (len(rows), len(columns)):
+            raise ValueError(f"Matrix: {values.shape} values for {len(rows)} rows and {len(columns)} columns")
+        return cls(values.tolist(), list(rows), list(columns))
+
+
+FLOAT = np.dtype(float)
+
+
 def _rows(frame: pd.DataFrame, dtypes: list[Any]) -> list[list[Any]]:
     """The frame's values row by row: a matrix of one numeric numpy dtype in one call (as
     Python numbers), any other frame a column at a time (each as pandas hands out its values)."""
@@ -85,7 +108,7 @@ def _rows(frame: pd.DataFrame, dtypes: list[Any]) -> list[list[Any]]:
 
 
 def to_html(
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | Matrix,
     *,
     key: str,
     digits: int | None = None,
@@ -98,7 +121,11 @@ def to_html(
     digits: decimals of every float column; formats: column -> format of its numbers (over
     digits); bars: column -> (lo, hi), each value drawn as a bar of its share of that range
     behind its text; height: px before the table scrolls."""
-    names, dtypes = frame.columns.tolist(), frame.dtypes.tolist()
+    if isinstance(frame, Matrix):
+        names, dtypes, labels, values = frame.columns, [FLOAT] * len(frame.columns), frame.rows, frame.values
+    else:
+        names, dtypes, labels = frame.columns.tolist(), frame.dtypes.tolist(), frame.index.tolist()
+        values = _rows(frame, dtypes)
     kinds = {c: dtype.kind for c, dtype in zip(names, dtypes, strict=True)}
     floats = [c for c in names if kinds[c] == "f"] if digits is not None else []
     formats = {**dict.fromkeys(floats, f"{{:.{digits}f}}"), **(formats or {})}
@@ -107,7 +134,7 @@ def to_html(
     numeric = {c: kinds[c] in "iuf" for c in kinds}
     head = ([("", False)] if index else []) + [(str(c), numeric[c] or c in bars) for c in names]
     rows = []
-    for label, row in zip(frame.index.tolist(), _rows(frame, dtypes), strict=True):
+    for label, row in zip(labels, values, strict=True):
         cells = [f"<th>{esc(_text(label, None))}</th>"] if index else []
         for column, value in zip(names, row, strict=True):
             text = esc(_text(value, formats.get(column)))
@@ -136,7 +163,10 @@ def style() -> None:
 
 
 def show_many(
-    tables: list[tuple[str, pd.DataFrame, str, dict[str, Any]]], *, min_px: int = 300, where: Any = None
+    tables: list[tuple[str, pd.DataFrame | Matrix, str, dict[str, Any]]],
+    *,
+    min_px: int = 300,
+    where: Any = None,
 ) -> None:
     """Several titled tables, (title, frame, key, to_html options), side by side as room allows
     (each at least min_px wide), in one element: one message for a page's run, not two a table."""
@@ -147,7 +177,7 @@ def show_many(
     (where or st).html(f'<div class="lab-grid" style="--min: {int(min_px)}px">{figures}</div>')
 
 
-def show(frame: pd.DataFrame, *, key: str, where: Any = None, **options: Any) -> None:
+def show(frame: pd.DataFrame | Matrix, *, key: str, where: Any = None, **options: Any) -> None:
     """Write `frame` as an HTML table (options: see `to_html`) in `where` (a column or
     container), else the page; its look comes from `style()`, sent once per run."""
     (where or st).html(to_html(frame, key=key, **options))

@@ -16,9 +16,10 @@ import streamlit as st
 from attention_lab.charts.specs import WEIGHT_DIGITS, weight_text
 from attention_lab.frame import tables
 from attention_lab.frame.state import init_state, write_state
+from attention_lab.frame.tables import Matrix
 from attention_lab.lesson_pages import lesson_charts as lc
 from attention_lab.lesson_pages import lesson_views
-from attention_lab.lesson_pages.lesson_page import chart_writer, in_range, matrix_frame
+from attention_lab.lesson_pages.lesson_page import chart_writer, in_range
 from attention_lab.lessons import basics as lesson
 from attention_lab.lessons import tokens
 from transformer_core import CheckpointError
@@ -197,7 +198,7 @@ with c2:
 c1, _ = st.columns([3, 2])
 c1.markdown("**Masked softmax weights**")
 tables.show(
-    matrix_frame(masked_w, row_labels, key_labels), key=P + "masked_table", digits=WEIGHT_DIGITS, where=c1
+    Matrix.of(masked_w, row_labels, key_labels), key=P + "masked_table", digits=WEIGHT_DIGITS, where=c1
 )
 
 # ---------------------------------------------------------------------------------------
@@ -280,12 +281,12 @@ mat = lesson.matrix_attention(lesson.BATCH_Q, lesson.BATCH_K, lesson.BATCH_V)
 c1, c2, c3 = st.columns([1, 2, 1])
 with c1:
     st.markdown("**Q**")
-    tables.show(matrix_frame(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_q", digits=2)
+    tables.show(Matrix.of(lesson.BATCH_Q[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_q", digits=2)
     keys = [f"k{j}" for j in range(4)]
     st.markdown("**K**")  # K and V as two narrow tables, like Q: no column hidden at 1280x720
-    tables.show(matrix_frame(lesson.BATCH_K[b], keys, ["x", "y"]), key=P + "mat_k", digits=2)
+    tables.show(Matrix.of(lesson.BATCH_K[b], keys, ["x", "y"]), key=P + "mat_k", digits=2)
     st.markdown("**V** (row j belongs to key k_j)")
-    tables.show(matrix_frame(lesson.BATCH_V[b], keys, ["x", "y"]), key=P + "mat_v", digits=2)
+    tables.show(Matrix.of(lesson.BATCH_V[b], keys, ["x", "y"]), key=P + "mat_v", digits=2)
 with c2:
     chart(
         lc.value_heatmap(
@@ -299,7 +300,7 @@ with c2:
     )
 with c3:
     st.markdown("**outputs** = weights · V")
-    tables.show(matrix_frame(mat.outputs[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_out", digits=4)
+    tables.show(Matrix.of(mat.outputs[b], ["q0", "q1"], ["x", "y"]), key=P + "mat_out", digits=4)
 if b == 1:
     st.caption("Key 3 = (5, 5) is far longer than the others: it dominates both queries of this sequence.")
 
@@ -315,7 +316,7 @@ c1, c2 = st.columns([1.4, 3])  # X's four columns fit
 with c1:
     st.markdown("**X** (4 tokens, d = 4)")
     tables.show(
-        matrix_frame(lesson.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)]),
+        Matrix.of(lesson.SPLIT_X, [f"t{i}" for i in range(4)], [f"x{j}" for j in range(4)]),
         key=P + "split_x",
         digits=1,
     )
@@ -340,7 +341,7 @@ with c2:
 st.markdown("**Concatenated output** (each head's output side by side)")
 c1, _ = st.columns([3, 2])
 tables.show(
-    matrix_frame(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]),
+    Matrix.of(heads.concat, [f"t{i}" for i in range(4)], [f"out{j}" for j in range(4)]),
     key=P + "split_out",
     digits=4,
     where=c1,
@@ -376,11 +377,11 @@ dims = [f"d{j}" for j in range(4)]
 c1, c2 = st.columns(2)
 with c1:
     st.markdown("**Output on the original order**")
-    tables.show(matrix_frame(check.output, list(PERM_TOKENS), dims), key=P + "perm_out", digits=4)
+    tables.show(Matrix.of(check.output, list(PERM_TOKENS), dims), key=P + "perm_out", digits=4)
 with c2:
     st.markdown(f"**Output on the shuffled input** ({_order(perm)})")
     tables.show(
-        matrix_frame(check.shuffled_output, [PERM_TOKENS[i] for i in order], dims),
+        Matrix.of(check.shuffled_output, [PERM_TOKENS[i] for i in order], dims),
         key=P + "perm_shuffled",
         digits=4,
     )
@@ -395,7 +396,7 @@ if equivariant:
 else:
     st.info("With positions added, the same token gets a different output in a different slot.")
 with st.expander("the token vectors"):
-    tables.show(matrix_frame(lesson.PERM_X, list(PERM_TOKENS), dims), key=P + "perm_x", digits=2)
+    tables.show(Matrix.of(lesson.PERM_X, list(PERM_TOKENS), dims), key=P + "perm_x", digits=2)
 
 # ---------------------------------------------------------------------------------------
 st.header("7 · One encoder block, opened")
@@ -408,7 +409,7 @@ words = [f"{i}:{w}" for i, w in enumerate(lesson.PE_WORDS)]
 dims = [f"d{j}" for j in range(4)]
 three = {"digits": 3}
 tables.show_many(
-    [(title, matrix_frame(m, words, dims), P + key, three)
+    [(title, Matrix.of(m, words, dims), P + key, three)
      for title, m, key in (("X", lesson.PE_X, "pe_x"), ("+ PE", pe, "pe_pe"), ("= Z", z, "pe_z"))],
     min_px=330,
 )  # fmt: skip
@@ -433,7 +434,7 @@ steps = (
 )
 for part, wide in ((steps[:5], 300), (steps[5:6], 560), (steps[6:], 300)):  # the FFN's 8-wide layer alone
     tables.show_many(
-        [(title, matrix_frame(m, toks, names), P + "block_" + key, three) for title, m, names, key in part],
+        [(title, Matrix.of(m, toks, names), P + "block_" + key, three) for title, m, names, key in part],
         min_px=wide,
     )
 stats = pd.DataFrame(
@@ -446,7 +447,7 @@ stats = pd.DataFrame(
     index=toks,
 )
 tables.show_many(
-    [(f"Head {h}'s weights (rows sum to 1)", matrix_frame(b.weights[h], toks, toks), P + f"block_w{h}", three)
+    [(f"Head {h}'s weights (rows sum to 1)", Matrix.of(b.weights[h], toks, toks), P + f"block_w{h}", three)
      for h in range(2)]
     + [("Each token before and after the norm (steps 4 and 5)", stats, P + "block_stats", three)]
 )  # fmt: skip

@@ -134,6 +134,27 @@ def test_html_tables_keep_row_names_text_columns_and_bars_cell_for_cell() -> Non
     assert "<tbody><tr><th>0</th></tr><tr><th>1</th></tr></tbody>" in empty
 
 
+def test_a_matrix_table_is_the_html_of_the_frame_it_stands_for() -> None:
+    """tables.Matrix (a lesson's q, k, v without pandas) writes the bytes its float frame would:
+    row names, column names, digits, formats, bars, NaN and infinities, every shape /basics uses."""
+    from attention_lab.frame import tables
+
+    rng = np.random.default_rng(1)
+    for shape in [(2, 2), (4, 4), (5, 8), (1, 3), (6, 6)]:
+        values = rng.normal(size=shape) * 10.0 ** rng.integers(-3, 3, size=shape)
+        values[0, 0] = np.nan
+        values[-1, -1] = -np.inf
+        rows, cols = [f"t{i}" for i in range(shape[0])], ["x", "<y>", *[f"d{j}" for j in range(shape[1] - 2)]]
+        cols = cols[: shape[1]]
+        names = pd.Index(rows, dtype=object), pd.Index(cols, dtype=object)
+        frame = pd.DataFrame(values, index=names[0], columns=names[1])
+        for options in [{"digits": 4}, {"digits": 2, "index": False}, {}, {"bars": {cols[0]: (-1.0, 1.0)}}]:
+            matrix = tables.Matrix.of(values, rows, cols)
+            assert tables.to_html(matrix, key="m", **options) == tables.to_html(frame, key="m", **options)
+    with pytest.raises(ValueError, match=r"\(2, 2\) values for 3 rows and 2 columns"):
+        tables.Matrix.of(np.zeros((2, 2)), ["a", "b", "c"], ["x", "y"])
+
+
 # ---------------------------------------------------------------- the drawing modules (app/static)
 
 MODULES = [chart_script.SCRIPT, *chart_script.modules()]
