@@ -80,11 +80,17 @@ def attention_sentence(weights: np.ndarray, queries: list[str], keys: list[str],
     return f"{pattern}; {strongest}."
 
 
+def _best_shares(maps: np.ndarray, keys: list[str], kind: str) -> np.ndarray:
+    """Each head's (H, Tq, Tk) largest pattern share (H,), 0 where none applies. One layer's heads
+    at once: a whole grid of a large model in float64 would take gigabytes."""
+    scores = np.stack([np.zeros(len(maps)), *pattern_scores(maps, keys, kind).values()])
+    return np.where(np.isfinite(scores), scores, 0.0).max(0)
+
+
 def grid_sentence(attention: np.ndarray, queries: list[str], keys: list[str], kind: str) -> str:
     """What a grid of every head (L, H, Tq, Tk) shows: its size and its clearest head."""
     n_layers, n_heads = attention.shape[:2]
-    scores = np.stack([np.zeros((n_layers, n_heads)), *pattern_scores(attention, keys, kind).values()])
-    clearest = np.where(np.isfinite(scores), scores, 0.0).max(0)  # (L, H): its best pattern's share
+    clearest = np.stack([_best_shares(maps, keys, kind) for maps in attention])  # (L, H), a layer at a time
     layer, head = np.unravel_index(int(np.argmax(clearest)), clearest.shape)  # the first, layer by layer
     says = attention_sentence(attention[layer, head], queries, keys, kind)
     size = f"{n_layers} layers by {n_heads} heads, each a map of {len(queries)} queries by {len(keys)} keys"

@@ -66,7 +66,7 @@ def healthy(url: str) -> bool:
 
 def health_url(address: str, port: int) -> str:
     """Streamlit's health route on address:port. Imported here, not at the top: the supervisor
-    itself never loads Streamlit."""
+    loads Streamlit only once its app processes start."""
     from attention_lab.frame.streamlit_private import HEALTH
 
     return f"http://{url_host(address)}:{port}{HEALTH}"

@@ -94,7 +94,7 @@ class Matrix:
         return cls(values.tolist(), list(rows), list(columns))
 
 
-FLOAT = np.dtype(float)
+_FLOAT64 = np.dtype(float)  # a Matrix's cells, as a frame of floats holds them
 
 
 def _rows(frame: pd.DataFrame, dtypes: list[Any]) -> list[list[Any]]:
@@ -122,7 +122,12 @@ def to_html(
     digits); bars: column -> (lo, hi), each value drawn as a bar of its share of that range
     behind its text; height: px before the table scrolls."""
     if isinstance(frame, Matrix):
-        names, dtypes, labels, values = frame.columns, [FLOAT] * len(frame.columns), frame.rows, frame.values
+        names, dtypes, labels, values = (
+            frame.columns,
+            [_FLOAT64] * len(frame.columns),
+            frame.rows,
+            frame.values,
+        )
     else:
         names, dtypes, labels = frame.columns.tolist(), frame.dtypes.tolist(), frame.index.tolist()
         values = _rows(frame, dtypes)

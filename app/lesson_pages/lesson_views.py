@@ -1,5 +1,6 @@
-"""The lesson pages' numbers that take more than a blink, shared by every run and user: each is a
-pure function of the `lessons` package (or a small gathering of them) cached by its arguments."""
+"""The lesson pages' numbers and charts that take more than a blink, shared by every run and user:
+each a pure function of the `lessons` package (or a small gathering of them, or a chart drawn from
+them) cached by its arguments, or by the weights of the model it reads."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 
 from attention_lab.lesson_pages import lesson_charts, position_charts
 from attention_lab.lessons import basics, cost, positions, tokens, training, variance
-from attention_lab.models.compute import shared_cache
+from attention_lab.models.compute import model_device, shared_cache, weights_sha256
 from attention_lab.models.resources import load_model
 from transformer_core import CheckpointError, sinusoidal_positional_encoding
 from transformer_core import cost as counts
@@ -111,12 +112,22 @@ block_trace = shared_cache(basics.block_trace, max_entries=32)
 cost_curves = shared_cache(cost.curves, max_entries=64)
 
 
-def t5_bias_charts(ckpt: Checkpoint, span: int) -> dict[str, lesson_charts.Spec]:
-    """/positions section 5: each T5 stack of the model (encoder, decoder or GPT) and its heads'
-    learned bias at every distance a query `span` positions long sees, drawn (compute.view_cached)."""
+def t5_bias_charts(name: str, span: int) -> dict[str, lesson_charts.Spec]:
+    """/positions section 5: each T5 stack of the model `name` (encoder, decoder or GPT) and its
+    heads' learned bias at every distance a query `span` positions long sees, drawn. Cached by the
+    weights, not the name (an installed model can be imported anew), in a cache of its own: a
+    dragged span slider does not push the explorers' views out of theirs. CheckpointError as
+    load_model."""
+    ckpt = load_model(name)
+    return _t5_bias_charts(weights=f"{weights_sha256(ckpt)} {model_device(ckpt)}", span=span, _ckpt=ckpt)
+
+
+@functools.partial(shared_cache, max_entries=32)
+def _t5_bias_charts(weights: str, span: int, _ckpt: Checkpoint) -> dict[str, lesson_charts.Spec]:
+    """t5_bias_charts, keyed by `weights` and span (Streamlit leaves `_ckpt` out of the key)."""
     return {
         where: position_charts.t5_bias_chart(positions.t5_head_biases(scheme, span), where)
-        for where, scheme in positions.t5_schemes(ckpt.model).items()
+        for where, scheme in positions.t5_schemes(_ckpt.model).items()
     }
 
 

@@ -61,6 +61,7 @@ class VarianceTable:
 
 
 Draw = Callable[[int, int, int], tuple[np.ndarray, np.ndarray]]  # score_samples or a cache of it
+Row = Callable[[int, int, int], tuple[float, float]]  # score_variance or a cache of it
 
 
 def score_variance(
@@ -76,7 +77,7 @@ def score_variance_table(
     dims: Sequence[int],
     n_samples: int,
     seed: int = 0,
-    row: Callable[[int, int, int], tuple[float, float]] = score_variance,
+    row: Row = score_variance,
 ) -> VarianceTable:
     """Measured variance of raw and scaled dot products for each d_k in dims (n,): the
     evidence for "variance ~ d_k, and ~ 1 after the scaling". `row`: score_variance or a

@@ -142,14 +142,22 @@ def shared_cache(fn: Callable[..., R], max_entries: int = CACHE_ENTRIES) -> Call
     """`fn`, a pure function (a chart builder, a lesson's numbers), cached by its arguments: one
     result, treated as read-only, serves every run and user (no copy per caller)."""
     cached = st.cache_resource(max_entries=max_entries, show_spinner=False)(fn)
-    params = inspect.signature(fn).parameters.values()
-    if any(p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY) for p in params):
+    params = list(inspect.signature(fn).parameters.values())
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in params):
         raise TypeError(f"shared_cache: {fn.__qualname__} must take its arguments by name")
-    names = [p.name for p in params]
+    positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    defaults = {p.name: p.default for p in params if p.default is not p.empty}
+    order = [p.name for p in params]
 
     @functools.wraps(fn)
     def by_name(*args: Any, **kwargs: Any) -> R:
-        """Streamlit looks each positional argument's name up in the signature on every call."""
-        return cached(**dict(zip(names, args, strict=False)), **kwargs)
+        """Every argument by name, defaults filled in, in the signature's order: one cache entry
+        however a call spells them (Streamlit keys on them as passed, and looks each positional
+        one's name up in the signature on every call)."""
+        if len(args) > len(positional):
+            raise TypeError(f"{fn.__qualname__}() takes {len(positional)} positional arguments")
+        given = {**defaults, **dict(zip(positional, args, strict=False)), **kwargs}
+        ordered = {name: given.pop(name) for name in order if name in given}
+        return cached(**ordered, **given)  # what is left: names fn does not take, which it refuses
 
     return by_name

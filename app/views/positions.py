@@ -15,7 +15,6 @@ from attention_lab.lesson_pages import position_charts as pc
 from attention_lab.lesson_pages.lesson_page import chart_writer, in_range
 from attention_lab.lessons import positions as lesson
 from attention_lab.lessons.positions import LEARNED_EXPECTED, ROPE_D_HEAD
-from attention_lab.models.compute import view_cached
 from attention_lab.models.resources import load_model, model_choices, shipped_checkpoints
 from transformer_core import CheckpointError
 
@@ -428,7 +427,7 @@ if t5_names:
     clamp_state(P + "t5_model", t5_names, t5_names[0])  # a link's unknown model is named
     st.selectbox("trained model", t5_names, key=P + "t5_model", persist_state="session")
     try:
-        t5_charts = view_cached(lesson_views.t5_bias_charts, st.session_state[P + "t5_model"], t5_len)
+        t5_charts = lesson_views.t5_bias_charts(st.session_state[P + "t5_model"], t5_len)
     except CheckpointError as e:
         st.error(f"{st.session_state[P + 't5_model']}: {e}")
     else:

@@ -148,7 +148,13 @@ def test_a_matrix_table_is_the_html_of_the_frame_it_stands_for() -> None:
         cols = cols[: shape[1]]
         names = pd.Index(rows, dtype=object), pd.Index(cols, dtype=object)
         frame = pd.DataFrame(values, index=names[0], columns=names[1])
-        for options in [{"digits": 4}, {"digits": 2, "index": False}, {}, {"bars": {cols[0]: (-1.0, 1.0)}}]:
+        for options in [
+            {"digits": 4},
+            {"digits": 2, "index": False},
+            {},
+            {"bars": {cols[0]: (-1.0, 1.0)}},
+            {"digits": 3, "formats": {cols[0]: "{:.1e}", cols[-1]: lambda v: f"{v:+.2f}"}},
+        ]:
             matrix = tables.Matrix.of(values, rows, cols)
             assert tables.to_html(matrix, key="m", **options) == tables.to_html(frame, key="m", **options)
     with pytest.raises(ValueError, match=r"\(2, 2\) values for 3 rows and 2 columns"):

@@ -101,12 +101,21 @@ def test_a_shared_cache_is_one_entry_however_its_arguments_are_passed() -> None:
 
     cached = compute.shared_cache(area)
     first = cached(3, 4)
-    assert cached(3, height=4) is first and cached(width=3, height=4) is first and calls == [(3, 4)]
-    assert cached(3) == [6] and calls == [(3, 4), (3, 2)]
-    assert cached.__name__ == "area"
+    assert cached(3, height=4) is first and cached(height=4, width=3) is first and calls == [(3, 4)]
+    two = cached(3)
+    assert two == [6] and cached(3, 2) is two and cached(width=3, height=2) is two
+    assert calls == [(3, 4), (3, 2)] and cached.__name__ == "area"
+    with pytest.raises(TypeError, match="takes 2 positional arguments"):
+        cached(3, 4, 5)
+    with pytest.raises(TypeError, match="depth"):
+        cached(3, depth=1)
 
     def spread(*sizes: int) -> int:
         return sum(sizes)
 
-    with pytest.raises(TypeError, match="spread must take its arguments by name"):
-        compute.shared_cache(spread)
+    def options(**named: int) -> int:
+        return len(named)
+
+    for fn in (spread, options):
+        with pytest.raises(TypeError, match=f"{fn.__name__} must take its arguments by name"):
+            compute.shared_cache(fn)

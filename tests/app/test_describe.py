@@ -70,3 +70,16 @@ def test_a_grid_scores_every_head_at_once_as_each_alone() -> None:
         layer, head = max(best, key=best.__getitem__)
         queries = [f"q{i}" for i in range(tq)]
         assert f"The clearest, layer {layer} head {head}:" in grid_sentence(grid, queries, keys, kind)
+
+
+def test_the_clearest_head_is_the_first_of_equals_and_an_empty_grid_names_the_first() -> None:
+    tokens = list("abcd")
+    uniform, diagonal = np.full((4, 4), 0.25), np.eye(4)
+    grid = np.stack([np.stack([uniform, diagonal]), np.stack([diagonal, uniform])])  # (2, 2, 4, 4): a tie
+    assert "The clearest, layer 0 head 1: each token looks at itself" in grid_sentence(
+        grid, tokens, tokens, "encoder_self"
+    )
+    empty = np.full((2, 3, 4, 4), np.nan)  # nothing in any map: no pattern holds any weight
+    assert "The clearest, layer 0 head 0: the weight is spread" in grid_sentence(
+        empty, tokens, tokens, "encoder_self"
+    )

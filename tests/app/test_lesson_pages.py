@@ -233,18 +233,32 @@ def test_variance_table_and_sliders() -> None:
 def test_the_variance_tables_cached_rows_are_the_lessons_own_and_a_moved_slider_draws_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A page moved to a new d_k draws its pairs once: for the histogram, whose draw the table's
+    new row reads; every other row is kept. Each row is the lesson's own number, to the bit."""
     from attention_lab.lesson_pages import lesson_views
     from attention_lab.lessons import variance
 
-    first = lesson_views.score_variance_table((4, 16, 64, 256, 300), 1500)
+    first = lesson_views.score_variance_table((4, 16, 64, 256, 300), 1700)
     draws = []
     randn = torch.randn
     monkeypatch.setattr(torch, "randn", lambda *a, **k: draws.append(a) or randn(*a, **k))
-    second = lesson_views.score_variance_table((4, 16, 64, 256, 301), 1500)
-    assert draws == [(1500, 301), (1500, 301)]  # q and k of the new row; the others kept
+    lesson_views.score_histograms(301, 1700)  # the page draws its histogram first
+    second = lesson_views.score_variance_table((4, 16, 64, 256, 301), 1700)
+    assert draws == [(1700, 301), (1700, 301)]  # q and k of the new d_k, once
     for got, dims in ((first, (4, 16, 64, 256, 300)), (second, (4, 16, 64, 256, 301))):
-        want = variance.score_variance_table(dims, 1500)
+        want = variance.score_variance_table(dims, 1700)
         assert np.array_equal(got.raw, want.raw) and np.array_equal(got.scaled, want.scaled)
+
+
+def test_t5_bias_charts_are_kept_per_model_and_span() -> None:
+    from attention_lab.lesson_pages import lesson_views
+    from transformer_core import CheckpointError
+
+    charts = lesson_views.t5_bias_charts("reverse-t5", 9)
+    assert set(charts) == {"encoder", "decoder"} and lesson_views.t5_bias_charts("reverse-t5", 9) is charts
+    assert lesson_views.t5_bias_charts("reverse-t5", 10) is not charts
+    with pytest.raises(CheckpointError):
+        lesson_views.t5_bias_charts("no-such-model", 9)
 
 
 def test_variance_no_scaling_on_a_shipped_model() -> None:
