@@ -50,11 +50,11 @@ CLASS_TESTS = (
 TEST_TOOLS = ("pytest", "playwright", "websockets", "pillow")  # what the class tests import beside the app
 # Run in the environment: the adapter's check, as JSON (no caching, no warning).
 CHECK = """
-import json, streamlit
+import json
 from attention_lab.frame import streamlit_dom, streamlit_private as private
 found = private.probe_all()
 print(json.dumps({"streamlit": found.streamlit, "missing": list(found.missing),
-                  "parts": list(private.PARTS), "from": streamlit.__file__,
+                  "parts": list(private.PARTS), "from": str(private.frontend_build().parent),
                   "dom_missing": streamlit_dom.missing(), "dom_parts": len(streamlit_dom.PARTS)}))
 """
 

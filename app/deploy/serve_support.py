@@ -13,7 +13,6 @@ imports only the standard library from here; `preflight` runs in a process of it
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import socket
@@ -112,19 +111,13 @@ def nginx_config(
     return ("user nobody nogroup;\n" if as_root else "") + conf
 
 
-def streamlit_static() -> Path:
-    """Streamlit's frontend build (static/static in the installed streamlit), found without importing it."""
-    spec = importlib.util.find_spec("streamlit")
-    if spec is None or spec.origin is None:
-        raise OSError(f"{sys.executable} cannot find streamlit")
-    return Path(spec.origin).parent / "static" / "static"
-
-
 def copy_static(app: Path) -> Path:
     """Streamlit's frontend build and the app's static/ in a fresh world-readable folder:
     as root, nginx's worker runs as nobody, which may read neither the Python install nor a
     run folder inside a private one. The caller removes it."""
-    source = streamlit_static()
+    from attention_lab.frame.streamlit_private import frontend_build
+
+    source = frontend_build() / "static"
     if not source.is_dir():
         raise OSError(f"Streamlit's static files are not at {source}")
     folder = Path(tempfile.mkdtemp(prefix="attention-lab-static."))

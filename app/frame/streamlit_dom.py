@@ -60,9 +60,9 @@ def missing() -> list[str]:
     """The hooks of the table the installed Streamlit's frontend (its shipped JS) does not write,
     as "name: value": [] where every attribute and value is there, in quotes or, for a prefix
     (`^=`) or a value Streamlit builds from a template ("stAlertContent${kind}"), its head."""
-    import streamlit  # here, not at import: the stylesheets and scripts above need none of it
+    from attention_lab.frame.streamlit_private import frontend_build  # the stylesheets above need none of it
 
-    folder = Path(streamlit.__file__).parent / "static" / "static" / "js"
+    folder = frontend_build() / "static" / "js"
     scripts = sorted(folder.glob("*.js"))
     if not scripts:
         raise FileNotFoundError(f"no frontend code in {folder}: is Streamlit installed whole?")

@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import dis
-import importlib
 import inspect
 import logging
 import os
@@ -30,6 +28,7 @@ import streamlit
 from streamlit import runtime
 
 # `X as X`: re-exported, so the harness and the tests import no Streamlit internals themselves
+from streamlit.delta_generator import DeltaGenerator as DeltaGenerator
 from streamlit.proto.BackMsg_pb2 import BackMsg as BackMsg
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.Element_pb2 import Element as Element
@@ -41,6 +40,10 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.session_state import SessionState as SessionState
 
 from attention_lab.frame import sockets
+from attention_lab.frame.introspection import assigned as _assigned
+from attention_lab.frame.introspection import field as _field
+from attention_lab.frame.introspection import find as _find
+from attention_lab.frame.introspection import method as _method
 
 _LOG = logging.getLogger(__name__)
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server keeps the browser's XSRF token in
@@ -61,51 +64,6 @@ _APPTEST_RUNNER = "streamlit.testing.v1.local_script_runner:LocalScriptRunner"
 
 
 # ---------------------------------------------------------------- the check
-
-
-def _find(where: str) -> Any:
-    """The object at 'module:Name' ('module' alone: the module); raises where it is gone."""
-    module, _, name = where.partition(":")
-    found = importlib.import_module(module)
-    return getattr(found, name) if name else found
-
-
-def _codes(code: types.CodeType) -> Iterable[types.CodeType]:
-    """A function's code and the code inside it (comprehensions, nested functions)."""
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _codes(const)
-
-
-def _functions(value: Any) -> list[Any]:
-    """The functions behind a class attribute: a method, a property's accessors, a static one."""
-    if isinstance(value, property):
-        return [f for f in (value.fget, value.fset, value.fdel) if f is not None]
-    return [getattr(value, "__func__", value)]
-
-
-def _assigned(where: str, name: str) -> bool:
-    """Whether a method of the class at `where` (or of a base) sets `self.<name>`: an instance
-    attribute, which the class itself does not have until an instance is made."""
-    functions = [f for cls in _find(where).__mro__ for value in vars(cls).values() for f in _functions(value)]
-    codes = [part for f in functions if hasattr(f, "__code__") for part in _codes(f.__code__)]
-    return any(
-        i.opname == "STORE_ATTR" and i.argval == name for part in codes for i in dis.get_instructions(part)
-    )
-
-
-def _method(where: str, name: str) -> bool:
-    """Whether the class at `where` has a method `name` (defined on it or a base)."""
-    return callable(getattr(_find(where), name, None))
-
-
-def _field(where: str, name: str) -> bool:
-    """Whether the dataclass or NamedTuple at `where` has the field `name`."""
-    cls = _find(where)
-    if dataclasses.is_dataclass(cls):
-        return name in {f.name for f in dataclasses.fields(cls)}
-    return name in getattr(cls, "_fields", ())
 
 
 def _xsrf_format() -> bool:
@@ -228,6 +186,18 @@ PROFILED = {
 }
 
 
+#: Streamlit's modules by the part of a page run they do (what the profiles' split charges them to)
+RUN_PARTS = {
+    "serialisation": (
+        "streamlit.proto",
+        "streamlit.runtime.forward_msg_cache",
+        "streamlit.runtime.runtime_util",
+    ),
+    "sending": ("streamlit.web.server", _QUEUE),
+    "compile": (_SCRIPTS.partition(":")[0], "streamlit.runtime.scriptrunner.magic"),  # a page compiled again
+}
+
+
 def runner_session_id(runner: Any) -> str:
     """The session a ScriptRunner (the PROFILED "run_script" hook's argument) runs scripts for."""
     return str(getattr(runner, "_session_id", ""))
@@ -285,16 +255,29 @@ def script_config(script: Path) -> types.ModuleType:
     return config
 
 
-def config_files(script: Path) -> list[str]:
-    """The config.toml files `streamlit run <script>` reads, in order (the last one wins); the
-    process's own script path is left as it was."""
+def config_files(script: Path | None = None) -> list[str]:
+    """The config.toml files `streamlit run <script>` reads, in order (the last one wins); None:
+    those this process's server read. The process's own script path is left as it was."""
     from streamlit import config
 
-    saved, config._main_script_path = config._main_script_path, str(script)
+    saved = config._main_script_path
+    config._main_script_path = saved if script is None else str(script)
     try:
         return list(config.get_config_files("config.toml"))
     finally:
         config._main_script_path = saved
+
+
+def option_source(key: str) -> tuple[Any, str]:
+    """A config option's value in this process and where it was set: a file's path, "<default>"."""
+    from streamlit import config
+
+    return config.get_option(key), str(config.get_config_options()[key].where_defined)
+
+
+def frontend_build() -> Path:
+    """Streamlit's built frontend as it ships it: index.html and static/ (js, css, media)."""
+    return Path(streamlit.__file__).parent / "static"
 
 
 def backend_script(base_url: str | None) -> str:

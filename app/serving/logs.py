@@ -60,9 +60,9 @@ def install(level: str, message_format: str) -> None:
 @functools.cache
 def app_logging() -> None:
     """In an app process, once (the router calls it every run): Streamlit's level and format."""
-    from streamlit import config
+    import streamlit as st
 
-    install(str(config.get_option("logger.level")), str(config.get_option("logger.messageFormat")))
+    install(str(st.get_option("logger.level")), str(st.get_option("logger.messageFormat")))
 
 
 def process_logging() -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import cProfile
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -207,7 +208,9 @@ def write_sitecustomize(folder: Path) -> Path:
 # ---------------------------------------------------------------- reading and classifying
 
 CATEGORIES = ("router", "model", "charts", "serialisation", "sending", "compile", "page", "other")
-#: the modules each part is made of (first match wins); anything else is charged to its callers
+#: the modules each part is made of besides Streamlit's own (streamlit_private.RUN_PARTS; the
+#: first match wins); anything else is charged to its callers. "compile": Home.py and the page
+#: compiled again (Streamlit clears its script cache whenever an app process has no session left)
 MODULES = (
     (
         "router",
@@ -215,13 +218,8 @@ MODULES = (
     ),
     ("model", ("transformer_core", "attention_lab.models", "attention_lab.viewmodel")),
     ("charts", ("attention_lab.charts",)),
-    ("serialisation", ("streamlit.proto", "google.protobuf", "json", "streamlit.runtime.forward_msg_cache")),
-    ("serialisation", ("streamlit.runtime.runtime_util",)),  # serialize_forward_msg
-    ("sending", ("websockets", "starlette", "uvicorn", "h11", "wsproto", "streamlit.web.server")),
-    ("sending", ("streamlit.runtime.forward_msg_queue",)),
-    # Home.py and the page compiled again (Streamlit clears its script cache whenever an app
-    # process has no session left): under the router otherwise, which runs the page
-    ("compile", ("streamlit.runtime.scriptrunner.script_cache", "streamlit.runtime.scriptrunner.magic")),
+    ("serialisation", ("google.protobuf", "json")),
+    ("sending", ("websockets", "starlette", "uvicorn", "h11", "wsproto")),
     ("page", ("attention_lab.views", "attention_lab.explorers", "attention_lab.lesson_pages")),
     ("page", ("attention_lab.lessons", "attention_lab.training")),
 )
@@ -256,13 +254,22 @@ def module_of(filename: str) -> str:
     return found.group(1).replace("/", ".") if found else filename
 
 
+@functools.cache
+def _modules() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """MODULES and Streamlit's modules by part, read once (here, not at import: a profiled server
+    imports this module before Streamlit)."""
+    from attention_lab.frame.streamlit_private import RUN_PARTS
+
+    return MODULES + tuple(RUN_PARTS.items())
+
+
 def category_of(func: Func) -> str | None:
     """The part a function belongs to by its module (or, for C functions, its name); None: its callers'."""
     filename, _, name = func
     if filename == "~":
         return next((part for part, marks in BUILTINS if any(m in name for m in marks)), None)
     module = module_of(filename)
-    for part, prefixes in MODULES:
+    for part, prefixes in _modules():
         if any(module == p or module.startswith(p + ".") for p in prefixes):
             return part
     return None

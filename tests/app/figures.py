@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
 from attention_lab.charts import specs as lab_charts
+from attention_lab.frame.streamlit_private import DeltaGenerator
 from attention_lab.serving.settings import RUNS_DIR_ENV
 from transformer_core.io.checkpoint import load_checkpoint, save_checkpoint
 

@@ -340,6 +340,65 @@ def test_no_other_private_streamlit_name_outside_the_adapter_but_those_known() -
     assert found <= ELSEWHERE, sorted(found - ELSEWHERE)
 
 
+# `streamlit.<module>` where <module> is one of its internals, its install's files, its frontend's global
+NAMED = re.compile(r"\bstreamlit\.(__file__|[a-z_]\w*(?:\.[a-z_]\w*)*)|\b__streamlit\b")
+
+
+def named_internals(path: Path) -> list[str]:
+    """What a file's text names of Streamlit's insides: a module of its outside PUBLIC_MODULES (and
+    their packages), its install's folder, the frontend's `window.__streamlit`."""
+    public = PUBLIC_MODULES | {m.rpartition(".")[0] for m in PUBLIC_MODULES}
+    found = []
+    for match in NAMED.finditer(path.read_text()):
+        name = match[1]
+        if name is None or name == "__file__":
+            found.append(match[0])
+        elif f"streamlit.{name}" not in public and importlib.util.find_spec(
+            f"streamlit.{name.split('.')[0]}"
+        ):
+            found.append(match[0])
+    return found
+
+
+def test_no_file_but_the_adapter_names_streamlits_modules_or_files() -> None:
+    """Not even in words: a profile's module names, a probe's script, a served page's expected text
+    all ask the adapter (RUN_PARTS, option_source, frontend_build, backend_script)."""
+    root = APP.parent
+    files = [*APP.rglob("*.py"), *APP.rglob("*.js"), *(root / "benchmarks").rglob("*.py")]
+    files += [
+        *(root / "tests").rglob("*.py"),
+        *(root / "deploy").rglob("*.conf*"),
+        *(root / "deploy").rglob("*.sh"),
+    ]
+    found = {str(f.relative_to(root)): named for f in sorted(files) if f != ADAPTER and f not in ADAPTER_TESTS
+             if (named := named_internals(f))}  # fmt: skip
+    assert found == {"deploy/multihost/nginx-front.conf": ["__streamlit"]}, found
+
+
+def test_the_front_nginx_announces_the_server_as_the_adapter_does() -> None:
+    """The multihost front's nginx writes the adapter's script into every page, as app processes do."""
+    conf = (APP.parent / "deploy" / "multihost" / "nginx-front.conf").read_text()
+    (line,) = [line for line in conf.splitlines() if "sub_filter '<head>'" in line]
+    assert line.strip() == f"sub_filter '<head>' '<head>{streamlit_private.backend_script(None)}';"
+
+
+def test_the_scan_finds_streamlits_insides_named_in_words(tmp_path: Path) -> None:
+    text = tmp_path / "probe.py"
+    text.write_text(
+        'MODULES = ("streamlit.runtime.forward_msg_cache", "streamlit.web.server")\n'
+        "folder = Path(streamlit.__file__).parent\n"
+        "from streamlit.testing.v1 import AppTest; import streamlit.components.v1\n"
+        'log = "streamlit.log"; page = "<script>window.__streamlit={}</script>"\n'
+        "v = streamlit.__version__; shipped_like = 'streamlit.testing'\n"
+    )
+    assert named_internals(text) == [
+        "streamlit.runtime.forward_msg_cache",
+        "streamlit.web.server",
+        "streamlit.__file__",
+        "__streamlit",
+    ]
+
+
 def test_the_check_finds_a_private_use_outside_the_adapter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -28,6 +28,7 @@ from attention_lab.testing.profiling import (
     CLOCK_ENV,
     PROFILE_ENV,
     Profiles,
+    category_of,
     clock_report,
     read_profiles,
     run_costs,
@@ -149,6 +150,23 @@ def test_the_classifier_charges_library_time_to_the_part_that_called_it() -> Non
     assert parts["model"] == pytest.approx(0.2)  # the lab's compute and torch's C under it
     assert parts["serialisation"] == pytest.approx(0.1)
     assert sum(parts.values()) == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize(
+    ("module", "part"),
+    [
+        ("proto/ForwardMsg_pb2.py", "serialisation"),
+        ("runtime/forward_msg_cache.py", "serialisation"),
+        ("web/server/starlette/starlette_websocket.py", "sending"),
+        ("runtime/forward_msg_queue.py", "sending"),
+        ("runtime/scriptrunner/script_cache.py", "compile"),
+        ("runtime/scriptrunner/magic.py", "compile"),
+        ("elements/text.py", None),  # an element: its caller's part
+        ("runtime/scriptrunner/script_runner.py", None),
+    ],
+)
+def test_streamlits_own_modules_are_charged_by_the_adapters_run_parts(module: str, part: str | None) -> None:
+    assert category_of((f"/x/site-packages/streamlit/{module}", 1, "f")) == part
 
 
 def test_run_costs_join_a_sessions_runs_and_end_each_at_the_next_session() -> None:

@@ -62,16 +62,19 @@ if OUT:
     gc.collect = collect
 
     def _watch():
-        while True:
-            exists = getattr(sys.modules.get("streamlit.runtime"), "exists", None)  # None while importing
-            if exists is not None and exists():
-                config = sys.modules["streamlit.config"]
-                option = config.get_config_options()["runner.postScriptGC"]
-                _record({"event": "config", "postScriptGC": config.get_option("runner.postScriptGC"),
-                         "where": option.where_defined, "cwd": os.getcwd(),
-                         "files": config.get_config_files("config.toml")})
-                return
-            time.sleep(0.2)
+        import urllib.request
+
+        while True:  # until the server answers: its config parsed, its imports done
+            try:
+                urllib.request.urlopen(os.environ["PROBE_HEALTH"], timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        from attention_lab.frame import streamlit_private
+
+        value, where = streamlit_private.option_source("runner.postScriptGC")
+        _record({"event": "config", "postScriptGC": value, "where": where, "cwd": os.getcwd(),
+                 "files": streamlit_private.config_files()})
 
     threading.Thread(target=_watch, daemon=True).start()
 """
@@ -103,6 +106,7 @@ def server(script: Path, cwd: Path, probe_out: Path) -> Iterator[str]:
     env |= {"PYTHONPATH": str(probe), "PROBE_OUT": str(probe_out), "HOME": str(home)}
     env |= {"ATTENTION_LAB_DEVICE": "cpu"}
     port = free_port()
+    env["PROBE_HEALTH"] = f"http://127.0.0.1:{port}{HEALTH}"
     log = cwd / f"{script.stem}.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import streamlit
 from playwright.sync_api import Browser
 
 from attention_lab import APP_PROCESS
+from attention_lab.frame import streamlit_private
 from attention_lab.frame.streamlit_dom import part
 from attention_lab.frame.streamlit_private import HEALTH, STREAM
 from tests.support.browser import assert_no_exception, wait_for_app
@@ -59,7 +59,7 @@ def test_pages_load_through_nginx(served: Served) -> None:
         status, headers, _ = get(served.url + link)
         assert status == 200, link
     page = urllib.request.urlopen(served.url + "/gpt?text=hello", timeout=30).read().decode()
-    assert '<head><script>window.__streamlit={BACKEND_BASE_URL:location.origin+"/"}</script>' in page
+    assert "<head>" + streamlit_private.backend_script(None) in page
     status, _, cookies = get(served.url + "/", cookie=f"{ROUTE}=known")
     assert not any(c.startswith(f"{ROUTE}=") for c in cookies), "a browser with a route keeps it"
 
@@ -76,7 +76,7 @@ def test_static_files_come_from_nginx_compressed_and_cached(served: Served) -> N
     assert "X-Upstream" not in headers and headers["Content-Encoding"] == "gzip"
     assert headers["Content-Type"] == "application/javascript"  # a module script needs a JS type
     assert "immutable" in headers["Cache-Control"] and "max-age=31536000" in headers["Cache-Control"]
-    original = Path(streamlit.__file__).parent / "static" / script.group(1)
+    original = streamlit_private.frontend_build() / script.group(1)
     assert gzip.decompress(body) == original.read_bytes() and len(body) < original.stat().st_size / 2
     status, headers, _ = get(served.url + "/app/static/charts.js?v=1")
     assert status == 200 and "X-Upstream" not in headers and "max-age=86400" in headers["Cache-Control"]

@@ -121,10 +121,10 @@ def test_a_dead_run_process_and_an_eviction_are_logged(tmp_path: Path, caplog) -
 def test_the_lab_loggers_follow_streamlits_level_and_format(
     lab_loggers: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from streamlit import config
+    import streamlit as st
 
     options = {"logger.level": "warning", "logger.messageFormat": "%(levelname)s %(name)s|%(message)s"}
-    monkeypatch.setattr(config, "get_option", options.__getitem__)
+    monkeypatch.setattr(st, "get_option", options.__getitem__)
     logs.app_logging.__wrapped__()
     logs.app_logging.__wrapped__()  # set up twice: still one handler a logger
     for name in logs.LOGGERS:
