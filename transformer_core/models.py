@@ -132,6 +132,9 @@ class _Transformer(nn.Module):
         )
         # exactly the square causal mask: the fused kernel can skip building it
         is_causal = causal and not pad_self and not window and past == 0
+        if bias is not None and mask is not None and capture is None:
+            # every layer's fused kernel takes one float mask: the mask put into the bias once
+            bias, mask = bias.masked_fill(~mask, float("-inf")), None  # (H or B, H, Tq, Tk)
         cross_mask = padding_mask(memory_ids, PAD_ID) if pad_keys and memory_ids is not None else None
         # the last block's queries, attention and feed-forward for the last position only: the
         # earlier positions give it their keys and values, as a cached decoding step would have them

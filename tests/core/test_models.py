@@ -238,6 +238,12 @@ def test_gpt_training_path_runs_the_fused_causal_kernel(make_gpt, monkeypatch, p
     for kwargs in calls:
         assert kwargs.get("is_causal", False) is not biased
         assert (kwargs.get("attn_mask") is None) is not biased
+        if biased:  # one float mask a pass, (1, H, T, T): a 3-D one sends the CPU kernel to its maths path
+            mask = kwargs["attn_mask"]
+            hidden = ~torch.ones(mask.shape[-2:], dtype=torch.bool).tril()  # the causal mask, merged in
+            assert mask.dim() == 4 and mask.dtype == torch.float32
+            assert torch.isneginf(mask[:, :, hidden]).all() and torch.isfinite(mask[:, :, ~hidden]).all()
+    assert not biased or len({kw["attn_mask"].data_ptr() for kw in calls}) == 1  # merged once
     calls.clear()
     with torch.no_grad():
         model.eval()(_gpt_batch(), options=InferenceOptions(sliding_window=2))
