@@ -77,9 +77,7 @@ COMMON = {"_lock"}  # guarded, but a name too common to forbid on the lab's own 
 # Streamlit's modules anyone may import; the rest are its internals, imported by the adapter alone
 PUBLIC_MODULES = {
     "streamlit",
-    "streamlit.config",  # st.get_option's home
     "streamlit.components.v1",
-    "streamlit.delta_generator",  # st.container()'s type
     "streamlit.testing.v1",
 }
 # Private Streamlit names other modules use: none
@@ -341,21 +339,29 @@ def test_no_other_private_streamlit_name_outside_the_adapter_but_those_known() -
 
 
 # `streamlit.<module>` where <module> is one of its internals, its install's files, its frontend's global
-NAMED = re.compile(r"\bstreamlit\.(__file__|[a-z_]\w*(?:\.[a-z_]\w*)*)|\b__streamlit\b")
+# `streamlit.<module>` or a path `streamlit/<module>/...` (not the `.streamlit/` config folder), where
+# <module> is one of its internals; its install's files; its frontend's global
+NAMED = re.compile(
+    r"\bstreamlit\.(__file__|[a-z_]\w*(?:\.[a-z_]\w*)*)|(?<![.\w])streamlit/([a-z_]\w*(?:/[a-z_]\w*)*)"
+    r"|\b__streamlit\b"
+)
 
 
 def named_internals(path: Path) -> list[str]:
-    """What a file's text names of Streamlit's insides: a module of its outside PUBLIC_MODULES (and
-    their packages), its install's folder, the frontend's `window.__streamlit`."""
-    public = PUBLIC_MODULES | {m.rpartition(".")[0] for m in PUBLIC_MODULES}
+    """What a file's text names of Streamlit's insides: a module outside PUBLIC_MODULES (a public
+    module's own names, and the packages above it, are public), its install's folder, the
+    frontend's `window.__streamlit`."""
+    parents = {m.rpartition(".")[0] for m in PUBLIC_MODULES}
+    packages = PUBLIC_MODULES - {"streamlit"}  # the root's names are its internal modules
     found = []
     for match in NAMED.finditer(path.read_text()):
-        name = match[1]
-        if name is None or name == "__file__":
+        dotted, path_form = match[1], match[2]
+        if match[0] == "__streamlit" or dotted == "__file__":
             found.append(match[0])
-        elif f"streamlit.{name}" not in public and importlib.util.find_spec(
-            f"streamlit.{name.split('.')[0]}"
-        ):
+            continue
+        name = "streamlit." + (dotted or path_form.replace("/", "."))
+        public = name in parents or any(name == m or name.startswith(m + ".") for m in packages)
+        if not public and importlib.util.find_spec(".".join(name.split(".")[:2])):
             found.append(match[0])
     return found
 
@@ -389,13 +395,17 @@ def test_the_scan_finds_streamlits_insides_named_in_words(tmp_path: Path) -> Non
         "folder = Path(streamlit.__file__).parent\n"
         "from streamlit.testing.v1 import AppTest; import streamlit.components.v1\n"
         'log = "streamlit.log"; page = "<script>window.__streamlit={}</script>"\n'
-        "v = streamlit.__version__; shipped_like = 'streamlit.testing'\n"
+        "v = streamlit.__version__; shipped_like = 'streamlit.testing'; streamlit.components.v1.html('')\n"
+        'frame = "/x/site-packages/streamlit/elements/text.py"; conf = "app/.streamlit/config.toml"\n'
+        "from streamlit import config; import streamlit.delta_generator\n"
     )
     assert named_internals(text) == [
         "streamlit.runtime.forward_msg_cache",
         "streamlit.web.server",
         "streamlit.__file__",
         "__streamlit",
+        "streamlit/elements/text",
+        "streamlit.delta_generator",
     ]
 
 
@@ -436,7 +446,7 @@ def test_the_check_finds_a_stand_in_that_names_streamlits_parts(tmp_path: Path) 
         "    def _message_enqueued_callback(self):\n"
         "        pass\n"
         "files = SimpleNamespace(_files_by_session_and_coord={})\n"
-        "from streamlit import config, _bottom\n"
+        "from streamlit import _bottom\n"
         "Session().handle_backmsg = print\n"
     )
     assert {(use.line, use.what) for use in private_uses(fake, root=tmp_path)} == {

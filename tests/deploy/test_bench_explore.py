@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_lab.frame.streamlit_private import BackMsg
+from attention_lab.frame.streamlit_private import RUN_PARTS, BackMsg
 from attention_lab.testing.explore import (
     EXPLORE_MIX,
     Drawn,
@@ -132,7 +132,7 @@ def test_links_are_seeded_and_respect_each_model_and_page() -> None:
 
 def test_the_classifier_charges_library_time_to_the_part_that_called_it() -> None:
     home, view = (str(APP / "Home.py"), 1, "<module>"), (str(APP / "views" / "gpt.py"), 1, "<module>")
-    element = ("/x/site-packages/streamlit/elements/text.py", 5, "markdown")
+    element = ("/x/site-packages/pandas/io/formats/html.py", 5, "to_html")  # a library's code
     compute = (str(APP / "models" / "compute.py"), 9, "run_cached")
     matmul = ("~", 0, "<built-in method torch.matmul>")
     hashing = ("~", 0, "<method 'SerializeToString' of 'google._upb._message.Message' objects>")
@@ -152,21 +152,13 @@ def test_the_classifier_charges_library_time_to_the_part_that_called_it() -> Non
     assert sum(parts.values()) == pytest.approx(0.8)
 
 
-@pytest.mark.parametrize(
-    ("module", "part"),
-    [
-        ("proto/ForwardMsg_pb2.py", "serialisation"),
-        ("runtime/forward_msg_cache.py", "serialisation"),
-        ("web/server/starlette/starlette_websocket.py", "sending"),
-        ("runtime/forward_msg_queue.py", "sending"),
-        ("runtime/scriptrunner/script_cache.py", "compile"),
-        ("runtime/scriptrunner/magic.py", "compile"),
-        ("elements/text.py", None),  # an element: its caller's part
-        ("runtime/scriptrunner/script_runner.py", None),
-    ],
-)
-def test_streamlits_own_modules_are_charged_by_the_adapters_run_parts(module: str, part: str | None) -> None:
-    assert category_of((f"/x/site-packages/streamlit/{module}", 1, "f")) == part
+@pytest.mark.parametrize(("part", "module"), [(p, m) for p, modules in RUN_PARTS.items() for m in modules])
+def test_streamlits_own_modules_are_charged_by_the_adapters_run_parts(part: str, module: str) -> None:
+    path = "/x/site-packages/" + module.replace(".", "/")
+    assert category_of((path + ".py", 1, "f")) == part  # the module
+    assert category_of((path + "/inner.py", 1, "f")) == part  # or a module of the package
+    sibling = path.rpartition("/")[0] + "/another_module.py"  # beside it: its callers' part
+    assert category_of((sibling, 1, "f")) is None
 
 
 def test_run_costs_join_a_sessions_runs_and_end_each_at_the_next_session() -> None:

@@ -70,8 +70,12 @@ if OUT:
                 break
             except OSError:
                 time.sleep(0.2)
+        if "streamlit" not in sys.modules:  # a process the server started (a run's), not the server
+            return
         from attention_lab.frame import streamlit_private
 
+        if not streamlit_private.runtime_exists():
+            return
         value, where = streamlit_private.option_source("runner.postScriptGC")
         _record({"event": "config", "postScriptGC": value, "where": where, "cwd": os.getcwd(),
                  "files": streamlit_private.config_files()})
