@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from attention_lab.frame.streamlit_dom import fill
+from attention_lab.frame.streamlit_dom import fill, keyed
 
 KEY, PARAM = "present", "present"
 #: the browser tab's icon (st.set_page_config's page_icon): Material Symbols' "visibility" (rounded,
@@ -40,7 +40,7 @@ $slider_value { color: inherit; }
 $pills div:has(> button[role="radio"]) { flex-wrap: wrap; overflow-x: visible; }
 /* a bar that opens the page starts below the header (3.75rem; 2.2rem projected), not under it */
 """
-    + ", ".join(f".st-key-{key}" for key in TOP_BAR_KEYS)
+    + ", ".join(keyed(key) for key in TOP_BAR_KEYS)
     + " { margin-top: 1.25rem; }\n"
     + """
 /* a collapsed sidebar lies off the screen: its controls leave the tab order (and screen readers)
@@ -49,20 +49,27 @@ $collapsed_sidebar, $collapsed_sidebar * {
   visibility: hidden !important; transition: visibility 0s 0.3s; }
 """
 )
+INPUT_ROW_KEYS = (
+    "gpt_inputs",
+    "rev_inputs",
+)  # the keys of the explorers' first rows (views/gpt.py, reversal.py)
 # Phones (a column of 390 px): the type and gaps a little tighter and a page's model and text side by
-# side, so that the first screen shows the input and the first chart (the explorers key their
-# first row <prefix>inputs)
-PHONE_CSS = """
+# side, so that the first screen shows the input and the first chart
+PHONE_CSS = (
+    """
 @media (max-width: 640px) {
   $main_block $vertical_block { gap: 0.6rem; }
   h1 { font-size: 1.75rem !important; padding-bottom: 0.25rem !important; }
   h3 { font-size: 1.2rem !important; }
   $alert > div { padding: 0.6rem 0.8rem; }
-  /* a page's first row (a container keyed ..._inputs): the model and the text side by side */
-  [class*="_inputs"] $columns > $column:not(:last-child) {
+  /* a page's first row: the model and the text side by side */
+  :is("""
+    + ", ".join(keyed(key) for key in INPUT_ROW_KEYS)
+    + """) $columns > $column:not(:last-child) {
     min-width: calc(50% - 0.5rem) !important; }
 }
 """
+)
 # Every page, outside projector mode: Streamlit leaves 6rem above the title (room for a header
 # that holds only the menu here); 3rem lets the explorers' first map start above the fold at 1280x720.
 LAYOUT_CSS = fill(

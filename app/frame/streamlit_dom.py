@@ -22,6 +22,9 @@ _TABLE = re.compile(r"^export const PARTS = (\{.*?^\});$", re.MULTILINE | re.DOT
 # a selector's tests of Streamlit's attributes: (attribute, operator, value)
 _ATTRIBUTE = re.compile(r"\[(data-[a-z-]+)(\^?=)?(?:'([^']*)')?\]")
 _USED = re.compile(r"""(?<![\w.$])part\(["'](\w+)["']\)""")  # a read of the table in a script
+_KEYED = re.compile(r"""(?<![\w.$])keyed\(["']([\w-]+)["']\)""")  # a keyed element named in a script
+_KEYED_JS = re.compile(r"^export (function keyed\(.*?^\})$", re.MULTILINE | re.DOTALL)
+KEY_CLASS = "st-key-"  # the class Streamlit gives the element of a widget or container with a key
 
 
 def _read() -> MappingProxyType[str, str]:
@@ -44,16 +47,33 @@ def part(name: str) -> str:
     return PARTS[name]
 
 
-def fill(template: str) -> str:
-    """A stylesheet with `$name` for each of Streamlit's elements it styles, the selectors put in
-    (string.Template: CSS's own braces need no escaping; an unknown name raises KeyError)."""
-    return string.Template(template).substitute(PARTS)
+def keyed(key: str) -> str:
+    """The CSS selector of the element a widget or container with `key` is drawn in ('tour_bar' ->
+    '.st-key-tour_bar'): Streamlit's class for it, the key trimmed and each character outside
+    [A-Za-z0-9_-] made a hyphen, as the script's `keyed` has it."""
+    return "." + KEY_CLASS + re.sub(r"[^a-zA-Z0-9_-]", "-", key.strip())
+
+
+def fill(template: str, **keys: str) -> str:
+    """A stylesheet with `$name` for each of Streamlit's elements it styles, the selectors put in,
+    and `$name` for each `name=key` given, that keyed element's selector (string.Template: CSS's own
+    braces need no escaping; an unknown name raises KeyError)."""
+    return string.Template(template).substitute(PARTS, **{name: keyed(key) for name, key in keys.items()})
 
 
 def inline(script: str) -> str:
     """A script sent or evaluated as text, which cannot import app/static/streamlit_dom.js: each
-    `part("name")` in it replaced by that selector as a JS string (an unknown name raises KeyError)."""
-    return _USED.sub(lambda m: json.dumps(PARTS[m[1]]), script)
+    `part("name")` in it replaced by that selector as a JS string (an unknown name raises KeyError),
+    each `keyed("key")` replaced by its selector, and the table's `keyed` defined first where the
+    script calls it on a value of its own (so a script that must stay one expression names its keys)."""
+    script = _USED.sub(lambda m: json.dumps(PARTS[m[1]]), script)
+    script = _KEYED.sub(lambda m: json.dumps(keyed(m[1])), script)
+    if re.search(r"(?<![\w.$])keyed\(", script):
+        found = _KEYED_JS.search(TABLE.read_text(encoding="utf-8"))
+        if found is None:
+            raise RuntimeError(f"{TABLE} has no `export function keyed(key) {{...}}`")
+        script = found[1] + "\n" + script
+    return script
 
 
 def missing() -> list[str]:
@@ -69,7 +89,7 @@ def missing() -> list[str]:
     code = "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in scripts)
     quoted = set(re.findall(r"""["'`]([A-Za-z][\w-]*)["'`]""", code))
     heads = set(re.findall(r"`([A-Za-z][\w-]*)\$\{", code))  # `stAlertContent${kind}`
-    lacking = []
+    lacking = [] if KEY_CLASS in quoted else [f"keyed: {KEY_CLASS}"]
     for name, selector in PARTS.items():
         for attribute, operator, value in _ATTRIBUTE.findall(selector):
             if attribute not in quoted:

@@ -188,18 +188,21 @@ def tour_bar() -> None:
 HEADER_REM = {"plain": 3.75, "present": 2.2}  # Streamlit's header, and projector mode's (frame.present)
 # the bar: one line of small type and small buttons, kept under the header while the page scrolls;
 # the note takes two lines at most (all of it on hover, and for a screen reader)
-BAR_CSS = fill("""<style>
-$layout_wrapper:has(> .st-key-tour_bar) { position: sticky; top: %.2frem; z-index: 99;
+BAR_CSS = fill(
+    """<style>
+$layout_wrapper:has(> $bar) { position: sticky; top: %.2frem; z-index: 99;
   margin-top: 1.25rem; background: var(--st-background-color, Canvas); }
-.st-key-tour_bar { margin-top: 0 !important; padding: 0.3rem 0.6rem !important; }
+$bar { margin-top: 0 !important; padding: 0.3rem 0.6rem !important; }
 /* the header hides the page scrolled by above the bar (projector mode makes it transparent) */
 $header { background: var(--st-background-color, Canvas) !important; }
-.st-key-tour_bar [role="status"] { font-size: 0.85rem; line-height: 1.3; display: -webkit-box;
+$bar [role="status"] { font-size: 0.85rem; line-height: 1.3; display: -webkit-box;
   -webkit-line-clamp: 2; -webkit-box-orient: vertical; overflow: hidden; }
-.st-key-tour_bar button { min-height: 0; padding: 0.1rem 0.6rem; }
-.st-key-tour_bar button p { font-size: 0.85rem; }
-@media (max-width: 640px) { .st-key-tour_bar { flex-wrap: wrap; } }  /* a phone: the buttons under the note */
-</style>""")
+$bar button { min-height: 0; padding: 0.1rem 0.6rem; }
+$bar button p { font-size: 0.85rem; }
+@media (max-width: 640px) { $bar { flex-wrap: wrap; } }  /* a phone: the buttons under the note */
+</style>""",
+    bar="tour_bar",
+)
 
 
 def key_charts(name: str, k: int) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ import { withAlpha } from "./charts/colors.js";
 import * as heatmap from "./charts/heatmap.js";
 import { fillTable, followKeys, followPointer, savePng, saveSvg } from "./charts/pointer.js";
 import * as xy from "./charts/xy.js";
-import { part } from "./streamlit_dom.js";
+import { keyed, part } from "./streamlit_dom.js";
 
 // spec.kind -> its module: prepare(spec) -> data; paint(ctx, spec, data, width, em, theme) -> drawn;
 // hit(spec, data, drawn, x, y) -> what is there; tip(spec, data, hit) -> lines; legend(spec) -> names;
@@ -102,7 +102,7 @@ function redrawOnResize(root, render) {
 let pending = null; // { key, until }: the chart to bring into view when it is drawn next
 
 function intoView(key) {
-  const el = document.querySelector(`.st-key-${CSS.escape(key)}`);
+  const el = document.querySelector(keyed(key));
   if (!el) return;
   const box = el.getBoundingClientRect();
   const top = document.querySelector(part("header"))?.getBoundingClientRect().bottom || 0;
@@ -118,7 +118,7 @@ function follow(key) {
 function followed(host) {
   // a chart just drawn: the one a click asked for is brought into view (once)
   if (!pending || Date.now() > pending.until) return;
-  if (host.closest?.(`.st-key-${CSS.escape(pending.key)}`)) {
+  if (host.closest?.(keyed(pending.key))) {
     const { key } = pending;
     pending = null;
     requestAnimationFrame(() => intoView(key));

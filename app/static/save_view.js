@@ -5,7 +5,7 @@
 // The file's shell, with the chart code inlined, comes from Python
 // (attention_lab.charts.offline.shell) the first time a tab asks for it.
 
-import { part } from "./streamlit_dom.js";
+import { keyed, part } from "./streamlit_dom.js";
 
 const KEEP = new Set(["H1", "H2", "H3", "H4", "H5", "H6", "P", "UL", "OL", "LI", "STRONG", "EM", "B", "I",
   "CODE", "PRE", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD", "CAPTION", "FIGURE", "FIGCAPTION",
@@ -124,7 +124,7 @@ async function settled(k) {
   // wait until the page shows tour scene k and its run has finished (then a moment to draw)
   for (let i = 0; i < 300; i++) {
     await sleep(200);
-    const bar = document.querySelector(".st-key-tour_bar [role=status]")?.innerText || "";
+    const bar = document.querySelector(`${keyed("tour_bar")} [role=status]`)?.innerText || "";
     if (bar.includes(`scene ${k} of`) && idle()) {
       await sleep(800);
       if (idle()) return true;
@@ -134,7 +134,7 @@ async function settled(k) {
 }
 
 async function step(key, k) {
-  document.querySelector(`.st-key-${key} button`)?.click();
+  document.querySelector(`${keyed(key)} button`)?.click();
   return settled(k);
 }
 

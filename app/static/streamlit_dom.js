@@ -59,3 +59,9 @@ export function part(name) {
   if (selector === undefined) throw new Error(`no Streamlit part named "${name}"`);
   return selector;
 }
+
+export function keyed(key) {
+  // the CSS selector of the element a widget or container with `key` is drawn in: Streamlit's class
+  // for it, the key trimmed and each character outside [A-Za-z0-9_-] made a hyphen
+  return `.st-key-${String(key).trim().replace(/[^a-zA-Z0-9_-]/g, "-")}`;
+}

@@ -16,13 +16,16 @@ import streamlit
 
 from attention_lab.charts import script as chart_script
 from attention_lab.frame import present, streamlit_dom
-from attention_lab.frame.streamlit_dom import PARTS, fill, inline, part
+from attention_lab.frame.streamlit_dom import PARTS, fill, inline, keyed, part
 from attention_lab.lecture import tours
 
 ROOT = Path(__file__).resolve().parents[2]
 HOMES = {streamlit_dom.TABLE, ROOT / "app" / "frame" / "streamlit_dom.py", Path(__file__).resolve()}
-# a hook: Streamlit's data- attributes, Playwright's reader of data-testid, or a testid ("stMain") in quotes
-HOOK = re.compile(r"""data-testid|data-baseweb|data-collapsed|get_by_test_id|["'`]st[A-Z][A-Za-z]+["'`]""")
+# a hook: Streamlit's data- attributes, Playwright's reader of data-testid, a testid ("stMain") in
+# quotes, or the class Streamlit gives a keyed element (`keyed(key)`)
+HOOK = re.compile(
+    r"""data-testid|data-baseweb|data-collapsed|get_by_test_id|["'`]st[A-Z][A-Za-z]+["'`]|st-key-"""
+)
 # each selector's attribute tests: (attribute, operator, value)
 ATTRIBUTE = re.compile(r"\[(data-[a-z-]+)(\^?=)?(?:'([^']*)')?\]")
 
@@ -125,12 +128,30 @@ def test_the_stylesheets_and_the_tour_script_carry_the_selectors_not_the_names()
     assert json.dumps(part("status")) in tours.REVEAL_JS and json.dumps(part("header")) in tours.REVEAL_JS
 
 
+def test_keyed_elements_are_selected_by_streamlits_class_and_checked_in_its_frontend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A keyed widget's or container's element: Streamlit's class for the key as its frontend
+    writes it (trimmed, other characters hyphens); inline puts a named key's selector in and
+    defines `keyed` for a key the script computes; `missing` names the class if it is gone."""
+    assert keyed("tour_bar") == ".st-key-tour_bar" and keyed(" cmp b!") == ".st-key-cmp-b-"
+    assert fill("$bar button {}", bar="tour_bar") == ".st-key-tour_bar button {}"
+    assert inline('q(keyed("tour_bar"))') == 'q(".st-key-tour_bar")'
+    computed = inline("(k) => q(keyed(k))")
+    assert computed.startswith("function keyed(key) {") and computed.endswith("\n(k) => q(keyed(k))")
+    assert keyed("tour_bar") in present.CSS and keyed("tour_bar") in tours.BAR_CSS
+    assert all(keyed(k) in present.LAYOUT_CSS for k in present.INPUT_ROW_KEYS)
+    monkeypatch.setattr(streamlit_dom, "KEY_CLASS", "st-no-such-key-")
+    assert streamlit_dom.missing() == ["keyed: st-no-such-key-"]
+
+
 def test_each_bundle_carries_the_table_once() -> None:
     """Without static serving the charts and the download button are one script each: the table
-    is in it as a scope, read by `part`, with no import left."""
+    is in it as a scope, read by `part` and `keyed`, with no import left."""
     for entry in ("charts.js", "save_view.js"):
         code = chart_script.bundled(entry)
         assert code.count("const charts_streamlit_dom = (() => {") == 1
-        assert "const { part } = charts_streamlit_dom;" in code
+        assert "const { keyed, part } = charts_streamlit_dom;" in code
+        assert "return { PARTS, part, keyed };" in code
         assert not re.search(r"^import ", code, re.MULTILINE)
     assert chart_script.version("save_view.js") != chart_script.version()

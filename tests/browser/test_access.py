@@ -4,6 +4,7 @@ on a phone; axe-core finds no serious or critical WCAG 2.1 AA violation on any p
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from attention_lab.charts.specs import WEIGHT_DIGITS, values
 from attention_lab.explorers.explorer_html import contrast_ratio
-from attention_lab.frame.streamlit_dom import inline, part
+from attention_lab.frame.streamlit_dom import KEY_CLASS, inline, keyed, part
 from attention_lab.testing.servers import running_app
 from tests.support.browser import PREPARED_LINKS, chart, chart_cells, open_page, params
 
@@ -153,9 +154,10 @@ def focused_chart_key(page: Page) -> str | None:
             while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
             if (!el || el.tagName !== "CANVAS") return null;
             let host = el.getRootNode().host || el;
-            const holder = host.closest("[class*='st-key-']");
-            return holder ? [...holder.classList].find((c) => c.startsWith("st-key-")).slice(7) : null;
-        }"""
+            const holder = host.closest(`[class*="${KEY_CLASS}"]`);
+            const name = holder && [...holder.classList].find((c) => c.startsWith(KEY_CLASS));
+            return name ? name.slice(KEY_CLASS.length) : null;
+        }""".replace("KEY_CLASS", json.dumps(KEY_CLASS))
     )
 
 
@@ -202,7 +204,7 @@ def test_show_as_table_lists_the_charts_numbers(page: Page, app_url: str) -> Non
     expect(holder.locator(".table-button")).to_have_attribute("aria-expanded", "true")
     # the table and the buttons lie inside the space the page gave the chart (it is fixed:
     # below it they would be cut off), the buttons under the picture, not over its title
-    outer = page.locator(".st-key-rev_cross_head").bounding_box()
+    outer = page.locator(keyed("rev_cross_head")).bounding_box()
     table_box = holder.locator(".data-table").bounding_box()
     tools_box, canvas_box = holder.locator(".tools").bounding_box(), holder.locator("canvas").bounding_box()
     assert outer and table_box and tools_box and canvas_box

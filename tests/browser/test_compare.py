@@ -9,7 +9,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page
 
-from attention_lab.frame.streamlit_dom import part
+from attention_lab.frame.streamlit_dom import keyed, part
 from tests.support.browser import assert_no_exception, chart, on_screen, open_page, wait_for_app
 
 
@@ -35,7 +35,7 @@ def test_reversal_link_side_by_side_at_1280x720(page: Page, app_url: str, tmp_pa
     assert got["a"] == "reverse-rope" and got["b"] == "reverse-none" and got["kind"] == "cross"
 
     # a switch on side B reruns the page, mirrors into the link, and shows no exception
-    switch = page.locator(".st-key-cmp_b_noscale label").first
+    switch = page.locator(f"{keyed('cmp_b_noscale')} label").first
     switch.evaluate("e => e.scrollIntoView({block: 'center'})")
     switch.click()
     page.wait_for_function("() => new URLSearchParams(location.search).get('b_noscale') === 'true'")

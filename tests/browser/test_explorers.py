@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from attention_lab.frame.streamlit_dom import part
+from attention_lab.frame.streamlit_dom import keyed, part
 from tests.support.browser import (
     assert_no_exception,
     chart,
@@ -128,7 +128,7 @@ def test_gpt_explorer(page: Page, app_url: str, tmp_path: Path) -> None:
         flip(page, label, key, "true", tmp_path / f"gpt-{key}.png")
     chart_legend(page, "gpt_self_head", "future position")
 
-    ablate = page.locator(".st-key-gpt_ablate")
+    ablate = page.locator(keyed("gpt_ablate"))
     for _ in range(2):  # a rerun landing as the list opens (a busy box) can close it: try again
         ablate.click()  # open the multiselect
         page.get_by_role("option", name="L1 H2").click()
@@ -201,6 +201,10 @@ def test_gpt_traces_the_sample_and_explains_a_picked_character(
     try:
         open_page(page, app_url + SAMPLED_LINK, tmp_path / f"sampled-{scheme}.png")
         expect(page.get_by_role("switch", name="Show attention over the sampled text too")).to_be_checked()
+        if size["width"] == 390:  # the first row keeps the model and the prompt side by side (frame.present)
+            row = page.locator(keyed("gpt_inputs"))
+            model, prompt = (row.locator(part(p)).first.bounding_box() for p in ("selectbox", "text_area"))
+            assert model and prompt and abs(model["y"] - prompt["y"]) < 5 and model["x"] < prompt["x"]
         chart_title(page, "gpt_self_head", "prompt + sample")
         assert "Tracing the prompt and the 40 sampled characters" in main_text(page)
         assert len(chart_cells(page, "gpt_self_grid")) == 16

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from attention_lab.frame.streamlit_dom import inline, part
+from attention_lab.frame.streamlit_dom import inline, keyed, part
 from attention_lab.testing import fuzz
 from tests.support.browser import ROOT, assert_no_exception, wait_for_app
 
@@ -223,6 +223,6 @@ def test_corpus_upload_and_a_tour(page: Page, app_url: str, tmp_path: Path) -> N
     assert link.startswith("?tour="), link
     page.goto(f"{app_url}/{link}")
     wait_for_app(page)
-    expect(main.locator('.st-key-tour_bar [role="status"]')).to_contain_text("scene 1 of 1")
+    expect(main.locator(f'{keyed("tour_bar")} [role="status"]')).to_contain_text("scene 1 of 1")
     page.screenshot(path=str(tmp_path / "tour-bar.png"))
     assert_clean(page, "a tour with a payload title and note")

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from attention_lab.frame.streamlit_dom import inline, part
+from attention_lab.frame.streamlit_dom import inline, keyed, part
 from attention_lab.lecture import tours
 from tests.support.browser import assert_no_exception, chart, chart_cells, open_page, params, wait_for_app
 
@@ -45,12 +45,13 @@ def phone(browser: Browser) -> Iterator[Page]:
 
 
 # In the page: every key chart (a chart's element, or a table) wholly between the tour bar (or
-# the header) and the bottom of the window; the boxes as [key, top, bottom, bar bottom].
+# the header) and the bottom of the window; the boxes as [key, top, bottom, bar bottom]. Its
+# argument: [key, its element's selector] pairs.
 KEYS_ON_SCREEN = inline("""(keys) => {
-  const bar = document.querySelector(".st-key-tour_bar")?.getBoundingClientRect().bottom
+  const bar = document.querySelector(keyed("tour_bar"))?.getBoundingClientRect().bottom
     || document.querySelector(part("header")).getBoundingClientRect().bottom;
-  const boxes = keys.map((k) => {
-    const e = document.querySelector(`.st-key-${k}, .lab-table[data-key="${k}"]`);
+  const boxes = keys.map(([k, selector]) => {
+    const e = document.querySelector(`${selector}, .lab-table[data-key="${k}"]`);
     const b = e && e.getBoundingClientRect();
     return b ? [k, b.top, b.bottom, bar] : [k, null, null, bar];
   });
@@ -61,12 +62,11 @@ KEYS_ON_SCREEN = inline("""(keys) => {
 
 def key_charts_on_screen(page: Page, keys: tuple[str, ...]) -> list[list[object]]:
     """Wait (the scene's script scrolls once the run is over) until every key chart is on screen."""
+    pairs = [[key, keyed(key)] for key in keys]
     try:
-        return page.wait_for_function(KEYS_ON_SCREEN, arg=list(keys), timeout=30_000).json_value()
+        return page.wait_for_function(KEYS_ON_SCREEN, arg=pairs, timeout=30_000).json_value()
     except Exception:  # noqa: BLE001  (say where they are instead of a bare timeout)
-        where = page.evaluate(
-            KEYS_ON_SCREEN.replace("return ok ? boxes : false;", "return boxes;"), list(keys)
-        )
+        where = page.evaluate(KEYS_ON_SCREEN.replace("return ok ? boxes : false;", "return boxes;"), pairs)
         raise AssertionError(f"key charts not on the screen: {where}") from None
 
 
@@ -104,7 +104,7 @@ def test_a_starter_tour_walked_with_the_arrow_keys_shows_each_key_chart(
         keys = tours.key_charts(tour, k)
         boxes = key_charts_on_screen(projector, keys)
         projector.screenshot(path=str(tmp_path / f"{tour}-scene-{k}.png"))
-        bar = projector.locator(".st-key-tour_bar").bounding_box()
+        bar = projector.locator(keyed("tour_bar")).bounding_box()
         assert bar is not None and bar["height"] <= 70, bar  # slim: one line of buttons, two of note
         assert all(b[1] >= bar["y"] + bar["height"] - 1 for b in boxes), boxes
     press_until(projector, "ArrowLeft", re.compile(rf"scene={len(scenes) - 1}\b"))

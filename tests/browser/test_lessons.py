@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from playwright.sync_api import Locator, Page, expect
 
-from attention_lab.frame.streamlit_dom import inline, part
+from attention_lab.frame.streamlit_dom import inline, keyed, part
 from tests.support.browser import assert_no_exception, chart_cells, chart_title, open_page, wait_for_app
 
 RENDERED = inline("""() => {
@@ -123,7 +123,7 @@ def test_hovering_a_curve_names_its_nearest_point(page: Page, app_url: str) -> N
     and value (the schedule's peak is 512^-0.5 * 4000^-0.5 = 6.988e-4)."""
     open_page(page, app_url + "/variance?lr_d_model=512&warmup=4000&total=20000")
     settle(page)
-    lr = page.locator(".st-key-variance_lr_fig .lab-chart[data-drawn]")
+    lr = page.locator(f"{keyed('variance_lr_fig')} .lab-chart[data-drawn]")
     lr.scroll_into_view_if_needed()
     [(_, _, x, y, w, h)] = chart_cells(page, "variance_lr_fig")
     box = lr.locator("canvas").bounding_box()
@@ -141,7 +141,7 @@ def test_a_value_of_minus_one_is_drawn_and_named_not_taken_for_a_gap(page: Page,
     decoded as the quantized maps' gap code, drawn grey and named "masked"."""
     open_page(page, app_url + "/positions?alibi_heads=8&alibi_len=6&alibi_head=0")
     settle(page)
-    bias = page.locator(".st-key-positions_alibi_bias .lab-chart[data-drawn]")
+    bias = page.locator(f"{keyed('positions_alibi_bias')} .lab-chart[data-drawn]")
     bias.scroll_into_view_if_needed()
     [(_, _, x, y, w, h)] = chart_cells(page, "positions_alibi_bias")
     box = bias.locator("canvas").bounding_box()

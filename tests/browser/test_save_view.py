@@ -10,7 +10,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, expect
 
-from attention_lab.frame.streamlit_dom import part
+from attention_lab.frame.streamlit_dom import keyed, part
 from tests.support.browser import assert_no_exception, open_page, wait_for_app
 
 LINKS = {
@@ -84,7 +84,7 @@ def test_a_tour_downloads_with_every_scene_and_walks_offline_with_the_arrow_keys
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     page.set_default_timeout(60_000)
-    bar = page.locator(".st-key-tour_bar [role=status]")
+    bar = page.locator(f"{keyed('tour_bar')} [role=status]")
     try:
         open_page(page, app_url + "/?tour=chapter-004&scene=2")
         assert "scene 2 of 7" in bar.inner_text()

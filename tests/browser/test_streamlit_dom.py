@@ -1,6 +1,7 @@
 """The scripts' own `part` (app/static/streamlit_dom.js) in Chromium: it reads the table Python
-reads and throws on a name the table lacks; the download button's script, bundled with it for a
-server without static serving, finds Streamlit's elements by it in a page built as Streamlit's."""
+reads and throws on a name the table lacks, and its `keyed` selects as Python's does; the download
+button's script, bundled with it for a server without static serving, finds Streamlit's elements
+by it in a page built as Streamlit's."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from playwright.sync_api import Browser
 
 from attention_lab.charts import script as chart_script
 from attention_lab.frame import streamlit_dom
-from attention_lab.frame.streamlit_dom import PARTS, part
+from attention_lab.frame.streamlit_dom import PARTS, keyed, part
 
 IMPORT = """async (code) => {
     const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
@@ -28,7 +29,8 @@ def test_the_scripts_part_reads_the_same_table_and_throws_on_a_name_it_lacks(bro
                 """const m = await import(url);
             let thrown = "";
             try { m.part("mian"); } catch (e) { thrown = e.message; }
-            return { parts: m.PARTS, main: m.part("main"), thrown };""",
+            const keys = ["tour_bar", " a b!", "gpt_self_grid", "é-x"];
+            return { parts: m.PARTS, main: m.part("main"), thrown, keyed: keys.map(m.keyed) };""",
             ),
             streamlit_dom.TABLE.read_text(encoding="utf-8"),
         )
@@ -36,6 +38,7 @@ def test_the_scripts_part_reads_the_same_table_and_throws_on_a_name_it_lacks(bro
         context.close()
     assert read["parts"] == dict(PARTS) and read["main"] == part("main")
     assert read["thrown"] == 'no Streamlit part named "mian"'
+    assert read["keyed"] == [keyed(k) for k in ("tour_bar", " a b!", "gpt_self_grid", "é-x")]
 
 
 # Streamlit's page as 1.67 builds it, cut down to what the download reads: an element container

@@ -53,7 +53,7 @@ def test_projected_the_tour_bar_stays_below_the_header_as_the_page_scrolls(page:
         header: document.querySelector(part("header")).getBoundingClientRect().bottom,
         buttons: Math.max(...[...document.querySelectorAll(part("header") + " button")]
             .map((b) => b.getBoundingClientRect().bottom)),
-        bar: document.querySelector('.st-key-tour_bar').getBoundingClientRect().top})""")
+        bar: document.querySelector(keyed("tour_bar")).getBoundingClientRect().top})""")
     for scheme in ("light", "dark"):
         page.set_viewport_size({"width": 1280, "height": 720})
         page.emulate_media(color_scheme=scheme)
@@ -73,7 +73,7 @@ def test_the_tour_bar_and_the_title_sit_clear_of_the_header(page: Page, app_url:
     (its hover anchor wrapped onto a line of its own)."""
     header_and_bar = inline("""() => [
         document.querySelector(part("header")).getBoundingClientRect().bottom,
-        document.querySelector('.st-key-tour_bar').getBoundingClientRect().top]""")
+        document.querySelector(keyed("tour_bar")).getBoundingClientRect().top]""")
     for width, height, scheme in ((1280, 720, "light"), (390, 844, "dark")):
         page.set_viewport_size({"width": width, "height": height})
         page.emulate_media(color_scheme=scheme)

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from attention_lab.frame.streamlit_dom import part
+from attention_lab.frame.streamlit_dom import keyed, part
 from tests.support.browser import assert_no_exception, wait_for_app
 from tests.support.serve import ROUTE, Served, serving, upstream_of
 
@@ -100,7 +100,7 @@ def test_followers_on_both_processes_follow_the_lecturer(
             expect(page).to_have_url(re.compile(r"layer=0.*head=0|head=0.*layer=0"), timeout=FOLLOW_S)
         for page in followers[1:]:  # on one process: one ran the page, the other got its changes
             wait_for_app(page)
-            expect(page.locator(".st-key-rev_cross_head canvas")).to_have_attribute(
+            expect(page.locator(f"{keyed('rev_cross_head')} canvas")).to_have_attribute(
                 "aria-label", re.compile("Layer 0 head 0")
             )
             assert_no_exception(page)

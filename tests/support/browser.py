@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from attention_lab.frame.streamlit_dom import inline, part
+from attention_lab.frame.streamlit_dom import inline, keyed, part
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +68,7 @@ def open_page(page: Page, url: str, shot: Path | None = None) -> None:
 
 def chart(page: Page, key: str) -> Locator:
     """The drawn chart mounted under widget key `key` (Playwright's CSS pierces its shadow root)."""
-    found = page.locator(f".st-key-{key} .lab-chart[data-drawn]")
+    found = page.locator(f"{keyed(key)} .lab-chart[data-drawn]")
     found.wait_for(timeout=30_000)
     return found
 

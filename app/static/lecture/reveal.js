@@ -2,11 +2,12 @@
 // the widget keys of its charts or tables): once the page's run is over, scroll Streamlit's main
 // element by the least that shows every one of them below the tour bar. It runs when its element
 // is new, which is when a scene opens, not on each rerun of the scene. It is inlined, so each read
-// of Streamlit's elements (app/static/streamlit_dom.js) is put in as a selector by streamlit_dom.inline.
+// of Streamlit's elements (app/static/streamlit_dom.js) is put in as a selector by streamlit_dom.inline,
+// which defines the table's `keyed` before it.
 (() => {
   const keys = __KEYS__, started = Date.now();
   const status = () => document.querySelector(part("status"))?.innerText || "";
-  const selector = (k) => `.st-key-${CSS.escape(k)}, .lab-table[data-key="${CSS.escape(k)}"]`;
+  const selector = (k) => `${keyed(k)}, .lab-table[data-key="${CSS.escape(k)}"]`;
   const find = () => keys.map((k) => document.querySelector(selector(k)));
   const scroller = (el) => {
     for (let p = el.parentElement; p; p = p.parentElement) {
@@ -25,7 +26,7 @@
     const boxes = found.map((e) => e.getBoundingClientRect());
     const top = Math.min(...boxes.map((b) => b.top));
     const bottom = Math.max(...boxes.map((b) => b.bottom));
-    const above = Math.max(bottomOf(".st-key-tour_bar"), bottomOf(part("header"))) + 8;
+    const above = Math.max(bottomOf(keyed("tour_bar")), bottomOf(part("header"))) + 8;
     const below = window.innerHeight - 8;
     const delta = bottom > below ? Math.min(bottom - below, top - above) : top < above ? top - above : 0;
     if (delta) scroller(found[0]).scrollBy({ top: delta });
