@@ -88,14 +88,16 @@ def walk_formula_html(has_bias: bool) -> str:
 
 
 def correctness_html(output: str, expected: str) -> str:
-    """Each output letter in a box: green where it matches the true reverse, red where not."""
+    """Each output letter in a box: green where it matches the true reverse, red where not, and a
+    red · where the output ends before the true reverse does."""
     cells = []
     for i in range(max(len(output), len(expected))):
         got = output[i] if i < len(output) else "·"
         ok = i < len(output) and i < len(expected) and output[i] == expected[i]
         colour, border = ("#dcfce7", "#16a34a") if ok else ("#fee2e2", "#dc2626")
+        missing = "" if i < len(output) else ' title="no letter written here"'
         cells.append(
-            f'<span style="display:inline-block;min-width:1.4em;text-align:center;margin:1px;'
+            f'<span{missing} style="display:inline-block;min-width:1.4em;text-align:center;margin:1px;'
             f"padding:2px 4px;background:{colour};border:1px solid {border};border-radius:4px;"
             f'font-family:monospace;font-size:1.3rem;color:#111827">{html.escape(got)}</span>'
         )

@@ -29,17 +29,25 @@ def answer(
     trained = f" {length_note}" if length_note else ""
     if output == expected:
         verdict.success(
-            f"Correct: {md_code(visible(output))} is the input reversed.{trained}",
-            icon=":material/check_circle:",
+            f"Correct: {said(output)} is the input reversed.{trained}", icon=":material/check_circle:"
         )
         return
     extra = " Characters replaced by `<unk>` cannot come back." if had_unknown else ""
-    written = md_code(visible(output)) if output else "(nothing)"
-    truth = md_code(visible(expected))
+    truth, written = said(expected), said(output)
     verdict.warning(
         f"Not the reverse: the true reverse is {truth}, the model wrote {written}.{trained}{extra}",
         icon=":material/cancel:",
     )
+
+
+def said(text: str) -> str:
+    """A text as a verdict names it: inline code, or in words where the code would show a blank
+    (nothing, or only spaces)."""
+    if not text:
+        return "(nothing)"
+    if not text.strip(" "):
+        return f"{len(text)} space" + ("s" if len(text) > 1 else "")
+    return md_code(visible(text))
 
 
 def _row_caption(pv: PaddingView, b: int, pad_share: float) -> str:

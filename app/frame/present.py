@@ -12,6 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from attention_lab.frame.state import LINK_NOTICE_KEY
 from attention_lab.frame.streamlit_dom import fill, keyed
 
 KEY, PARAM = "present", "present"
@@ -25,8 +26,9 @@ GRID_PX = 380  # height of an explorer's grid (and of its large head with the se
 # of a 12-letter input are each labelled in the larger type
 HEAD_PX = 470
 
-# The bars that may open a page (a tour's scene bar, a follower's banner): their containers' keys.
-TOP_BAR_KEYS = ("tour_bar", "class_banner")
+# What may open a page, above its title (a tour's scene bar, a follower's banner, the notice of a
+# link's unusable values): their containers' keys.
+TOP_BAR_KEYS = ("tour_bar", "class_banner", LINK_NOTICE_KEY)
 # Every page, either mode, either theme: text at WCAG AA contrast (4.5:1) where Streamlit's own isn't,
 # pills that wrap, and the bars above a page clear of the header. ($name: a Streamlit element,
 # frame.streamlit_dom; LAYOUT_CSS and CSS below, which include this, fill them in at import.)
@@ -60,6 +62,7 @@ PHONE_CSS = (
 @media (max-width: 640px) {
   $main_block $vertical_block { gap: 0.6rem; }
   h1 { font-size: 1.75rem !important; padding-bottom: 0.25rem !important; }
+  h2 { font-size: 1.45rem !important; }  /* a section's heading stays below the page's title */
   h3 { font-size: 1.2rem !important; }
   $alert > div { padding: 0.6rem 0.8rem; }
   /* a page's first row: the model and the text side by side */

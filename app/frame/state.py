@@ -50,6 +50,7 @@ PENDING = "_view_pending"  # session_state: what this run's URL mirrors (write_s
 LATER = "_view_later"  # session_state: keys whose unusable link values the page names (name_later)
 IGNORED = "_view_ignored"  # session_state: those values, key -> the link's text (take_ignored)
 CARRIED = "_view_carried"  # session_state: parameters every URL of this run carries (a tour's scene)
+LINK_NOTICE_KEY = "link_notice"  # the notice of a link's unusable values (clear of the header: present)
 
 
 def _cast(raw: str, default: Any) -> Any:
@@ -111,7 +112,7 @@ def init_state(
                     ignored.append((name, raw, value))
         st.session_state[key] = value
     if ignored:
-        st.warning(
+        st.container(key=LINK_NOTICE_KEY).warning(
             "Ignored from the link: "
             + "; ".join(
                 f"{md_code(f'{name}={shown(raw)}')} (showing {md_text(_format(used)) or 'none'})"

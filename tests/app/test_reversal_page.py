@@ -478,3 +478,16 @@ def test_value_weighted_maps_of_every_kind() -> None:
     assert "value-weighted" not in charts(plain)["rev_cross_grid"]["title"]
     gru = open_reversal({"checkpoint": "reverse-bahdanau", "text": "attention", "weighted": "true"})
     assert not gru.exception  # no W_O to weigh by: the switch is not offered, the maps are the weights
+
+
+def test_a_verdict_names_spaces_in_words_where_code_would_show_a_blank() -> None:
+    """Five spaces typed as the input: the true reverse is five spaces, which an inline code span
+    shows as an empty gap; the verdict says it in words, and the boxes mark what was not written."""
+    from attention_lab.explorers.explorer_html import correctness_html
+    from attention_lab.explorers.reversal_panels import said
+
+    assert [said(t) for t in ("", " ", "     ", " a ")] == ["(nothing)", "1 space", "5 spaces", "` a `"]
+    at = open_reversal({"text": "     "})
+    verdicts = texts(at, "warning") + texts(at, "success")
+    assert any("the true reverse is 5 spaces" in s or "Correct: 5 spaces" in s for s in verdicts), verdicts
+    assert correctness_html("ab", "abc").count('title="no letter written here"') == 1

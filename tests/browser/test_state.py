@@ -9,7 +9,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from attention_lab.frame.streamlit_dom import part
+from attention_lab.frame.streamlit_dom import inline, part
 from tests.support.browser import (
     assert_no_exception,
     chart_box,
@@ -129,6 +129,25 @@ def test_a_links_bad_values_are_named_and_not_kept(page: Page, app_url: str, tmp
     page.screenshot(path=str(tmp_path / "too-long.png"))
     assert "at most" in page.locator(part("main")).inner_text()
     assert params(page)["text"] == "def f"  # the URL keeps the last accepted prompt
+
+
+def test_a_lesson_links_notice_sits_clear_of_the_header(page: Page, app_url: str, tmp_path: Path) -> None:
+    """On a lesson the notice of a link's unusable values comes before the title, and its top ran
+    under Streamlit's opaque header (its icon and border cut off); on a phone the lessons' section
+    headings were larger than the page's title."""
+    at = inline("""() => ({
+        header: document.querySelector(part("header")).getBoundingClientRect().bottom,
+        notice: document.querySelector(keyed("link_notice")).getBoundingClientRect().top,
+        h1: parseFloat(getComputedStyle(document.querySelector("h1")).fontSize),
+        h2: parseFloat(getComputedStyle(document.querySelector("h2")).fontSize)})""")
+    for width, height, scheme in ((1280, 720, "light"), (390, 844, "dark")):
+        page.set_viewport_size({"width": width, "height": height})
+        page.emulate_media(color_scheme=scheme)
+        open_page(page, app_url + "/variance?d_k=0", tmp_path / f"notice-{width}-{scheme}.png")
+        expect(page.get_by_text("Ignored from the link")).to_be_visible()
+        box = page.evaluate(at)
+        assert box["notice"] >= box["header"], (width, box)
+        assert box["h1"] > box["h2"], (width, box)
 
 
 def test_the_first_attention_map_is_above_the_fold(page: Page, app_url: str, tmp_path: Path) -> None:
