@@ -211,6 +211,9 @@ def test_show_as_table_lists_the_charts_numbers(page: Page, app_url: str) -> Non
     assert table_box["y"] + table_box["height"] <= outer["y"] + outer["height"] + 1
     assert tools_box["y"] >= canvas_box["y"] + canvas_box["height"] - 1
     assert tools_box["y"] + tools_box["height"] <= outer["y"] + outer["height"] + 1
+    # the focused button's ring (2 px, 1 px off its border) lies inside that space too: it was cut off
+    button = holder.locator(".table-button").bounding_box()
+    assert button and button["y"] + button["height"] + 3 <= outer["y"] + outer["height"] + 0.5, button
     spec = holder.evaluate("(root) => root.__spec")
     (weights,) = values(spec)
     table = holder.locator(".data-table table").first
