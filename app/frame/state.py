@@ -50,7 +50,8 @@ PENDING = "_view_pending"  # session_state: what this run's URL mirrors (write_s
 LATER = "_view_later"  # session_state: keys whose unusable link values the page names (name_later)
 IGNORED = "_view_ignored"  # session_state: those values, key -> the link's text (take_ignored)
 CARRIED = "_view_carried"  # session_state: parameters every URL of this run carries (a tour's scene)
-LINK_NOTICE_KEY = "link_notice"  # the notice of a link's unusable values (clear of the header: present)
+LINK_NOTICE_KEY = "link_notice"  # a run's first notice of a link's unusable values (clear of the header)
+NOTICED = "_view_noticed"  # session_state: this run has shown such a notice (its key is taken)
 
 
 def _cast(raw: str, default: Any) -> Any:
@@ -112,7 +113,9 @@ def init_state(
                     ignored.append((name, raw, value))
         st.session_state[key] = value
     if ignored:
-        st.container(key=LINK_NOTICE_KEY).warning(
+        first = not st.session_state.get(NOTICED, False)  # the one that may open the page, above its title
+        st.session_state[NOTICED] = True
+        (st.container(key=LINK_NOTICE_KEY) if first else st).warning(
             "Ignored from the link: "
             + "; ".join(
                 f"{md_code(f'{name}={shown(raw)}')} (showing {md_text(_format(used)) or 'none'})"
@@ -182,6 +185,7 @@ def enter_page(page: str) -> None:
     entered = st.session_state.get(PAGE) != page or bool(st.session_state.pop(REOPEN, False))
     st.session_state[ENTERED] = entered
     st.session_state[EXPLAINED] = set()
+    st.session_state[NOTICED] = False
     st.session_state.pop(PENDING, None)
     # a bare first visit shows the defaults: its URL stays bare (see write_state)
     st.session_state[FIRST] = (

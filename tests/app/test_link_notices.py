@@ -87,3 +87,12 @@ def test_values_the_fuzz_run_found_replaced_silently_are_named() -> None:
     assert at.selectbox(key="positions_alibi_head").value == 0
     at = open_page("positions", alibi_head="12", alibi_heads="13")
     assert "alibi_head" not in notices(at) and at.selectbox(key="positions_alibi_head").value == 12
+
+
+def test_a_page_that_reads_its_link_twice_names_both_halves() -> None:
+    """/compare reads `a` before it knows b's default, then the rest: a link bad in both halves
+    drew two notices, and the second took the first's container key (Streamlit raised)."""
+    at = open_page("compare", a="no-such-model", b="nor-this", layer="x")
+    warnings = [w.value for w in at.get("warning") if w.value.startswith("Ignored from the link")]
+    assert len(warnings) == 2, warnings
+    assert "`a=no-such-model`" in warnings[0] and "`b=nor-this`" in warnings[1] and "`layer=x`" in warnings[1]
