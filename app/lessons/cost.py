@@ -207,7 +207,7 @@ class CacheLesson:
     labels: list[str]  # their labels
     prompt_length: int
     steps: list[cost.CacheStep]
-    cache_bytes: list[int]  # the cache's size after each step (fp32 keys and values, every layer)
+    cache_bytes: list[int]  # the cache's size after each step: the prompt and the tokens fed before it
 
     @property
     def agree(self) -> float:
@@ -221,7 +221,7 @@ def cache_lesson(ckpt: Checkpoint, text: str, n_new: int) -> CacheLesson:
     prompt = tok.encode_checked(text, max_chars=model.config.max_len - 1).ids
     steps = cost.kv_cache_steps(model, prompt, min(n_new, MAX_CACHE_STEPS))
     ids = (*prompt, *(s.token for s in steps))
-    sizes = [cost.kv_cache_memory(model.config, len(prompt) + i + 1) for i in range(len(steps))]
+    sizes = [cost.kv_cache_memory(model.config, len(prompt) + i) for i in range(len(steps))]
     return CacheLesson(ids, tok.token_labels(list(ids)), len(prompt), steps, sizes)
 
 

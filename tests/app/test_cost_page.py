@@ -126,7 +126,10 @@ def test_the_kv_cache_section_writes_both_ways_and_opens_a_step() -> None:
     assert float(metric(at, "largest logit gap")) < 1e-4
     assert metric(at, "per token, with the cache").endswith(" ms")
     prompt = len("The attention")
-    assert metric(at, "cache at the end") == f"{2 * 4 * (prompt + 12) * 128 * 4 / 1000:.3g} kB"
+    # the 12th token is written, never fed: the cache ends with the prompt and 11 tokens, as the text says
+    end = f"{2 * 4 * (prompt + 11) * 128 * 4 / 1000:.3g} kB"
+    assert metric(at, "cache at the end") == end
+    assert any(f"{end} for {prompt + 11} positions here" in m.value for m in at.markdown)
     specs = charts(at)
     keys = specs["cost_kv_keys_fig"]
     assert keys["title"] == f"K in the cache, layer 1 head 2: {prompt + 4} rows, the last one new"
