@@ -40,6 +40,8 @@ $caption { color: inherit; opacity: 0.8; }
 $slider_value { color: inherit; }
 /* pills wrap onto more lines (Streamlit scrolls them sideways): a sample's 40 characters, none cut */
 $pills div:has(> button[role="radio"]) { flex-wrap: wrap; overflow-x: visible; }
+/* the page menu's link with keyboard focus: a ring (Streamlit gives it the current page's grey alone) */
+$page_link:focus-visible { outline: 2px solid currentColor; outline-offset: -2px; }
 /* a bar that opens the page starts below the header (3.75rem; 2.2rem projected), not under it */
 """
     + ", ".join(keyed(key) for key in TOP_BAR_KEYS)

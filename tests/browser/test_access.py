@@ -170,12 +170,25 @@ def tab_to_chart(page: Page, key: str, presses: int = 80) -> None:
     raise AssertionError(f"Tab never reached the chart {key}")
 
 
+#: the focus ring of a focused element: its outline style and the box it reaches
+RING = """(c) => { const s = getComputedStyle(c), r = c.getBoundingClientRect();
+  const out = parseFloat(s.outlineOffset) + parseFloat(s.outlineWidth);
+  return {style: s.outlineStyle, top: r.top - out, bottom: r.bottom + out,
+          left: r.left - out, right: r.right + out}; }"""
+
+
 def test_a_keyboard_only_walk_of_reversal(page: Page, app_url: str, tmp_path: Path) -> None:
     """Focus the encoder grid with Tab, move with the arrows, Enter opens a head (the URL and
     the large map follow); on the large map the live region names the tokens and the weight."""
     open_page(page, app_url + "/reversal?text=attention&layer=0&head=0", tmp_path / "open.png")
     tab_to_chart(page, "rev_enc_grid")
     grid = chart(page, "rev_enc_grid")
+    # the focused canvas's ring lies inside the space the page gives the chart: outside it, it was cut off
+    ring = grid.locator("canvas").evaluate(RING)
+    box = page.locator(keyed("rev_enc_grid")).bounding_box()
+    assert box and ring["style"] == "solid", ring
+    assert box["y"] - 0.5 <= ring["top"] and ring["bottom"] <= box["y"] + box["height"] + 0.5, (ring, box)
+    assert box["x"] - 0.5 <= ring["left"] and ring["right"] <= box["x"] + box["width"] + 0.5, (ring, box)
     for key in ("ArrowDown", "ArrowRight", "ArrowRight"):
         page.keyboard.press(key)
     expect(grid.locator(".live")).to_contain_text("layer 1 head 2")
@@ -292,3 +305,21 @@ def test_axe_finds_no_serious_violation(browser: Browser, app_url: str, scheme: 
     finally:
         context.close()
     assert not found, found
+
+
+def test_the_page_menus_focused_link_shows_a_ring(page: Page, app_url: str) -> None:
+    """Tab through the sidebar's page menu: the focused link had only the grey that also marks the
+    current page (on the current page's own link, nothing changed); now a ring inside the sidebar."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, app_url + "/compare")
+    sidebar = page.locator(part("sidebar")).bounding_box()
+    found = inline('() => document.activeElement.matches(part("page_link"))')
+    for _ in range(20):
+        page.keyboard.press("Tab")
+        if page.evaluate(found):
+            break
+    else:
+        raise AssertionError("Tab never reached the page menu")
+    ring = page.evaluate(f"({RING})(document.activeElement)")
+    assert sidebar and ring["style"] == "solid", ring
+    assert sidebar["x"] <= ring["left"] and ring["right"] <= sidebar["x"] + sidebar["width"], (ring, sidebar)
