@@ -172,7 +172,8 @@ def tour_bar() -> None:
         note = tour.scenes[k - 1].note
         # a live region: a screen reader reads each new scene's note as the scene opens
         st.html(
-            f'<div role="status" aria-live="polite"><strong>{html.escape(title)}scene {k} of {n}</strong>'
+            '<div role="status" aria-live="polite" tabindex="0">'  # focusable: a tap or Tab shows all of it
+            + f"<strong>{html.escape(title)}scene {k} of {n}</strong>"
             + (f": {html.escape(note)}" if note else "")
             + "</div>"
             + reveal_script(key_charts(active[0], k), f"{active[0]}:{k}"),
@@ -187,7 +188,7 @@ def tour_bar() -> None:
 
 HEADER_REM = {"plain": 3.75, "present": 2.2}  # Streamlit's header, and projector mode's (frame.present)
 # the bar: one line of small type and small buttons, kept under the header while the page scrolls;
-# the note takes two lines at most (all of it on hover, and for a screen reader)
+# the note takes two lines at most (all of it on hover or focus, and for a screen reader)
 BAR_CSS = fill(
     """<style>
 $layout_wrapper:has(> $bar) { position: sticky; top: %.2frem; z-index: 99;
@@ -197,6 +198,7 @@ $bar { margin-top: 0 !important; padding: 0.3rem 0.6rem !important; }
 $header { background: var(--st-background-color, Canvas) !important; }
 $bar [role="status"] { font-size: 0.85rem; line-height: 1.3; display: -webkit-box;
   -webkit-line-clamp: 2; -webkit-box-orient: vertical; overflow: hidden; }
+$bar [role="status"]:hover, $bar [role="status"]:focus { -webkit-line-clamp: unset; }  /* a tap too */
 $bar button { min-height: 0; padding: 0.1rem 0.6rem; }
 $bar button p { font-size: 0.85rem; }
 @media (max-width: 640px) { $bar { flex-wrap: wrap; } }  /* a phone: the buttons under the note */

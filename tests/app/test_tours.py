@@ -29,7 +29,7 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def scene_lines(at: AppTest) -> list[str]:
     """The tour bar's scene line: an HTML live region (a screen reader reads each new one)."""
     bodies = [e.proto.body for e in at.get("html")]
-    return [b for b in bodies if b.startswith('<div role="status" aria-live="polite">')]
+    return [b for b in bodies if b.startswith('<div role="status" aria-live="polite"')]
 
 
 def scene_line(at: AppTest) -> str:

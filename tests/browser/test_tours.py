@@ -8,7 +8,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from attention_lab.frame.streamlit_dom import inline
+from attention_lab.frame.streamlit_dom import inline, keyed
 from tests.support.browser import assert_no_exception, open_page, wait_for_app
 
 
@@ -88,3 +88,24 @@ def test_the_tour_bar_and_the_title_sit_clear_of_the_header(page: Page, app_url:
     title = page.locator("h1", has_text="Reversal explorer")
     one_line = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('h1')).lineHeight)")
     assert title.bounding_box()["height"] < 2 * one_line  # type: ignore[index]
+
+
+def test_a_scenes_whole_note_shows_on_hover_or_focus(page: Page, app_url: str) -> None:
+    """The bar keeps a scene's note to two lines; the rest could not be read (but by a screen
+    reader). Hovering it, or focusing it (a tap, Tab), shows all of it."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_page(page, app_url + "/?tour=seed-chapters&scene=3")
+    note = page.locator(keyed("tour_bar")).locator('[role="status"]')
+    size = "(e) => [e.clientHeight, e.scrollHeight]"
+    shown, whole = note.evaluate(size)
+    assert shown < whole, (shown, whole)  # this scene's note is longer than two lines at 1280
+    note.focus()
+    shown, whole = note.evaluate(size)
+    assert shown >= whole, (shown, whole)
+    note.blur()
+    page.mouse.move(640, 600)
+    assert note.evaluate(size)[0] < whole
+    note.hover()
+    shown, whole = note.evaluate(size)
+    assert shown >= whole, (shown, whole)
+    assert_no_exception(page)
