@@ -54,7 +54,8 @@ LINK_NOTICE_KEY = "link_notice"  # a run's first notice of a link's unusable val
 NOTICED = "_view_noticed"  # session_state: this run has shown such a notice (its key is taken)
 
 
-def _cast(raw: str, default: Any) -> Any:
+def cast_value(raw: str, default: Any) -> Any:
+    """A URL value read as its default's type (ValueError where it does not parse)."""
     if isinstance(default, bool):
         return raw.lower() in ("1", "true", "yes", "on")
     if isinstance(default, int):
@@ -66,7 +67,8 @@ def _cast(raw: str, default: Any) -> Any:
     return raw
 
 
-def _format(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A value as its URL writes it (and a notice names it)."""
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, (list, tuple)):
@@ -102,7 +104,7 @@ def init_state(
         if from_url:
             raw = st.query_params[name]
             try:
-                parsed = _cast(raw, default)
+                parsed = cast_value(raw, default)
                 if name in valid and not valid[name](parsed):
                     raise ValueError(raw)
                 value = parsed
@@ -118,7 +120,7 @@ def init_state(
         (st.container(key=LINK_NOTICE_KEY) if first else st).warning(
             "Ignored from the link: "
             + "; ".join(
-                f"{md_code(f'{name}={shown(raw)}')} (showing {md_text(_format(used)) or 'none'})"
+                f"{md_code(f'{name}={shown(raw)}')} (showing {md_text(format_value(used)) or 'none'})"
                 for name, raw, used in ignored
             )
             + ". Those values are not valid here.",
@@ -262,7 +264,7 @@ def _write(page: str, keys: tuple[str, ...], prefix: str, keep: tuple[str, ...])
             continue
         if value is None:
             continue
-        params[name] = _format(value)
+        params[name] = format_value(value)
     links[page] = dict(params)
     if st.session_state.get(FIRST):
         # the URL of a bare first visit stays bare, so that opening a page is one history entry

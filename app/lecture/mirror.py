@@ -222,7 +222,7 @@ class Mirrors:
             rec.messages.append(msg)
             if not rec.final and msg.WhichOneof("type") == "script_finished" and msg.script_finished in FINAL:
                 rec.final = True  # after this handler's last message (the status), copy it out
-                self._loop.call_soon(self._finish, rec)
+                self._loop.call_soon(self.finish, rec)
 
         def touched(msg: BackMsg) -> None:
             rerun = msg.rerun_script if msg.WhichOneof("type") == "rerun_script" else None
@@ -242,7 +242,7 @@ class Mirrors:
         if session is not None:
             private.untap(session)
 
-    def _finish(self, rec: Recording) -> None:
+    def finish(self, rec: Recording) -> None:
         """The leader's run ended: give each mirror still in step its state and messages."""
         self._detach(rec)
         session = private.find_session(rec.leader)

@@ -74,8 +74,8 @@ class FollowerWatch:
     ) -> None:
         self._loop, self._list, self._rerun, self._store = loop, list_followers, rerun, store
         self._beat_seconds, self._mirrors = beat_seconds, mirrors
-        self._asked: dict[str, int] = {}  # session id -> version it was rerun for
-        self._beats: dict[str, float] = {}  # follower id -> when the store last heard of it
+        self.asked: dict[str, int] = {}  # session id -> version it was rerun for
+        self.beats: dict[str, float] = {}  # follower id -> when the store last heard of it
         self.thread = threading.Thread(target=self._run, name="attention-lab-follow", daemon=True)
 
     def _run(self) -> None:
@@ -90,7 +90,7 @@ class FollowerWatch:
         """One look: the session ids rerun now (leaders of mirrors included)."""
         if self._mirrors is not None:  # mirrors whose leader's record failed run on their own now
             for session_id in self._on_loop(self._mirrors.settle):
-                self._asked.pop(session_id, None)
+                self.asked.pop(session_id, None)
         followers = self._on_loop(self._list)
         now, behind, pages = time.time(), {}, {}
         by_code: dict[str, list[Follower]] = {}
@@ -103,14 +103,14 @@ class FollowerWatch:
             if live and view is not None:
                 pages[code] = view.page
             for f in members:
-                if f.seen != version and self._asked.get(f.session_id) != version:
+                if f.seen != version and self.asked.get(f.session_id) != version:
                     behind[f.session_id] = version
             # when one is due, all of this process's followers of the class in one write: their
             # beats fall in step (one write per class every beat_seconds, not one per follower)
             named = [f.follower for f in members if f.follower]
-            if any(now - self._beats.get(f, 0.0) > self._beat_seconds for f in named):
+            if any(now - self.beats.get(f, 0.0) > self._beat_seconds for f in named):
                 self._store.still_here(code, named)
-                self._beats |= dict.fromkeys(named, now)
+                self.beats |= dict.fromkeys(named, now)
         # All at once: each run opens the view early in the router (classroom.open_new_view)
         # and then waits its turn for the page (attention_lab.frame.turns). Pushing in turns here
         # instead left turns idle between runs: p95 at 100 followers 9.0 s against 5.2 s.
@@ -118,9 +118,9 @@ class FollowerWatch:
         rerun, mirroring = self._on_loop(lambda: self._launch(idle, behind, pages))
         here = {f.session_id for f in followers}
         asked = {s: behind[s] for s in [*rerun, *mirroring]}
-        self._asked = {k: v for k, v in self._asked.items() if k in here} | asked
+        self.asked = {k: v for k, v in self.asked.items() if k in here} | asked
         followers_here = {f.follower for f in followers}
-        self._beats = {k: v for k, v in self._beats.items() if k in followers_here}
+        self.beats = {k: v for k, v in self.beats.items() if k in followers_here}
         return rerun
 
     def _launch(

@@ -24,7 +24,7 @@ DEFAULT_LEVEL, DEFAULT_FORMAT = "info", "%(asctime)s %(message)s"  # Streamlit's
 _PASSED_DOWN: dict[str, str] = {}  # what child_env hands on, once this process is set up
 
 
-class _StderrHandler(logging.StreamHandler):
+class StderrHandler(logging.StreamHandler):
     """Writes to sys.stderr as it is at each line, as the standard library's last-resort handler
     does: a stream taken once can be closed by whoever swapped it in (pytest's capture)."""
 
@@ -48,9 +48,9 @@ def install(level: str, message_format: str) -> None:
     formatter.default_msec_format = "%s.%03d"
     for name in LOGGERS:
         logger = logging.getLogger(name)
-        for old in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
+        for old in [h for h in logger.handlers if isinstance(h, StderrHandler)]:
             logger.removeHandler(old)
-        handler = _StderrHandler()
+        handler = StderrHandler()
         handler.setFormatter(formatter)
         logger.addHandler(handler)
         logger.setLevel(number if isinstance(number, int) else logging.INFO)

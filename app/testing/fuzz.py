@@ -210,7 +210,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def _named(name: str, raw: str, parsed: Any, said: list[str]) -> bool:
     """Whether a notice names the link's `name` with its value (as given, or as parsed)."""
-    forms = {state.shown(raw)} | ({state.shown(state._format(parsed))} if parsed is not None else set())
+    forms = {state.shown(raw)} | ({state.shown(state.format_value(parsed))} if parsed is not None else set())
     if name in TEXT_KEYS and any(n.startswith(INPUT_PROBLEM) for n in said):
         return True  # attention_lab.explorers.model_input names what is wrong with the prompt in the box
     if raw.startswith("run-") and any("The link's model cannot be opened" in n for n in said):
@@ -231,16 +231,16 @@ def link_problems(page: str, params: dict[str, str], at: AppTest) -> list[str]:
         if name in keys.defaults:
             key = keys.prefix + name
             try:
-                parsed = state._cast(raw, keys.defaults[name])
+                parsed = state.cast_value(raw, keys.defaults[name])
             except (ValueError, TypeError):
                 parsed = None
             used = at.session_state[key] if key in at.session_state else None
             accepted = parsed is not None and _same(used, parsed)
             if name in TEXT_KEYS and any(n.startswith(INPUT_PROBLEM) for n in said):
                 accepted = False
-            canonical = None if used is None else state._format(used)
+            canonical = None if used is None else state.format_value(used)
             # `sort=` or the default itself: the page's own choice (clamp_state: "" is no choice yet)
-            asked_default = raw in ("", state._format(keys.defaults[name]))
+            asked_default = raw in ("", state.format_value(keys.defaults[name]))
             if not accepted and not asked_default and not _named(name, raw, parsed, said):
                 problems.append(f"{name}={raw[:60]!r} not kept ({canonical!r}) and named in no notice")
             if after is not None and after != canonical and not (accepted and after == raw):

@@ -108,7 +108,7 @@ def test_mirrors_are_handed_out_in_turns_from_the_leader_state_its_run_left(
 
     def finish() -> None:
         loop.call_soon(other_users)
-        hub._finish(rec)
+        hub.finish(rec)
 
     on_loop(loop, finish)
     deadline = time.monotonic() + 5

@@ -43,12 +43,12 @@ class Class:
         self.reruns: list[str] = []
         self.rerun_threads: set[str] = set()
         self.running: set[str] = set()  # sessions in the middle of a run
-        self.watch = FollowerWatch(loop, self._listed, self._rerun, self.store, beat_seconds)
+        self.watch = FollowerWatch(loop, self.listed, self.rerun, self.store, beat_seconds)
 
-    def _listed(self) -> list[Follower]:
+    def listed(self) -> list[Follower]:
         return [replace(f, running=f.session_id in self.running) for f in self.followers]
 
-    def _rerun(self, session_id: str) -> bool:
+    def rerun(self, session_id: str) -> bool:
         if session_id in self.running:
             return False
         self.reruns.append(session_id)
@@ -100,7 +100,7 @@ def test_a_session_that_left_is_forgotten_and_others_are_untouched(tmp_path: Pat
     assert c.round() == ["s1"]  # s9 shows its own class's view (version 0): nothing to do
     c.followers = []  # s1 closed its tab
     c.round()
-    assert c.watch._asked == {} and c.watch._beats == {}
+    assert c.watch.asked == {} and c.watch.beats == {}
 
 
 def test_followers_are_counted_by_the_watchs_beats(tmp_path: Path, loop) -> None:
@@ -137,7 +137,7 @@ def test_an_ended_class_session_reruns_its_followers_to_say_so(tmp_path: Path, l
     c.round()
     assert c.store.following(c.code) == 1  # counted once, under its own id, not a second one
     c.store.end(c.code)
-    assert c.round() == ["s1"] and c.watch._asked["s1"] == ENDED  # s2 is still running
+    assert c.round() == ["s1"] and c.watch.asked["s1"] == ENDED  # s2 is still running
     assert c.round() == []
 
 
@@ -153,7 +153,7 @@ class FakeMirrors:
 
     def start(self, rec: Recording) -> bool:
         self.started.append(rec)
-        return self.c._rerun(rec.leader)
+        return self.c.rerun(rec.leader)
 
     def settle(self) -> list[str]:
         failed, self.fail = self.fail, []
@@ -163,7 +163,7 @@ class FakeMirrors:
 def test_followers_in_step_share_one_run_and_failed_mirrors_run_on_their_own(tmp_path: Path, loop) -> None:
     c = Class(tmp_path, loop)
     mirrors = FakeMirrors(c, {"s1": "a", "s2": "a", "s3": "a", "s4": "b", "s5": None})
-    c.watch = FollowerWatch(loop, c._listed, c._rerun, c.store, 4.0, mirrors)  # type: ignore[arg-type]
+    c.watch = FollowerWatch(loop, c.listed, c.rerun, c.store, 4.0, mirrors)  # type: ignore[arg-type]
     v1 = c.version()
     c.followers = [Follower(f"s{k}", c.code, v1, f"f{k}") for k in range(1, 6)]
     c.store.publish(c.code, "reversal", {"text": "classroom"})

@@ -129,7 +129,7 @@ def test_the_lab_loggers_follow_streamlits_level_and_format(
     logs.app_logging.__wrapped__()  # set up twice: still one handler a logger
     for name in logs.LOGGERS:
         assert logging.getLogger(name).level == logging.WARNING
-        assert sum(isinstance(h, logs._StderrHandler) for h in logging.getLogger(name).handlers) == 1
+        assert sum(isinstance(h, logs.StderrHandler) for h in logging.getLogger(name).handlers) == 1
     logging.getLogger("attention_lab.serving.quota").info("below the level")
     logging.getLogger("attention_lab.serving.quota").warning("shown")
     assert capsys.readouterr().err == "WARNING attention_lab.serving.quota|shown\n"
